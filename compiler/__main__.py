@@ -1,0 +1,5 @@
+import sys
+
+from charter.compiler.cli import main
+
+sys.exit(main())

@@ -1,0 +1,81 @@
+"""The ``charter`` command line.
+
+Each verb lives in its own module with two functions, ``add_arguments(parser)``
+and ``run(args) -> int``. Only the chosen verb's module is imported, so
+``charter validate`` and ``charter check`` never pay for the HTTP, MCP or
+async stacks that ``charter run`` needs. Verb modules keep their top-level
+imports to the standard library for the same reason.
+
+Exit codes shared by every verb: 0 success, 1 findings or refusal, 2 usage or
+I/O errors; verbs that answer allow/deny/ask use 3 for ask.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["VERBS", "main"]
+
+# verb -> (module, one-line help)
+VERBS: dict[str, tuple[str, str]] = {
+    # filled in by the verbs as they land
+}
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("charter-policy")
+    except PackageNotFoundError:  # running from a source tree without install
+        return "0+unknown"
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors return exit code 2 through :class:`SystemExit` as usual;
+    ``main`` turns that into a return value."""
+
+
+def _chosen_verb(argv: Sequence[str]) -> str | None:
+    for token in argv:
+        if token in VERBS:
+            return token
+        if not token.startswith("-"):
+            return None
+    return None
+
+
+def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    parser = _Parser(prog="charter", description="Policy compiler and runtime for agent tools.")
+    parser.add_argument("--version", action="version", version=f"charter {_version()}")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    chosen = _chosen_verb(argv)
+    for name, (module_name, help_text) in VERBS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            module = importlib.import_module(module_name)
+            module.add_arguments(p)
+            p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(args_list)
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    module = getattr(args, "_module", None)
+    if module is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(module.run(args))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,111 @@
+"""The one diagnostic type every part of the compiler reports through.
+
+Loading and validation never raise on user input: each problem becomes a
+:class:`Diagnostic` and the caller keeps going, so one run reports every
+problem in every file. Rule codes, names and docs live in
+:mod:`charter.compiler.rules`; this module only holds the value types.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+__all__ = [
+    "Diagnostic",
+    "Severity",
+    "Span",
+    "did_you_mean",
+    "format_key_path",
+    "has_errors",
+    "sort_diagnostics",
+]
+
+
+class Severity(enum.Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 0, "warning": 1, "note": 2}[self.value]
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """A region of a file. Lines and columns are 1-based; ends are inclusive
+    of the last line and exclusive of the end column, like most editors."""
+
+    path: str
+    line: int = 1
+    col: int = 1
+    end_line: int | None = None
+    end_col: int | None = None
+
+    def with_path(self, path: str) -> Span:
+        return Span(path, self.line, self.col, self.end_line, self.end_col)
+
+    @property
+    def end(self) -> tuple[int, int]:
+        return (self.end_line or self.line, self.end_col or self.col)
+
+
+KeyPart = str | int
+
+
+def format_key_path(parts: Sequence[KeyPart]) -> str:
+    """Render ``("stages", "plan", "available_tools", 2)`` as
+    ``stages.plan.available_tools[2]``."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            text = str(part)
+            needs_quotes = not text or any(c in text for c in ".[] \"'")
+            piece = '"' + text.replace('"', '\\"') + '"' if needs_quotes else text
+            out += piece if not out else "." + piece
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostic:
+    code: str
+    name: str
+    severity: Severity
+    message: str
+    span: Span
+    key_path: str = ""
+    help: str | None = None
+    # Extra machine-readable facts (for example the decision a clamp produced);
+    # kept as sorted pairs so the value stays hashable and frozen.
+    data: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+    def sort_key(self) -> tuple[str, int, int, str, str]:
+        return (self.span.path, self.span.line, self.span.col, self.code, self.message)
+
+
+def sort_diagnostics(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """File order, then position, then code; duplicates removed."""
+    return sorted(set(diags), key=Diagnostic.sort_key)
+
+
+def has_errors(diags: Iterable[Diagnostic]) -> bool:
+    return any(d.is_error for d in diags)
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
+    """The closest candidate, if any is close enough to be a likely typo."""
+    pool = sorted(set(candidates))
+    matches = difflib.get_close_matches(word, pool, n=1, cutoff=0.6)
+    if matches:
+        return matches[0]
+    lowered = {c.lower(): c for c in pool}
+    return lowered.get(word.lower())

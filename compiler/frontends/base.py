@@ -1,0 +1,94 @@
+"""Loading one document: read the text, parse it with positions, validate it
+into a frozen model, and collect every diagnostic on the way."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from charter.compiler.diagnostics import Diagnostic, Severity, Span, format_key_path
+from charter.compiler.rules import diag
+from charter.compiler.sources.sourcemap import SourceMap
+from charter.compiler.sources.text import SourceText, read_source
+from charter.compiler.sources.toml_reader import read_toml
+from charter.compiler.sources.yaml_reader import read_yaml
+from charter.compiler.frontends.validation import validate_model
+
+__all__ = ["Loaded", "load_document", "parse_document"]
+
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Loaded(Generic[M]):
+    """One loaded file. ``model`` is None when the file could not be read or
+    did not validate; ``diagnostics`` then says why."""
+
+    display: str
+    model: M | None
+    smap: SourceMap
+    diagnostics: tuple[Diagnostic, ...] = field(default=())
+    raw: Any = None  # the plain data, for checks that need to tell "declared" from "defaulted"
+
+    @property
+    def ok(self) -> bool:
+        return self.model is not None
+
+
+def parse_document(
+    path: Path, display: str, kind: Literal["yaml", "toml"]
+) -> tuple[Any, SourceMap, list[Diagnostic]]:
+    """Read and parse without validating. Data is None after a fatal problem."""
+    src, diags = read_source(path, display)
+    if src is None:
+        return None, SourceMap(display), diags
+    reader = read_yaml if kind == "yaml" else read_toml
+    data, smap, more = reader(src)
+    return data, smap, [*diags, *more]
+
+
+def load_document(
+    path: Path,
+    display: str,
+    model: type[M],
+    kind: Literal["yaml", "toml"],
+    *,
+    unknown_key_severity: Severity | None = None,
+    precheck: Callable[[Any, SourceMap], list[Diagnostic]] | None = None,
+    postcheck: Callable[[M, SourceMap], list[Diagnostic]] | None = None,
+) -> Loaded[M]:
+    """``precheck`` runs on the plain data before validation (for rules that
+    need the raw keys); ``postcheck`` runs on a validated model."""
+    data, smap, diags = parse_document(path, display, kind)
+    if data is None:
+        return Loaded(display, None, smap, tuple(diags))
+    if not isinstance(data, dict):
+        diags.append(
+            diag(
+                "wrong-type",
+                f"the file must hold a mapping of keys to values, not {type(data).__name__}",
+                smap.value_span(()),
+            )
+        )
+        return Loaded(display, None, smap, tuple(diags), data)
+    if precheck is not None:
+        diags.extend(precheck(data, smap))
+    result, more = validate_model(model, data, smap, unknown_key_severity=unknown_key_severity)
+    diags.extend(more)
+    if result is not None and postcheck is not None:
+        diags.extend(postcheck(result, smap))
+    if any(d.is_error for d in diags):
+        # A model that validated but carries an error from a check is still
+        # handed back: later stages may read it, but nothing may compile.
+        return Loaded(display, result, smap, tuple(diags), data)
+    return Loaded(display, result, smap, tuple(diags), data)
+
+
+def at(smap: SourceMap, *path: str | int, key: bool = False) -> tuple[Span, str]:
+    """The span and rendered key path of ``path`` in ``smap``."""
+    span = smap.key_span(path) if key else smap.value_span(path)
+    return span, format_key_path(path)
