@@ -47,116 +47,200 @@ def _r(
 E, W, N = Severity.ERROR, Severity.WARNING, Severity.NOTE
 
 # --- CH1xx: files and syntax -------------------------------------------------
-_r("CH101", "yaml-syntax-error", E,
-   "The YAML file does not parse.",
-   "A file Charter cannot read cannot be checked, so nothing in it is trusted.",
-   "tools:\n  toolsets: [coding\n",
-   "Fix the syntax at the reported position.")
-_r("CH102", "toml-syntax-error", E,
-   "The TOML file does not parse.",
-   "A file Charter cannot read cannot be checked, so nothing in it is trusted.",
-   "[stages.plan\navailable_tools = []\n",
-   "Fix the syntax at the reported position.")
-_r("CH103", "file-not-utf8", E,
-   "The file is not valid UTF-8.",
-   "Charter reads configuration as UTF-8 text; other encodings would be guessed at.",
-   "A file saved as Latin-1 containing 'caf\\xe9'.",
-   "Re-save the file as UTF-8.")
-_r("CH104", "empty-file", E,
-   "The file is empty or holds only comments.",
-   "An empty agent file usually means a botched edit or a truncated checkout.",
-   "An agent.yaml of zero bytes.",
-   "Write the file's content, or delete the file.")
-_r("CH105", "file-too-large", E,
-   "The file is larger than Charter's limit for configuration files.",
-   "Configuration is small; a huge file is a mistake or an attempt to exhaust memory.",
-   "A 10 MB agent.yaml.",
-   "Keep configuration files under the limit (2 MiB).")
-_r("CH106", "file-unreadable", E,
-   "The file could not be read.",
-   "Charter cannot check what it cannot read.",
-   "A file without read permission, or a broken symlink.",
-   "Check the file's permissions and that it exists.")
-_r("CH107", "duplicate-key", E,
-   "A mapping defines the same key twice.",
-   "Most parsers silently keep the last value, so the first one (perhaps a deny) is lost.",
-   "approval:\n  default: deny\n  default: auto\n",
-   "Remove one of the two entries.")
-_r("CH108", "yaml-alias-refused", E,
-   "The YAML file uses an anchor or alias.",
-   "Aliases allow exponential expansion ('billion laughs') and hide where a value came from.",
-   "base: &b {risk: low}\nother: *b\n",
-   "Write each value out in full.")
-_r("CH109", "yaml-ambiguous-boolean", W,
-   "A YAML 1.1 boolean word such as yes, no, on or off.",
-   "YAML 1.1 reads these as booleans and YAML 1.2 as strings; tools disagree about them.",
-   "enabled: no\n",
-   "Write true or false.")
-_r("CH110", "yaml-unsupported-tag", E,
-   "The YAML file uses a tag Charter does not accept, or several documents.",
-   "Custom tags can construct arbitrary objects in some loaders; Charter takes plain data only.",
-   "risk: !!python/name:os.system\n",
-   "Remove the tag and write a plain value.")
-_r("CH111", "nesting-too-deep", E,
-   "The file nests mappings or lists deeper than Charter's limit.",
-   "Deep nesting is never needed by agent configuration and can exhaust the stack.",
-   "a: [[[[[[[[...]]]]]]]] nested hundreds of levels deep.",
-   "Flatten the structure.")
-_r("CH112", "no-agent-files", E,
-   "A path given to Charter holds no agent configuration.",
-   "A CI job that checks nothing should fail loudly rather than pass.",
-   "charter validate docs/",
-   "Point Charter at a directory with agent.yaml, agent.leviath or blueprint.toml.")
-_r("CH113", "path-not-found", E,
-   "A path given to Charter, or a folder a file refers to, does not exist.",
-   "A missing folder means tools or servers the author expected silently do not exist.",
-   "slots:\n  tools: agent/tool   # the folder is agent/tools\n",
-   "Fix the path or create the folder.")
+_r(
+    "CH101",
+    "yaml-syntax-error",
+    E,
+    "The YAML file does not parse.",
+    "A file Charter cannot read cannot be checked, so nothing in it is trusted.",
+    "tools:\n  toolsets: [coding\n",
+    "Fix the syntax at the reported position.",
+)
+_r(
+    "CH102",
+    "toml-syntax-error",
+    E,
+    "The TOML file does not parse.",
+    "A file Charter cannot read cannot be checked, so nothing in it is trusted.",
+    "[stages.plan\navailable_tools = []\n",
+    "Fix the syntax at the reported position.",
+)
+_r(
+    "CH103",
+    "file-not-utf8",
+    E,
+    "The file is not valid UTF-8.",
+    "Charter reads configuration as UTF-8 text; other encodings would be guessed at.",
+    "A file saved as Latin-1 containing 'caf\\xe9'.",
+    "Re-save the file as UTF-8.",
+)
+_r(
+    "CH104",
+    "empty-file",
+    E,
+    "The file is empty or holds only comments.",
+    "An empty agent file usually means a botched edit or a truncated checkout.",
+    "An agent.yaml of zero bytes.",
+    "Write the file's content, or delete the file.",
+)
+_r(
+    "CH105",
+    "file-too-large",
+    E,
+    "The file is larger than Charter's limit for configuration files.",
+    "Configuration is small; a huge file is a mistake or an attempt to exhaust memory.",
+    "A 10 MB agent.yaml.",
+    "Keep configuration files under the limit (2 MiB).",
+)
+_r(
+    "CH106",
+    "file-unreadable",
+    E,
+    "The file could not be read.",
+    "Charter cannot check what it cannot read.",
+    "A file without read permission, or a broken symlink.",
+    "Check the file's permissions and that it exists.",
+)
+_r(
+    "CH107",
+    "duplicate-key",
+    E,
+    "A mapping defines the same key twice.",
+    "Most parsers silently keep the last value, so the first one (perhaps a deny) is lost.",
+    "approval:\n  default: deny\n  default: auto\n",
+    "Remove one of the two entries.",
+)
+_r(
+    "CH108",
+    "yaml-alias-refused",
+    E,
+    "The YAML file uses an anchor or alias.",
+    "Aliases allow exponential expansion ('billion laughs') and hide where a value came from.",
+    "base: &b {risk: low}\nother: *b\n",
+    "Write each value out in full.",
+)
+_r(
+    "CH109",
+    "yaml-ambiguous-boolean",
+    W,
+    "A YAML 1.1 boolean word such as yes, no, on or off.",
+    "YAML 1.1 reads these as booleans and YAML 1.2 as strings; tools disagree about them.",
+    "enabled: no\n",
+    "Write true or false.",
+)
+_r(
+    "CH110",
+    "yaml-unsupported-tag",
+    E,
+    "The YAML file uses a tag Charter does not accept, or several documents.",
+    "Custom tags can construct arbitrary objects in some loaders; Charter takes plain data only.",
+    "risk: !!python/name:os.system\n",
+    "Remove the tag and write a plain value.",
+)
+_r(
+    "CH111",
+    "nesting-too-deep",
+    E,
+    "The file nests mappings or lists deeper than Charter's limit.",
+    "Deep nesting is never needed by agent configuration and can exhaust the stack.",
+    "a: [[[[[[[[...]]]]]]]] nested hundreds of levels deep.",
+    "Flatten the structure.",
+)
+_r(
+    "CH112",
+    "no-agent-files",
+    E,
+    "A path given to Charter holds no agent configuration.",
+    "A CI job that checks nothing should fail loudly rather than pass.",
+    "charter validate docs/",
+    "Point Charter at a directory with agent.yaml, agent.leviath or blueprint.toml.",
+)
+_r(
+    "CH113",
+    "path-not-found",
+    E,
+    "A path given to Charter, or a folder a file refers to, does not exist.",
+    "A missing folder means tools or servers the author expected silently do not exist.",
+    "slots:\n  tools: agent/tool   # the folder is agent/tools\n",
+    "Fix the path or create the folder.",
+)
 
 # --- CH2xx: structure and values ---------------------------------------------
-_r("CH201", "unknown-key", E,
-   "A key that the format does not define.",
-   "A misspelled key is silently ignored by lax loaders, so the setting the author "
-   "wrote never takes effect.",
-   "[stages.plan]\navailable_tool = [\"read_file\"]\n",
-   "Use the suggested spelling, or remove the key.")
-_r("CH202", "wrong-type", E,
-   "A value has the wrong type.",
-   "A value of the wrong type cannot mean what its author intended.",
-   "max_iterations = \"ten\"\n",
-   "Write a value of the expected type.")
-_r("CH203", "invalid-value", E,
-   "A value is not one of the accepted choices, or is out of range.",
-   "Falling back to a default on a typo would hand the author a behaviour they did not write.",
-   "risk: hgih\n",
-   "Use one of the accepted values listed in the message.")
-_r("CH204", "missing-key", E,
-   "A required key is absent.",
-   "Without it the file cannot be given a meaning.",
-   "[agent]\nversion = \"1\"   # name is missing\n",
-   "Add the key.")
-_r("CH205", "invalid-permission-value", E,
-   "A permission is not exactly allow, ask or deny.",
-   "A misspelled deny that quietly became ask would turn a refusal into a prompt.",
-   "[tool_permissions]\nshell = \"dney\"\n",
-   "Write allow, ask or deny.")
-_r("CH206", "slot-only-field-in-tool-yaml", E,
-   "tool.yaml sets a field that belongs to a slot, not to a tool.",
-   "The host ignores or rejects these in tool.yaml; the author's intent would be lost.",
-   "timeout_seconds: 30\n",
-   "Move the field to the slot configuration in agent.yaml.")
-_r("CH207", "duplicate-definition", E,
-   "The same stage, tool or server is defined twice.",
-   "Which definition wins would depend on file order.",
-   "[stages.plan] in agent.leviath and stages/plan.toml.",
-   "Keep one definition.")
+_r(
+    "CH201",
+    "unknown-key",
+    E,
+    "A key that the format does not define.",
+    "A misspelled key is silently ignored by lax loaders, so the setting the author "
+    "wrote never takes effect.",
+    '[stages.plan]\navailable_tool = ["read_file"]\n',
+    "Use the suggested spelling, or remove the key.",
+)
+_r(
+    "CH202",
+    "wrong-type",
+    E,
+    "A value has the wrong type.",
+    "A value of the wrong type cannot mean what its author intended.",
+    'max_iterations = "ten"\n',
+    "Write a value of the expected type.",
+)
+_r(
+    "CH203",
+    "invalid-value",
+    E,
+    "A value is not one of the accepted choices, or is out of range.",
+    "Falling back to a default on a typo would hand the author a behaviour they did not write.",
+    "risk: hgih\n",
+    "Use one of the accepted values listed in the message.",
+)
+_r(
+    "CH204",
+    "missing-key",
+    E,
+    "A required key is absent.",
+    "Without it the file cannot be given a meaning.",
+    '[agent]\nversion = "1"   # name is missing\n',
+    "Add the key.",
+)
+_r(
+    "CH205",
+    "invalid-permission-value",
+    E,
+    "A permission is not exactly allow, ask or deny.",
+    "A misspelled deny that quietly became ask would turn a refusal into a prompt.",
+    '[tool_permissions]\nshell = "dney"\n',
+    "Write allow, ask or deny.",
+)
+_r(
+    "CH206",
+    "slot-only-field-in-tool-yaml",
+    E,
+    "tool.yaml sets a field that belongs to a slot, not to a tool.",
+    "The host ignores or rejects these in tool.yaml; the author's intent would be lost.",
+    "timeout_seconds: 30\n",
+    "Move the field to the slot configuration in agent.yaml.",
+)
+_r(
+    "CH207",
+    "duplicate-definition",
+    E,
+    "The same stage, tool or server is defined twice.",
+    "Which definition wins would depend on file order.",
+    "[stages.plan] in agent.leviath and stages/plan.toml.",
+    "Keep one definition.",
+)
 
 # --- CH3xx: names --------------------------------------------------------------
-_r("CH301", "unknown-toolset", E,
-   "agent.yaml names a toolset that does not exist.",
-   "The agent would silently lack the tools its author expected.",
-   "tools:\n  toolsets: [codeing]\n",
-   "Use coding, demiurge_control or schedule.")
+_r(
+    "CH301",
+    "unknown-toolset",
+    E,
+    "agent.yaml names a toolset that does not exist.",
+    "The agent would silently lack the tools its author expected.",
+    "tools:\n  toolsets: [codeing]\n",
+    "Use coding, demiurge_control or schedule.",
+)
 
 
 def rule(code: str) -> Rule:

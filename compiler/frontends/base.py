@@ -11,12 +11,12 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel
 
 from charter.compiler.diagnostics import Diagnostic, Severity, Span, format_key_path
+from charter.compiler.frontends.validation import validate_model
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
-from charter.compiler.sources.text import SourceText, read_source
+from charter.compiler.sources.text import read_source
 from charter.compiler.sources.toml_reader import read_toml
 from charter.compiler.sources.yaml_reader import read_yaml
-from charter.compiler.frontends.validation import validate_model
 
 __all__ = ["Loaded", "load_document", "parse_document"]
 

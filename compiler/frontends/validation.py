@@ -94,8 +94,12 @@ def _to_diag(
             message += f"; did you mean '{hint}'?"
         help_text = "accepted keys: " + ", ".join(sorted(known)) if known else None
         return diag(
-            "unknown-key", message, smap.key_span(full), key_path=key_path,
-            help=help_text, severity=unknown_sev,
+            "unknown-key",
+            message,
+            smap.key_span(full),
+            key_path=key_path,
+            help=help_text,
+            severity=unknown_sev,
         )
     if etype == "missing":
         return diag(
@@ -114,8 +118,8 @@ def _to_diag(
             if hint:
                 message += f"; did you mean '{hint}'?"
         return diag(rule_name, message, smap.value_span(full), key_path=key_path)
-    if etype.endswith("_type") or etype.endswith("_parsing") or etype in (
-        "is_instance_of", "model_type", "dataclass_type", "model_attributes_type"
+    if (
+        etype.endswith(("_type", "_parsing")) or etype in ("is_instance_of", "model_type", "dataclass_type", "model_attributes_type")
     ):
         return diag(
             "wrong-type",

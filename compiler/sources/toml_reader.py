@@ -22,7 +22,16 @@ __all__ = ["read_toml", "scan_positions"]
 
 _AT = re.compile(r"\(at line (\d+), column (\d+)\)")
 _BARE = re.compile(r"[A-Za-z0-9_-]+")
-_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r", '"': '"', "\\": "\\", "e": "\x1b"}
+_ESCAPES = {
+    "b": "\b",
+    "t": "\t",
+    "n": "\n",
+    "f": "\f",
+    "r": "\r",
+    '"': '"',
+    "\\": "\\",
+    "e": "\x1b",
+}
 
 
 def read_toml(src: SourceText) -> tuple[Any, SourceMap, list[Diagnostic]]:
@@ -38,9 +47,17 @@ def read_toml(src: SourceText) -> tuple[Any, SourceMap, list[Diagnostic]]:
     except RecursionError:
         return None, smap, [diag("nesting-too-deep", "structure too deep", Span(src.display))]
     if _depth(data) > MAX_NESTING:
-        return None, smap, [
-            diag("nesting-too-deep", f"nesting deeper than {MAX_NESTING} levels", Span(src.display))
-        ]
+        return (
+            None,
+            smap,
+            [
+                diag(
+                    "nesting-too-deep",
+                    f"nesting deeper than {MAX_NESTING} levels",
+                    Span(src.display),
+                )
+            ],
+        )
     scan_positions(src.text, smap)
     return data, smap, []
 

@@ -29,18 +29,36 @@ _NULL = {"", "~", "null", "Null", "NULL"}
 _TRUE = {"true", "True", "TRUE"}
 _FALSE = {"false", "False", "FALSE"}
 _YAML11_BOOL = {
-    "yes": True, "Yes": True, "YES": True, "on": True, "On": True, "ON": True,
-    "y": True, "Y": True,
-    "no": False, "No": False, "NO": False, "off": False, "Off": False, "OFF": False,
-    "n": False, "N": False,
+    "yes": True,
+    "Yes": True,
+    "YES": True,
+    "on": True,
+    "On": True,
+    "ON": True,
+    "y": True,
+    "Y": True,
+    "no": False,
+    "No": False,
+    "NO": False,
+    "off": False,
+    "Off": False,
+    "OFF": False,
+    "n": False,
+    "N": False,
 }
 _INT = re.compile(r"[-+]?[0-9]+\Z")
 _OCT = re.compile(r"0o[0-7]+\Z")
 _HEX = re.compile(r"0x[0-9a-fA-F]+\Z")
 _FLOAT = re.compile(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?\Z")
 _SPECIAL_FLOATS = {
-    ".inf": float("inf"), "+.inf": float("inf"), ".Inf": float("inf"), "+.Inf": float("inf"),
-    "-.inf": float("-inf"), "-.Inf": float("-inf"), ".nan": float("nan"), ".NaN": float("nan"),
+    ".inf": float("inf"),
+    "+.inf": float("inf"),
+    ".Inf": float("inf"),
+    "+.Inf": float("inf"),
+    "-.inf": float("-inf"),
+    "-.Inf": float("-inf"),
+    ".nan": float("nan"),
+    ".NaN": float("nan"),
 }
 _STD_TAGS = {
     "tag:yaml.org,2002:str",
@@ -284,7 +302,9 @@ def read_yaml(src: SourceText) -> tuple[Any, SourceMap, list[Diagnostic]]:
         col = mark.column + 1 if mark else 1
         problem = exc.problem or "invalid YAML"
         context = f" ({exc.context})" if exc.context else ""
-        b.diags.append(diag("yaml-syntax-error", f"{problem}{context}", Span(src.display, line, col)))
+        b.diags.append(
+            diag("yaml-syntax-error", f"{problem}{context}", Span(src.display, line, col))
+        )
         return None, b.smap, b.diags
     except yaml.YAMLError as exc:  # reader errors such as control characters
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "mark", None)

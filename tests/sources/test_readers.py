@@ -69,7 +69,12 @@ def test_yaml_duplicate_key_keeps_the_first_and_reports_the_second() -> None:
     data, _, diags = read_yaml(_src("approval:\n  default: deny\n  default: auto\n", "d.yaml"))
     assert data == {"approval": {"default": "deny"}}
     [d] = diags
-    assert (d.name, d.span.line, d.span.col, d.key_path) == ("duplicate-key", 3, 3, "approval.default")
+    assert (d.name, d.span.line, d.span.col, d.key_path) == (
+        "duplicate-key",
+        3,
+        3,
+        "approval.default",
+    )
 
 
 def test_yaml_anchors_aliases_and_tags_are_refused() -> None:
