@@ -82,9 +82,13 @@ def _to_diag(
     etype: str = err["type"]
     msg: str = err["msg"]
     value = err.get("input")
+    # A mapping key that failed its own check (pydantic ends ``loc`` with
+    # "[key]") is reported at the key, not at the value next to it.
+    on_key = bool(err["loc"]) and err["loc"][-1] == "[key]"
+    where = smap.key_span(full) if on_key else smap.value_span(full)
 
     if etype in _BY_NAME:
-        return diag(etype, msg, smap.value_span(full), key_path=key_path)
+        return diag(etype, msg, where, key_path=key_path)
     if etype == "extra_forbidden":
         name = str(loc[-1]) if loc else "?"
         known = _fields_at(model, loc[:-1])
@@ -117,20 +121,20 @@ def _to_diag(
             hint = did_you_mean(value, expected)
             if hint:
                 message += f"; did you mean '{hint}'?"
-        return diag(rule_name, message, smap.value_span(full), key_path=key_path)
+        return diag(rule_name, message, where, key_path=key_path)
     if (
         etype.endswith(("_type", "_parsing")) or etype in ("is_instance_of", "model_type", "dataclass_type", "model_attributes_type")
     ):
         return diag(
             "wrong-type",
             f"{msg.rstrip('.')} (got {_type_name(value)})",
-            smap.value_span(full),
+            where,
             key_path=key_path,
         )
     if etype.startswith("value_error") or etype == "assertion_error":
         text = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        return diag("invalid-value", text, smap.value_span(full), key_path=key_path)
-    return diag("invalid-value", msg, smap.value_span(full), key_path=key_path)
+        return diag("invalid-value", text, where, key_path=key_path)
+    return diag("invalid-value", msg, where, key_path=key_path)
 
 
 def _is_union_tag(part: Any) -> bool:
