@@ -122,8 +122,11 @@ def _to_diag(
             if hint:
                 message += f"; did you mean '{hint}'?"
         return diag(rule_name, message, where, key_path=key_path)
-    if (
-        etype.endswith(("_type", "_parsing")) or etype in ("is_instance_of", "model_type", "dataclass_type", "model_attributes_type")
+    if etype.endswith(("_type", "_parsing")) or etype in (
+        "is_instance_of",
+        "model_type",
+        "dataclass_type",
+        "model_attributes_type",
     ):
         return diag(
             "wrong-type",
