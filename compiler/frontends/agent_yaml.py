@@ -1,0 +1,330 @@
+"""The agent core manifest: ``agent.yaml``.
+
+It names the core, picks built-in toolsets, points at the folders holding
+authored tools, skills and MCP server manifests, and states approval policy
+and capability grants. Every key is known; an unknown one is an error with a
+did-you-mean, because the host refuses unknown keys too and a misspelt
+``aproval`` would otherwise drop the author's policy on the floor.
+
+``model``, ``ui`` and ``channels`` are accepted as opaque mappings: they
+configure the host's model provider and chat front-ends, which Charter
+neither checks nor compiles.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, field_validator
+from pydantic_core import PydanticCustomError
+
+from charter.compiler.diagnostics import Diagnostic, did_you_mean, format_key_path
+from charter.compiler.frontends.base import Loaded, load_document
+from charter.compiler.frontends.tool_yaml import (
+    ApprovalPolicy,
+    Capability,
+    DisplayPolicy,
+    ModelOutputPolicy,
+    Risk,
+)
+from charter.compiler.frontends.validation import InputModel
+from charter.compiler.rules import diag
+from charter.compiler.sources.sourcemap import SourceMap
+
+__all__ = [
+    "BUILTIN_TOOLSETS",
+    "DIRECTORY_SLOTS",
+    "AgentCore",
+    "AgentInfo",
+    "ApprovalSettings",
+    "CapabilitySettings",
+    "DependencySettings",
+    "RuntimeSettings",
+    "Slots",
+    "ToolMetadata",
+    "ToolsSettings",
+    "load_agent_yaml",
+]
+
+# The host's built-in toolsets and the tools each one brings.
+BUILTIN_TOOLSETS: dict[str, tuple[str, ...]] = {
+    "coding": (
+        "read_file",
+        "write_file",
+        "patch",
+        "search_files",
+        "terminal",
+        "web_extract",
+        "skills_list",
+        "skill_view",
+        "skill_manage",
+        "todo",
+        "clarify",
+        "session_search",
+    ),
+    "demiurge_control": (
+        "tools_list",
+        "task_list",
+        "delegate_task",
+        "task_status",
+        "task_control",
+        "yield_until",
+        "evolve_core",
+        "rollback_core",
+    ),
+    "schedule": ("schedule_manage",),
+}
+
+# Slots that name a folder the host scans; a missing folder means the tools,
+# skills or servers the author expected silently do not exist.
+DIRECTORY_SLOTS: tuple[str, ...] = ("tools", "skills", "mcp")
+
+# The host caps a turn at 90 model steps.
+MAX_MODEL_STEPS = 90
+
+_AGENT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def _toolset_name(value: str) -> str:
+    if value not in BUILTIN_TOOLSETS:
+        known = sorted(BUILTIN_TOOLSETS)
+        hint = did_you_mean(value, known)
+        text = f"unknown toolset '{value}'"
+        text += f"; did you mean '{hint}'?" if hint else "; known toolsets: " + ", ".join(known)
+        raise PydanticCustomError("unknown-toolset", text)
+    return value
+
+
+def _relative_path(value: str) -> str:
+    """A path inside the core: relative, forward slashes, no ``..``."""
+    if not value.strip():
+        raise PydanticCustomError("invalid-value", "the path must not be empty")
+    if "\\" in value:
+        raise PydanticCustomError(
+            "invalid-value", "'{value}' uses backslashes; write paths with '/'", {"value": value}
+        )
+    pure = PurePosixPath(value)
+    if pure.is_absolute() or re.match(r"^[A-Za-z]:", value):
+        raise PydanticCustomError(
+            "invalid-value",
+            "'{value}' is absolute; write a path relative to the folder holding agent.yaml",
+            {"value": value},
+        )
+    if ".." in pure.parts:
+        raise PydanticCustomError(
+            "invalid-value",
+            "'{value}' climbs out of the agent core with '..'",
+            {"value": value},
+        )
+    return value
+
+
+ToolsetName = Annotated[str, AfterValidator(_toolset_name)]
+CorePath = Annotated[str, AfterValidator(_relative_path)]
+# ``fs.read:`` with nothing after it is how YAML spells "granted, no options".
+CapabilityOptions = dict[str, Any] | None
+
+
+class AgentInfo(InputModel):
+    id: str
+    summary: str = ""
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, value: str) -> str:
+        if not _AGENT_ID.match(value):
+            raise PydanticCustomError(
+                "invalid-value",
+                "agent id '{value}' must start with a letter or digit and use only "
+                "letters, digits, '_', '.' and '-'",
+                {"value": value},
+            )
+        return value
+
+
+class RuntimeSettings(InputModel):
+    surface_root: CorePath = "agent"
+    max_model_steps: int = MAX_MODEL_STEPS
+    workspace: str | None = None
+
+    @field_validator("max_model_steps")
+    @classmethod
+    def _steps_in_range(cls, value: int) -> int:
+        if not 1 <= value <= MAX_MODEL_STEPS:
+            raise PydanticCustomError(
+                "invalid-value",
+                "max_model_steps must be between 1 and {limit} (got {value})",
+                {"limit": MAX_MODEL_STEPS, "value": value},
+            )
+        return value
+
+    @field_validator("workspace")
+    @classmethod
+    def _workspace_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise PydanticCustomError(
+                "invalid-value", "workspace must not be blank; leave it out for the default"
+            )
+        return value
+
+
+class Slots(InputModel):
+    """Where the core's authored surfaces live, relative to agent.yaml."""
+
+    soul: CorePath | None = None
+    bootstrap: CorePath | None = None
+    input: CorePath | None = None
+    output: CorePath | None = None
+    tools: CorePath | None = None
+    skills: CorePath | None = None
+    mcp: CorePath | None = None
+    schedules: CorePath | None = None
+
+
+class ToolMetadata(InputModel):
+    """A per-tool override. Unset fields keep the tool's own value."""
+
+    risk: Risk | None = None
+    capability: Capability | None = None
+    approval_policy: ApprovalPolicy | None = None
+    model_output_policy: ModelOutputPolicy | None = None
+    display_policy: DisplayPolicy | None = None
+    enabled: bool | None = None
+
+
+class ToolsSettings(InputModel):
+    toolsets: tuple[ToolsetName, ...] = ()
+    metadata: dict[str, ToolMetadata] = {}
+
+
+class ApprovalSettings(InputModel):
+    """The core's approval policy. The host takes the first of tools,
+    capabilities, risks and default that matches a call."""
+
+    default: ApprovalPolicy | None = None
+    tools: dict[str, ApprovalPolicy] = {}
+    capabilities: dict[Capability, ApprovalPolicy] = {}
+    risks: dict[Risk, ApprovalPolicy] = {}
+
+
+class CapabilitySettings(InputModel):
+    """Grants: ``defaults`` apply to the whole core, ``slots`` to one slot
+    path (such as ``agent/tools/project_note``). Option mappings such as
+    ``{scope: workspace}`` are kept as written."""
+
+    defaults: dict[Capability, CapabilityOptions] = {}
+    slots: dict[CorePath, dict[Capability, CapabilityOptions]] = {}
+
+
+class DependencySettings(InputModel):
+    mode: str = "host_shared"
+    allow_additional_dependencies: bool = False
+
+
+class AgentCore(InputModel):
+    """A validated agent.yaml."""
+
+    schema_version: int = 1
+    agent: AgentInfo
+    runtime: RuntimeSettings = RuntimeSettings()
+    slots: Slots = Slots()
+    tools: ToolsSettings = ToolsSettings()
+    approval: ApprovalSettings = ApprovalSettings()
+    capabilities: CapabilitySettings = CapabilitySettings()
+    dependencies: DependencySettings = DependencySettings()
+    # Host settings Charter does not interpret.
+    model: dict[str, Any] = {}
+    ui: dict[str, Any] = {}
+    channels: dict[str, Any] = {}
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known_version(cls, value: int) -> int:
+        if value != 1:
+            raise PydanticCustomError(
+                "invalid-value",
+                "schema_version {value} is not supported; Charter reads version 1",
+                {"value": value},
+            )
+        return value
+
+    @property
+    def builtin_tools(self) -> tuple[str, ...]:
+        """The built-in tools the chosen toolsets bring, in order, once each."""
+        seen: dict[str, None] = {}
+        for name in self.tools.toolsets:
+            for tool in BUILTIN_TOOLSETS[name]:
+                seen.setdefault(tool, None)
+        return tuple(seen)
+
+
+def load_agent_yaml(path: Path, display: str, root: Path) -> Loaded[AgentCore]:
+    """Read and validate agent.yaml. ``root`` is the folder holding it: the
+    folders named by ``slots`` are looked up there. Never raises on file
+    content."""
+
+    def precheck(data: dict[str, Any], smap: SourceMap) -> list[Diagnostic]:
+        return _check_slot_dirs(data, smap, root)
+
+    return load_document(path, display, AgentCore, "yaml", precheck=precheck)
+
+
+def _check_slot_dirs(data: dict[str, Any], smap: SourceMap, root: Path) -> list[Diagnostic]:
+    """Each folder slot must name an existing folder inside the core.
+
+    This reads the plain data so that it still runs when another part of the
+    file fails validation; values validation rejects (wrong type, absolute,
+    ``..``) are left to validation's own diagnostic."""
+    out: list[Diagnostic] = []
+    slots = data.get("slots")
+    if not isinstance(slots, dict):
+        return out
+    try:
+        base = root.resolve()
+    except (OSError, RuntimeError):
+        base = root.absolute()
+    for slot in DIRECTORY_SLOTS:
+        value = slots.get(slot)
+        if not isinstance(value, str):
+            continue
+        try:
+            _relative_path(value)
+        except PydanticCustomError:
+            continue
+        loc = ("slots", slot)
+        target = root / value
+        problem: str | None = None
+        try:
+            if not target.exists():
+                problem = f"folder '{value}' does not exist in the agent core"
+            elif not target.is_dir():
+                problem = f"'{value}' is a file, but slots.{slot} must name a folder"
+            elif not _inside(target.resolve(), base):
+                # A symlink pointing outside the core would let it load code
+                # or servers from anywhere on disk.
+                problem = f"'{value}' resolves outside the agent core (through a symlink)"
+        except (OSError, RuntimeError) as exc:
+            problem = f"cannot inspect '{value}': {getattr(exc, 'strerror', None) or exc}"
+        if problem is not None:
+            out.append(
+                diag(
+                    "path-not-found",
+                    problem,
+                    smap.value_span(loc),
+                    key_path=format_key_path(loc),
+                    help=f"the path is relative to the folder holding agent.yaml ({_shown(root)})",
+                )
+            )
+    return out
+
+
+def _inside(path: Path, base: Path) -> bool:
+    return path == base or base in path.parents
+
+
+def _shown(root: Path) -> str:
+    text = os.fspath(root)
+    return text if text not in ("", ".") else "the current folder"
