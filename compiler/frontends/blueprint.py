@@ -1,0 +1,430 @@
+"""Blueprints: ``agent.leviath`` (Leviath's name) or ``blueprint.toml``.
+
+A blueprint is a TOML file with an ``[agent]`` table, a table per stage under
+``[stages.<name>]``, and agent-wide tables such as ``[tool_permissions]``.
+Every table Charter interprets is read strictly (unknown keys are errors
+with a suggestion, enum values and permissions must be spelled exactly);
+tables that only shape the conversation (``context``, ``compaction``, a
+stage's ``model``, ...) are accepted and kept as opaque data.
+
+Edges
+-----
+A stage's outgoing edges may be written in either of two shapes:
+
+* Leviath's own: one table per target stage,
+  ``[stages.review.transitions.summary]`` (an empty ``[stages.x.transitions]``
+  marks a terminal stage);
+* a list with an explicit target, ``[[stages.review.edges]]`` with
+  ``to = "summary"``, which keeps edges in the order written and reads well
+  in a stage file.
+
+Both carry the same keys (``hint``, ``condition``, ``transform``,
+``transform_config``, ``gate``, ``stuck_after_*``). A stage uses one shape or
+the other, never both, so there is a single place to look for its edges.
+:meth:`Stage.all_edges` hands back every edge as an :class:`Edge` together
+with its key path, whichever shape it was written in.
+
+Stages may also live in their own files (``stages/<name>.toml``); see
+:mod:`charter.compiler.frontends.stage_toml`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Field, Tag, model_validator
+from pydantic_core import PydanticCustomError
+
+from charter.compiler.diagnostics import Diagnostic, format_key_path
+from charter.compiler.frontends.base import Loaded, load_document
+from charter.compiler.frontends.config_toml import (
+    McpServer,
+    PermissionMap,
+    ReadPaths,
+    SafeCommands,
+    ToolScriptPermissions,
+)
+from charter.compiler.frontends.validation import InputModel
+from charter.compiler.rules import diag
+from charter.compiler.sources.sourcemap import KeyPath, SourceMap
+
+__all__ = [
+    "Agent",
+    "Blueprint",
+    "BlueprintSecurity",
+    "Condition",
+    "Edge",
+    "Gate",
+    "Hooks",
+    "InteractionPoint",
+    "Mode",
+    "Nudge",
+    "OutputSpec",
+    "Sandbox",
+    "Stage",
+    "ToolRouting",
+    "Transform",
+    "TransformConfig",
+    "Transition",
+    "check_stage",
+    "load_blueprint",
+]
+
+Mode = Literal[
+    "autonomous", "interactive", "interactive_points", "fan_out", "fan_out_merge", "output"
+]
+Condition = Literal["always", "llm_choice", "error", "max_iterations", "stuck", "dead_end"]
+Transform = Literal["direct", "clear", "compact", "summarize", "custom"]
+
+PositiveInt = Annotated[int, Field(ge=1)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+
+
+class OutputSpec(InputModel):
+    """The shape of a run's final answer. ``format`` is a free label (json,
+    yaml, ... get a parse check at run time); ``schema`` is a JSON Schema
+    written as a TOML table; ``validator`` is a script path."""
+
+    format: str | None = None
+    instructions: str | None = None
+    example: str | None = None
+    # ``schema`` would shadow a BaseModel attribute, hence the alias.
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    validator: str | None = None
+
+
+class Gate(InputModel):
+    """What a stage must have done before an edge may be taken."""
+
+    require_modifications: bool = False
+    require_regions: tuple[str, ...] = ()
+    require_region_updated: str | None = None
+    require_no_open_items: str | None = None
+    # An alternative way to pass require_modifications: this region is non-empty.
+    region: str | None = None
+    # Extra tools whose successful calls count as modifying work.
+    tools: tuple[str, ...] = ()
+    message: str | None = None
+    # Unset means the runtime's default of 3; then the edge is forced.
+    max_attempts: PositiveInt | None = None
+
+
+class TransformConfig(InputModel):
+    carry: tuple[str, ...] = ()
+    compact: tuple[str, ...] = ()
+    clear: tuple[str, ...] = ()
+    compact_prompt: str | None = None
+
+
+_STUCK_KEYS = (
+    "stuck_after_iterations",
+    "stuck_after_minutes",
+    "stuck_after_same_file_edits",
+    "stuck_after_tool_calls",
+)
+
+
+class Transition(InputModel):
+    """An edge whose target is the key it is written under
+    (``[stages.<from>.transitions.<to>]``)."""
+
+    hint: str | None = None
+    condition: Condition | None = None
+    transform: Transform | None = None
+    transform_config: TransformConfig | None = None
+    gate: Gate | None = None
+    stuck_after_iterations: PositiveInt | None = None
+    stuck_after_minutes: PositiveInt | None = None
+    stuck_after_same_file_edits: PositiveInt | None = None
+    stuck_after_tool_calls: PositiveInt | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Transition:
+        # Both mistakes build an edge that silently never behaves as written:
+        # a stuck edge with no threshold never fires, and thresholds on any
+        # other edge are never read.
+        armed = [k for k in _STUCK_KEYS if getattr(self, k) is not None]
+        if self.condition == "stuck" and not armed:
+            raise PydanticCustomError(
+                "missing-key",
+                "a 'stuck' edge needs at least one of " + ", ".join(_STUCK_KEYS),
+            )
+        if armed and self.condition != "stuck":
+            raise PydanticCustomError(
+                "invalid-value",
+                '{keys} only apply to an edge with condition = "stuck"',
+                {"keys": ", ".join(armed)},
+            )
+        if self.transform_config is not None and self.transform != "custom":
+            raise PydanticCustomError(
+                "invalid-value",
+                'transform_config is only read when transform = "custom"',
+            )
+        return self
+
+    @property
+    def effective_condition(self) -> Condition:
+        """What the runtime does with an edge that names no condition: a hint
+        alone means the model chooses; a bare edge is always taken."""
+        if self.condition is not None:
+            return self.condition
+        return "llm_choice" if self.hint is not None else "always"
+
+
+class Edge(Transition):
+    """An edge written as an item of ``[[stages.<from>.edges]]``."""
+
+    to: Annotated[str, Field(min_length=1)]
+
+
+class InteractionPoint(InputModel):
+    name: str | None = None
+    prompt: str | None = None
+    required: bool = True
+    # What an unattended run does here; absent means auto_approve.
+    unattended: Literal["ask", "auto_approve"] | None = None
+    style: Literal["free_text", "multiple_choice", "confirm"] | None = None
+    options: tuple[str, ...] = ()
+    choices: tuple[str, ...] = ()  # Leviath's alias for options
+    directives: dict[str, str] = {}
+    followups: dict[str, str] = {}  # Leviath's alias for directives
+    abort_options: tuple[str, ...] = ()
+    edit_options: tuple[str, ...] = ()
+    document_region: str | None = None
+
+
+class ToolRoutingOverride(InputModel):
+    region: str | None = None
+    max_result_tokens: NonNegativeInt | None = None
+
+
+def _override_kind(value: Any) -> str:
+    # One branch per shape, so a bad override gets one error, not one per
+    # union member; "str" and "dict" are tags the diagnostic mapper drops.
+    return "dict" if isinstance(value, dict | ToolRoutingOverride) else "str"
+
+
+RoutingOverride = Annotated[
+    Annotated[str, Tag("str")] | Annotated[ToolRoutingOverride, Tag("dict")],
+    Discriminator(_override_kind),
+]
+
+
+class ToolRouting(InputModel):
+    """Where tool results land in the context window."""
+
+    default_region: str | None = None
+    persist: bool | None = None
+    max_result_tokens: PositiveInt | None = None
+    overrides: dict[str, RoutingOverride] = {}
+    max_result_tokens_per_tool: dict[str, NonNegativeInt] = {}
+
+
+class Sandbox(InputModel):
+    """Where tools execute. Read strictly: a misspelled ``network`` must not
+    quietly leave a sandbox online."""
+
+    kind: Literal["none", "namespace", "container"] | None = None
+    image: str | None = None
+    engine: Literal["docker", "podman", "nerdctl", "finch"] | None = None
+    network: bool | None = None
+    mount: tuple[str, ...] = ()
+    mounts: tuple[str, ...] = ()
+    persist: bool | None = None
+    on_unavailable: Literal["error", "warn"] | None = None
+
+
+class BlueprintSecurity(InputModel):
+    # A blueprint can only switch taint tracking on; the compiler enforces that.
+    taint_tracking: bool | None = None
+
+
+class Nudge(InputModel):
+    enabled: bool | None = None
+    max: NonNegativeInt | None = None
+    text: str | None = None
+
+
+class Hooks(InputModel):
+    on_stage_enter: str | None = None
+    on_stage_exit: str | None = None
+    before_inference: str | None = None
+    after_inference: str | None = None
+    on_tool_call: str | None = None
+    on_completion: str | None = None
+    on_error: str | None = None
+
+
+class Stage(InputModel):
+    # Unset means autonomous at run time; kept None so lints can tell.
+    mode: Mode | None = None
+    description: str | None = None
+    system_prompt: str | None = None
+    transition_prompt: str | None = None
+
+    # Tool visibility and policy. Names are kept as written; resolving
+    # aliases (bash = shell) and MCP names is the compiler's job.
+    available_tools: tuple[str, ...] = ()
+    available_connectors: tuple[str, ...] = ()
+    required_tools: tuple[str, ...] = ()
+    allow_blocking_tools: bool = False
+    tool_permissions: PermissionMap = {}
+    shell_hint: bool | None = None
+    batch_tool_hint: bool | None = None
+
+    # Loop control and output.
+    max_iterations: PositiveInt | None = None
+    max_revisits: NonNegativeInt | None = None
+    require_output: bool = False
+    output: OutputSpec | None = None
+    # Unset means: true for mode = "output", false otherwise.
+    allow_complete: bool | None = None
+    interaction_points: tuple[InteractionPoint, ...] = ()
+    requires_children: bool = False
+    allow_as_worker: bool = False
+    accepts_messages: bool = True
+
+    # Execution environment.
+    tool_routing: ToolRouting | None = None
+    sandbox: Sandbox | None = None
+    security: BlueprintSecurity | None = None
+    nudge: Nudge | None = None
+    hooks: Hooks | None = None
+
+    # Opaque to Charter: which model runs the stage and its context layout.
+    model: dict[str, Any] | None = None
+    context: dict[str, Any] | None = None
+
+    # Fan-out settings.
+    worker_agent: str | None = None
+    worker_stage: str | None = None
+    worker_query: str | None = None
+    merge_stage: str | None = None
+    split_prompt: str | None = None
+    results_region: str | None = None
+    max_workers: PositiveInt | None = None
+    max_items: PositiveInt | None = None
+    on_worker_failure: Literal["continue", "fail_all"] | None = None
+
+    # Outgoing edges, in either shape (see the module docs).
+    transitions: dict[str, Transition] = {}
+    edges: tuple[Edge, ...] = ()
+
+    def all_edges(self) -> tuple[tuple[KeyPath, Edge], ...]:
+        """Every outgoing edge with its key path relative to the stage's
+        table: ``("transitions", target)`` or ``("edges", index)``."""
+        out: list[tuple[KeyPath, Edge]] = []
+        for target, t in self.transitions.items():
+            edge = Edge.model_validate(
+                {**t.model_dump(exclude_unset=True, by_alias=True), "to": target}
+            )
+            out.append((("transitions", target), edge))
+        for i, e in enumerate(self.edges):
+            out.append((("edges", i), e))
+        return tuple(out)
+
+    @property
+    def declares_edges(self) -> bool:
+        """True when the stage wrote an edge table at all, even an empty
+        ``[stages.x.transitions]`` that marks it terminal."""
+        return bool(self.transitions or self.edges) or "transitions" in self.model_fields_set
+
+
+class Agent(InputModel):
+    name: Annotated[str, Field(min_length=1)]
+    version: str | None = None
+    description: str | None = None
+    # Unset means the first stage declared.
+    entry_stage: str | None = None
+    # Unset means the runtime's default depth of 3.
+    max_child_depth: NonNegativeInt | None = None
+    dynamic_tools: bool = False
+    shell_hint: bool | None = None
+    batch_tool_hint: bool | None = None
+    nudge: Nudge | None = None
+    output: OutputSpec | None = None
+
+
+class Blueprint(InputModel):
+    agent: Agent
+    stages: dict[str, Stage] = {}
+    tool_permissions: PermissionMap = {}
+    # Declared, not granted: inert until the user's config opts in.
+    safe_commands: SafeCommands | None = None
+    read_paths: ReadPaths | None = None
+    security: BlueprintSecurity | None = None
+    tool_script_permissions: ToolScriptPermissions | None = None
+    sandbox: Sandbox | None = None
+    # Leviath's daemon reads a blueprint's own servers; each one is a host
+    # command, so Charter reads them strictly and lets the compiler decide.
+    mcp_servers: tuple[McpServer, ...] = ()
+    # Opaque to Charter.
+    context: dict[str, Any] | None = None
+    compaction: dict[str, Any] | None = None
+    repetition_detection: dict[str, Any] | None = None
+    transforms: tuple[dict[str, Any], ...] = ()
+
+    @property
+    def entry(self) -> str | None:
+        """The stage a run starts in: ``entry_stage``, else the first stage
+        declared in this file."""
+        if self.agent.entry_stage is not None:
+            return self.agent.entry_stage
+        return next(iter(self.stages), None)
+
+
+_NAME_LISTS = ("available_tools", "available_connectors", "required_tools")
+
+
+def check_stage(stage: Stage, smap: SourceMap, prefix: KeyPath) -> list[Diagnostic]:
+    """Checks on one validated stage that need positions: a name listed twice
+    in a tool list, and both edge shapes used at once. ``prefix`` is where
+    the stage's table sits in ``smap``'s file."""
+    out: list[Diagnostic] = []
+    for field_name in _NAME_LISTS:
+        names: Sequence[str] = getattr(stage, field_name)
+        first: dict[str, int] = {}
+        for i, name in enumerate(names):
+            if name not in first:
+                first[name] = i
+                continue
+            earlier = smap.value_span((*prefix, field_name, first[name]))
+            out.append(
+                diag(
+                    "duplicate-definition",
+                    f"'{name}' is listed twice in {field_name} (first at line {earlier.line}, "
+                    f"column {earlier.col})",
+                    smap.value_span((*prefix, field_name, i)),
+                    key_path=format_key_path((*prefix, field_name, i)),
+                    help="remove the second entry",
+                )
+            )
+    if stage.edges and "transitions" in stage.model_fields_set:
+        first_edge = smap.key_span((*prefix, "edges"))
+        out.append(
+            diag(
+                "invalid-value",
+                "this stage writes edges both as [stages.<name>.transitions.<target>] tables "
+                "and as [[stages.<name>.edges]] items; use one shape",
+                first_edge,
+                key_path=format_key_path((*prefix, "edges")),
+                help="move every edge under 'transitions' (keyed by target) or under 'edges' "
+                "(with 'to')",
+            )
+        )
+    return out
+
+
+def _postcheck(bp: Blueprint, smap: SourceMap) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for name, stage in bp.stages.items():
+        out.extend(check_stage(stage, smap, ("stages", name)))
+    return out
+
+
+def load_blueprint(path: Path, display: str) -> Loaded[Blueprint]:
+    """Load ``agent.leviath`` or ``blueprint.toml``. Never raises on bad
+    input; every problem is a diagnostic with a position."""
+    return load_document(path, display, Blueprint, "toml", postcheck=_postcheck)

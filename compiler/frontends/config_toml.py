@@ -1,0 +1,211 @@
+"""The user's own ``config.toml``: the machine-wide ceiling every blueprint is
+clamped against.
+
+This file is the one place a person says what agents may do on their machine,
+so it is read strictly: an unknown key is an error (with a suggestion), and
+every permission must be exactly ``allow``, ``ask`` or ``deny``. A lax reader
+would let ``[tool_permision]`` or ``shel = "deny"`` vanish without a word, and
+the refusal the person wrote would never happen.
+
+Keys that Leviath's config accepts but Charter has no use for (provider keys,
+webhooks, observability, ...) are accepted and kept opaque, so a real
+Leviath config loads without noise.
+
+The safe-command models here are shared with the blueprint front-end.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Discriminator, Field, Tag
+
+from charter.compiler.frontends.base import Loaded, load_document
+from charter.compiler.frontends.validation import InputModel
+
+__all__ = [
+    "AgentSafeCommands",
+    "Limits",
+    "McpServer",
+    "Permission",
+    "PermissionMap",
+    "ReadPaths",
+    "SafeCommands",
+    "SafeShellEntry",
+    "ScriptPermission",
+    "SecurityConfig",
+    "ShellItem",
+    "ToolScriptPermissions",
+    "UserConfig",
+    "default_config_path",
+    "load_user_config",
+]
+
+Permission = Literal["allow", "ask", "deny"]
+PermissionMap = dict[str, Permission]
+ScriptPermission = Literal["allow", "deny", "inherit"]
+
+
+class SafeShellEntry(InputModel):
+    """A shell prefix with its own self-test: commands it must cover and
+    commands it must not, checked when the policy is compiled."""
+
+    command: str
+    match: tuple[str, ...] = ()  # example commands the entry must cover (checked at compile time)
+    not_match: tuple[str, ...] = ()  # example commands it must not cover
+    justification: str | None = None
+
+
+def _shell_item_kind(value: Any) -> str:
+    # Choosing the branch by the value's shape keeps pydantic from reporting
+    # one error per union member ("not a string" *and* "missing 'command'").
+    # The tag names are ones the diagnostic mapper already strips from paths.
+    if isinstance(value, dict | SafeShellEntry):
+        return "dict"
+    return "str"
+
+
+ShellItem = Annotated[
+    Annotated[str, Tag("str")] | Annotated[SafeShellEntry, Tag("dict")],
+    Discriminator(_shell_item_kind),
+]
+
+
+class SafeCommands(InputModel):
+    defaults: bool = True  # the built-in read-only table on/off
+    tools: tuple[str, ...] = ()
+    # ShellItem is ``str | SafeShellEntry`` to a type checker.
+    shell: tuple[ShellItem, ...] = ()
+
+
+class AgentSafeCommands(InputModel):
+    """``[agent_safe_commands.<agent>]``: additions for one agent, and whether
+    that agent's own ``[safe_commands]`` block is honoured."""
+
+    tools: tuple[str, ...] = ()
+    shell: tuple[ShellItem, ...] = ()
+    allow_blueprint: bool = False
+
+
+class ToolScriptPermissions(InputModel):
+    """What a script tool may do through its host functions. ``inherit``
+    defers to the policy of the matching built-in tool."""
+
+    http_get: ScriptPermission = "inherit"
+    http_post: ScriptPermission = "inherit"
+    shell: ScriptPermission = "inherit"
+    read_file: ScriptPermission = "inherit"
+    write_file: ScriptPermission = "inherit"
+    env_var: ScriptPermission = "inherit"
+
+
+class ReadPaths(InputModel):
+    """Paths outside the workdir: exact paths, ``glob:`` or ``regex:``."""
+
+    allow: tuple[str, ...] = ()
+
+
+class SecurityConfig(InputModel):
+    allowed_workdirs: tuple[str, ...] = ()
+    allow_seed_commands: bool = True
+    allow_local_network: bool = False
+    allow_env_vars: tuple[str, ...] = ()
+    allow_blueprint_read_paths: bool = False
+    allow_blueprint_safe_commands: bool = False
+    allow_blueprint_permissions: bool = False
+    lock_permission_files: bool = True
+    shell_env: Literal["filtered", "strict", "custom", "inherit"] = "filtered"
+    shell_env_withhold: tuple[str, ...] = ()
+    read_paths: tuple[str, ...] = ()
+    credential_store: Literal["file", "keychain"] = "file"
+
+
+class Limits(InputModel):
+    # 0 means "wait forever"; an expired prompt is a refusal, never consent.
+    interaction_timeout_secs: Annotated[int, Field(ge=0)] = 3600
+    script_shell_timeout_secs: Annotated[int, Field(ge=0)] = 60
+    default_max_iterations: Annotated[int, Field(ge=1)] = 50
+    # Unset means no budget; Leviath's setup writes values, its code has none.
+    max_tool_call_write_bytes: Annotated[int, Field(ge=0)] | None = None
+    max_run_write_bytes: Annotated[int, Field(ge=0)] | None = None
+    mcp_idle_disconnect_secs: Annotated[int, Field(ge=0)] | None = None
+    # Scheduler knobs Leviath reads; accepted so real configs load, unused here.
+    max_concurrent_inferences: Annotated[int, Field(ge=1)] | None = None
+    max_concurrent_tools: Annotated[int, Field(ge=1)] | None = None
+    exact_token_counting: bool | None = None
+    stall_timeout_secs: Annotated[int, Field(ge=0)] | None = None
+    dead_cycles_before_relief: Annotated[int, Field(ge=0)] | None = None
+    finished_retention_secs: Annotated[int, Field(ge=0)] | None = None
+    wedge_timeout_secs: Annotated[int, Field(ge=0)] | None = None
+    provider_failures_before_open: Annotated[int, Field(ge=1)] | None = None
+    provider_circuit_cooldown_secs: Annotated[int, Field(ge=0)] | None = None
+
+
+class McpServer(InputModel):
+    """One ``[[mcp_servers]]`` entry. ``${VAR}`` in ``env`` and ``headers`` is
+    expanded at connect time, not here."""
+
+    name: Annotated[str, Field(min_length=1)]
+    transport: Literal["stdio", "http"] | None = None
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = {}
+    url: str | None = None
+    headers: dict[str, str] = {}
+
+
+class UserConfig(InputModel):
+    # Prompt hints and the global taint switch.
+    shell_hint: bool = True
+    batch_tool_hint: bool = True
+    taint_tracking: bool = False
+    # Tools allowed outright: the file form of a repeated --allow flag.
+    allow: tuple[str, ...] = ()
+
+    tool_permissions: PermissionMap = {}
+    agent_tool_permissions: dict[str, PermissionMap] = {}
+    security: SecurityConfig = SecurityConfig()
+    safe_commands: SafeCommands = SafeCommands()
+    agent_safe_commands: dict[str, AgentSafeCommands] = {}
+    tool_script_permissions: ToolScriptPermissions = ToolScriptPermissions()
+    agent_read_paths: dict[str, ReadPaths] = {}
+    limits: Limits = Limits()
+    mcp_servers: tuple[McpServer, ...] = ()
+
+    # Leviath settings with no bearing on tool policy: accepted, kept opaque.
+    default_provider: str | None = None
+    default_model: str | None = None
+    agent_paths: tuple[str, ...] = ()
+    openrouter_api_key: str | None = None
+    ollama_base_url: str | None = None
+    request_timeout_secs: Annotated[int, Field(ge=1)] | None = None
+    providers: dict[str, Any] | None = None
+    webhook: dict[str, Any] | None = None
+    observability: dict[str, Any] | None = None
+    nudge: dict[str, Any] | None = None
+    title: dict[str, Any] | None = None
+    sandbox: dict[str, Any] | None = None
+    rate_limits: dict[str, Any] | None = None
+    model_capabilities: dict[str, Any] | None = None
+    model_providers: dict[str, Any] | None = None
+
+
+def default_config_path() -> Path:
+    """Where the user's config lives when no path is given:
+    ``$CHARTER_CONFIG``, else ``$XDG_CONFIG_HOME/charter/config.toml``, else
+    ``~/.config/charter/config.toml``. The file may not exist; callers treat a
+    missing default file as "no user config"."""
+    explicit = os.environ.get("CHARTER_CONFIG")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    # The XDG spec says a relative value is invalid and must be ignored.
+    if xdg and Path(xdg).is_absolute():
+        return Path(xdg) / "charter" / "config.toml"
+    return Path.home() / ".config" / "charter" / "config.toml"
+
+
+def load_user_config(path: Path, display: str) -> Loaded[UserConfig]:
+    return load_document(path, display, UserConfig, "toml")
