@@ -242,6 +242,39 @@ _r(
     "Use coding, demiurge_control or schedule.",
 )
 
+# --- CH89x: suppressions (compiler/suppress.py) -------------------------------
+_r(
+    "CH890",
+    "unused-suppression",
+    N,
+    "A '# charter: ignore[...]' comment names a rule that reports nothing there.",
+    "A stale suppression would silently hide the next, unrelated finding of that rule "
+    "on the same line.",
+    'shell = "deny"  # charter: ignore[implicit-shell-policy]\n',
+    "Remove the comment, or the codes in it that no longer apply.",
+)
+_r(
+    "CH891",
+    "suppression-without-codes",
+    W,
+    "A '# charter: ignore' comment that does not say which rules it silences.",
+    "A blanket ignore would hide every finding on the line, including errors added later; "
+    "Charter refuses it and suppresses nothing.",
+    "toolsets: [coding]  # charter: ignore\n",
+    "Name the codes or rule names, as in '# charter: ignore[CH301]' or "
+    "'# charter: ignore[unknown-toolset]'.",
+)
+_r(
+    "CH892",
+    "invalid-suppression",
+    W,
+    "A suppression names a rule that does not exist, or one that cannot be suppressed.",
+    "A misspelled code silences nothing, and file and syntax errors (CH1xx) mean the file "
+    "was not read, so nothing in it can be vouched for.",
+    "risk: high  # charter: ignore[CH2O1]\n",
+    "Use a code or name listed by 'charter rules'; fix file and syntax errors instead.",
+)
+
 
 def rule(code: str) -> Rule:
     return RULES[code]
