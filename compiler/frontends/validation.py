@@ -130,7 +130,7 @@ def _to_diag(
     ):
         return diag(
             "wrong-type",
-            f"{_plain_types(msg).rstrip('.')} (got {_type_name(value)})",
+            f"{msg.rstrip('.')} (got {_type_name(value)})",
             where,
             key_path=key_path,
         )
@@ -138,12 +138,6 @@ def _to_diag(
         text = msg.removeprefix("Value error, ").removeprefix("Assertion failed, ")
         return diag("invalid-value", text, where, key_path=key_path)
     return diag("invalid-value", msg, where, key_path=key_path)
-
-
-def _plain_types(msg: str) -> str:
-    # Authors write lists and mappings; tuple and dictionary are Python's
-    # names for what the models hold.
-    return msg.replace("a valid tuple", "a list").replace("a valid dictionary", "a mapping")
 
 
 def _is_union_tag(part: Any) -> bool:
