@@ -22,6 +22,8 @@ __all__ = ["VERBS", "main"]
 # verb -> (module, one-line help)
 VERBS: dict[str, tuple[str, str]] = {
     # filled in by the verbs as they land
+    "rules": ("charter.compiler.cli.rules_cmd", "List every rule Charter checks."),
+    "rule": ("charter.compiler.cli.rules_cmd", "Explain one rule: what, why, example, fix."),
 }
 
 
