@@ -109,6 +109,13 @@ class ToolSpec(InputModel):
     # ``capability`` above.
     capabilities: tuple[Capability, ...] = ()
 
+    def input_schema_json(self) -> dict[str, Any]:
+        """``input_schema`` as plain JSON data. Loading turns every list into
+        a tuple (models hold nothing mutable); a JSON Schema validator wants
+        arrays back as lists."""
+        thawed: dict[str, Any] = _thaw(self.input_schema)
+        return thawed
+
     @field_validator("entrypoint")
     @classmethod
     def _entrypoint_shape(cls, value: str) -> str:
@@ -169,6 +176,14 @@ def _slot_only(keys: list[str], smap: SourceMap) -> list[Diagnostic]:
         )
         for key in keys
     ]
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple | list):
+        return [_thaw(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _thaw(v) for k, v in value.items()}
+    return value
 
 
 def _kind(value: Any) -> str:
