@@ -85,8 +85,8 @@ def _timeout(name: str, value: float, limit: float) -> float:
     if not 0 < value <= limit:
         raise PydanticCustomError(
             "invalid-value",
-            "{name} must be greater than 0 and at most {limit:g} seconds (got {value:g})",
-            {"name": name, "limit": limit, "value": value},
+            "{name} must be greater than 0 and at most {limit} seconds (got {value})",
+            {"name": name, "limit": f"{limit:g}", "value": f"{value:g}"},
         )
     return value
 
