@@ -157,11 +157,6 @@ class Transition(InputModel):
                 '{keys} only apply to an edge with condition = "stuck"',
                 {"keys": ", ".join(armed)},
             )
-        if self.transform_config is not None and self.transform != "custom":
-            raise PydanticCustomError(
-                "invalid-value",
-                'transform_config is only read when transform = "custom"',
-            )
         return self
 
     @property

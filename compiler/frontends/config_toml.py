@@ -40,6 +40,7 @@ __all__ = [
     "ToolScriptPermissions",
     "UserConfig",
     "default_config_path",
+    "load_default_user_config",
     "load_user_config",
 ]
 
@@ -209,3 +210,14 @@ def default_config_path() -> Path:
 
 def load_user_config(path: Path, display: str) -> Loaded[UserConfig]:
     return load_document(path, display, UserConfig, "toml")
+
+
+def load_default_user_config() -> Loaded[UserConfig] | None:
+    """Load the config at :func:`default_config_path`, or None when there is
+    no file there: having no user config is normal, not an error. A path that
+    exists but is not a readable file is still reported."""
+    path = default_config_path()
+    if not path.exists():
+        return None
+    # No absolute path in diagnostics or plans: they may be shared.
+    return load_user_config(path, f"<config>/{path.name}")

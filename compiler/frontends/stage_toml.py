@@ -14,7 +14,7 @@ it; :func:`merge_stages` returns only the diagnostics.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from charter.compiler.diagnostics import Diagnostic, Span
@@ -51,8 +51,8 @@ class StageEntry:
     name: str
     stage: Stage
     display: str  # the file holding it
-    smap: SourceMap  # that file's source map
-    prefix: KeyPath  # the stage's table inside that file: ("stages", name) or ()
+    smap: SourceMap = field(repr=False)  # that file's source map
+    prefix: KeyPath = ()  # the stage's table inside that file: ("stages", name) or ()
 
     def span(self, *path: str | int, key: bool = False) -> Span:
         """The position of ``path`` (relative to the stage's table)."""

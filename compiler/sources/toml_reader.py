@@ -42,6 +42,13 @@ def read_toml(src: SourceText) -> tuple[Any, SourceMap, list[Diagnostic]]:
         msg = str(exc)
         m = _AT.search(msg)
         line, col = (int(m.group(1)), int(m.group(2))) if m else (1, 1)
+        if m is None and msg.endswith("(at end of document)"):
+            # tomllib names no position here; the end of the text is where
+            # the parser ran out, so point there rather than at line 1.
+            body = src.text.rstrip()
+            line = body.count("\n") + 1
+            col = len(body) - (body.rfind("\n") + 1) + 1
+            msg = msg.removesuffix("(at end of document)").strip() + " at the end of the file"
         msg = _AT.sub("", msg).strip()
         return None, smap, [diag("toml-syntax-error", msg, Span(src.display, line, col))]
     except RecursionError:
