@@ -1,0 +1,336 @@
+"""The compiled plan: the one contract between Charter's compiler and runtime.
+
+The compiler resolves every name, permission, capability and schema once and
+writes the answers here; the runtime executes what the plan says and never
+looks anything up again. The model is deeply immutable (frozen models holding
+tuples and strings only), holds no floats, no timestamps and no absolute
+paths, and serialises to canonical JSON whose sha256 is the plan's identity.
+
+Every decision carries its provenance: the scopes consulted in order, the value
+each gave and where it was written, and each clamp that changed the outcome.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from charter.runtime.shell import ShellPolicy
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "AgentPlan",
+    "AuthoredTool",
+    "Clamp",
+    "Decision",
+    "Edge",
+    "Gate",
+    "Grant",
+    "Limits",
+    "McpServerPlan",
+    "McpToolPin",
+    "OutputSpec",
+    "Permission",
+    "Plan",
+    "PlanBody",
+    "ScopeValue",
+    "SourceDigest",
+    "SourceRef",
+    "Stage",
+    "StageTool",
+    "TaintPolicy",
+    "ToolEntry",
+    "canonical_json",
+    "digest_of",
+    "stricter",
+]
+
+SCHEMA_VERSION = 1
+
+Permission = Literal["allow", "ask", "deny"]
+_RANK: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
+
+
+def stricter(*values: Permission) -> Permission:
+    """The strictest of the given permissions (deny > ask > allow)."""
+    best: Permission = "allow"
+    for v in values:
+        if _RANK[v] > _RANK[best]:
+            best = v
+    return best
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=False)
+
+
+class SourceRef(_Frozen):
+    """A position in a project file; ``path`` is relative to the project root."""
+
+    path: str
+    line: int = 1
+    col: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}"
+
+
+class ScopeValue(_Frozen):
+    """What one scope said about a tool, in the order scopes were consulted."""
+
+    scope: str  # launch | stage | agent | agent_config | config | core | builtin_default | ...
+    value: Permission | None  # None: the scope said nothing
+    source: SourceRef | None = None
+    detail: str = ""
+
+
+class Clamp(_Frozen):
+    """A rule that changed the decision, with the value before and after."""
+
+    rule: str  # stable key, e.g. "blueprint-tighten-only"
+    before: Permission
+    after: Permission
+    reason: str
+    source: SourceRef | None = None
+
+
+class Decision(_Frozen):
+    permission: Permission
+    # Whether the launch flags (--allow TOOL, --yolo) may lift this to allow.
+    # Only an ask is ever liftable; a deny never is.
+    liftable: bool
+    scopes: tuple[ScopeValue, ...] = ()
+    clamps: tuple[Clamp, ...] = ()
+
+    def explain(self) -> str:
+        said = [f"{s.scope}={s.value}" for s in self.scopes if s.value is not None]
+        text = ", ".join(said) if said else "no scope set it"
+        for c in self.clamps:
+            text += f"; {c.rule}: {c.before} -> {c.after} ({c.reason})"
+        return text
+
+
+class AuthoredTool(_Frozen):
+    tool_id: str
+    directory: str  # relative to the project root
+    module: str  # relative path of the module file
+    entrypoint: str  # "module:function"
+    module_sha256: str
+    capabilities: tuple[str, ...] = ()  # effect grants for ctx.capability.require()
+    is_async: bool = False
+
+
+class McpToolPin(_Frozen):
+    server: str
+    tool: str  # the server's own name for the tool
+    description_sha256: str | None = None
+    schema_sha256: str | None = None
+
+
+class ToolEntry(_Frozen):
+    """One model-visible tool of an agent."""
+
+    name: str
+    source: Literal["builtin", "authored", "mcp"]
+    impl: str  # the runtime implementation key (builtin impl, authored id, or server)
+    description: str
+    # Canonical JSON text of the argument schema; None means validation is off
+    # for this tool, and ``validation_note`` says why.
+    input_schema: str | None
+    validation_note: str = ""
+    capability: str | None = None
+    risk: Literal["low", "medium", "high", "critical"] = "medium"
+    blocks_on_person: bool = False
+    counts_as_work: bool = False
+    outbound: bool = False
+    host_only: bool = False
+    origin: SourceRef | None = None
+    authored: AuthoredTool | None = None
+    mcp: McpToolPin | None = None
+
+
+class Gate(_Frozen):
+    require_modifications: bool = False
+    require_regions: tuple[str, ...] = ()
+    require_region_updated: tuple[str, ...] = ()
+    require_no_open_items: tuple[str, ...] = ()
+    region: str | None = None
+    tools: tuple[str, ...] = ()
+    message: str | None = None
+    max_attempts: int = 3
+
+
+class Edge(_Frozen):
+    to: str
+    condition: str = "llm_choice"
+    hint: str | None = None
+    transform: str | None = None
+    gate: Gate | None = None
+    origin: SourceRef | None = None
+
+
+class OutputSpec(_Frozen):
+    format: str | None = None
+    instructions: str | None = None
+    example: str | None = None
+    answer_schema: str | None = None  # canonical JSON text of the answer's JSON Schema
+
+
+class StageTool(_Frozen):
+    name: str
+    decision: Decision
+
+
+class Stage(_Frozen):
+    name: str
+    mode: str
+    # Tools offered to the model when a person is watching, and when nobody is
+    # (--yolo, sub-agents, fan-out workers: blocking tools removed unless
+    # required).
+    attended: tuple[str, ...]
+    unattended: tuple[str, ...]
+    required_tools: tuple[str, ...] = ()
+    allow_blocking_tools: bool = False
+    tools: tuple[StageTool, ...] = ()  # a decision for every offered tool
+    edges: tuple[Edge, ...] = ()
+    max_iterations: int | None = None
+    max_revisits: int | None = None
+    output: OutputSpec | None = None
+    shell_hint: str | None = None  # rendered system block, when the platform needs one
+    system_prompt: str | None = None
+    origin: SourceRef | None = None
+
+
+class Grant(_Frozen):
+    """A capability grant; ``slot`` scopes it to one authored tool's path."""
+
+    capability: str
+    slot: str | None = None
+    origin: SourceRef | None = None
+
+
+class McpServerPlan(_Frozen):
+    server: str
+    transport: Literal["stdio", "streamable_http"]
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()  # values may hold ${VAR}; expanded after approval
+    cwd: str | None = None
+    url: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    connect_capability: str
+    call_capability: str
+    connect_decision: Decision
+    connect_timeout_seconds: int = 30
+    timeout_seconds: int = 60
+    origin: SourceRef | None = None
+
+
+class Limits(_Frozen):
+    interaction_timeout_secs: int = 3600  # 0 waits forever
+    shell_timeout_secs: int = 60
+    default_max_iterations: int = 50
+    max_child_depth: int = 3
+    max_tool_call_write_bytes: int | None = None
+    max_run_write_bytes: int | None = None
+
+
+class TaintPolicy(_Frozen):
+    enabled: bool = False
+    on_block: Literal["ask", "deny"] = "ask"
+    # (tool, target pattern) pairs that may carry tainted data out.
+    allow: tuple[tuple[str, str], ...] = ()
+
+
+class AgentPlan(_Frozen):
+    name: str
+    kind: Literal["blueprint", "core", "combined"]
+    root: str  # the agent's directory, relative to the project root
+    entry_stage: str
+    tools: tuple[ToolEntry, ...]
+    stages: tuple[Stage, ...]
+    grants: tuple[Grant, ...] = ()
+    mcp_servers: tuple[McpServerPlan, ...] = ()
+    shell: ShellPolicy = Field(default_factory=ShellPolicy)
+    limits: Limits = Field(default_factory=Limits)
+    taint: TaintPolicy = Field(default_factory=TaintPolicy)
+    allow_local_network: bool = False
+    origin: SourceRef | None = None
+
+    def tool(self, name: str) -> ToolEntry | None:
+        for t in self.tools:
+            if t.name == name:
+                return t
+        return None
+
+    def stage(self, name: str) -> Stage | None:
+        for s in self.stages:
+            if s.name == name:
+                return s
+        return None
+
+
+class SourceDigest(_Frozen):
+    path: str
+    sha256: str
+
+
+class PlanBody(_Frozen):
+    schema_version: int = SCHEMA_VERSION
+    compiler_version: str
+    target_platform: Literal["posix", "windows"]
+    shell: str  # the shell the platform resolves, named in the shell tool's description
+    agents: tuple[AgentPlan, ...]
+    sources: tuple[SourceDigest, ...]
+
+    def agent(self, name: str) -> AgentPlan | None:
+        for a in self.agents:
+            if a.name == name:
+                return a
+        return None
+
+
+class Plan(_Frozen):
+    schema_version: int = SCHEMA_VERSION
+    digest: str  # "sha256:<hex>" of the canonical JSON of ``body``
+    body: PlanBody
+
+    @classmethod
+    def seal(cls, body: PlanBody) -> Plan:
+        return cls(schema_version=body.schema_version, digest=digest_of(body), body=body)
+
+    def to_json(self) -> str:
+        return canonical_json(self.model_dump(mode="json")) + "\n"
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, no insignificant whitespace, UTF-8 text; floats refused."""
+    _refuse_floats(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest_of(body: PlanBody) -> str:
+    text = canonical_json(body.model_dump(mode="json"))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _refuse_floats(value: Any) -> None:
+    stack: list[Any] = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, float):
+            raise ValueError("plans hold no floating-point numbers")
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list | tuple):
+            stack.extend(v)
+
+
+def sorted_unique(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(sorted(set(values)))
