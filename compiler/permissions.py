@@ -1,0 +1,172 @@
+"""Resolving one tool's permission, with the provenance of every step.
+
+Two vocabularies meet here (docs/permissions.md has the full story):
+
+* Seed 004's scopes. Narrowest wins among stage, agent (the blueprint's
+  top-level map), the user's config (with ``[agent_tool_permissions.<agent>]``
+  laid over ``[tool_permissions]``) and the built-in default, under two
+  clamps: a blueprint may only tighten what the user's config set, and for a
+  tool the user did not configure it may go no looser than the built-in
+  default, except web_search and web_fetch, or when the user set
+  ``allow_blueprint_permissions``. A stage entry replaces the agent entry.
+* Seed 000's registry approval (auto, prompt, deny), which an agent core can
+  only tighten through ``tools.metadata`` and its ``approval`` block.
+
+auto/prompt/deny map onto allow/ask/deny, and where both systems speak the
+stricter answer wins. Deny is terminal. Launch flags are the runtime's to
+apply; the decision records whether they may lift it (only an ask may be
+lifted, and only to allow).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from charter.runtime.plan import Clamp, Decision, Permission, ScopeValue, SourceRef, stricter
+
+__all__ = ["APPROVAL_TO_PERMISSION", "CoreInputs", "Said", "ScopeInputs", "resolve_permission"]
+
+APPROVAL_TO_PERMISSION: dict[str, Permission] = {"auto": "allow", "prompt": "ask", "deny": "deny"}
+
+
+@dataclass(frozen=True, slots=True)
+class Said:
+    """One scope's value for a tool and where it was written."""
+
+    value: Permission
+    source: SourceRef | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeInputs:
+    """Seed 004's scopes for one tool of one agent (None: the scope is silent)."""
+
+    builtin_default: Permission
+    stage: Said | None = None
+    agent: Said | None = None
+    agent_config: Said | None = None  # [agent_tool_permissions.<agent>]
+    config: Said | None = None  # [tool_permissions]
+    blueprint_loosenable: bool = False  # web_search / web_fetch
+    allow_blueprint_permissions: Said | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CoreInputs:
+    """Seed 000's approval facts for one tool of an agent core."""
+
+    registry: Said  # the tool's own approval (built-in registry, tool.yaml, MCP manifest)
+    overrides: tuple[tuple[str, Said], ...] = ()  # (scope name, value) from agent.yaml
+
+
+def resolve_permission(scopes: ScopeInputs, core: CoreInputs | None = None) -> Decision:
+    consulted: list[ScopeValue] = []
+    clamps: list[Clamp] = []
+
+    def note(scope: str, said: Said | None) -> None:
+        consulted.append(
+            ScopeValue(
+                scope=scope,
+                value=said.value if said else None,
+                source=said.source if said else None,
+                detail=said.detail if said else "",
+            )
+        )
+
+    note("stage", scopes.stage)
+    note("agent", scopes.agent)
+    note("agent_config", scopes.agent_config)
+    note("config", scopes.config)
+    consulted.append(ScopeValue(scope="builtin_default", value=scopes.builtin_default))
+
+    # The blueprint's value: the stage entry replaces the agent entry.
+    blueprint = scopes.stage or scopes.agent
+    blueprint_scope = "stage" if scopes.stage else "agent"
+    # The user's ceiling: the per-agent overlay replaces the global entry.
+    ceiling = scopes.agent_config or scopes.config
+    ceiling_scope = "agent_config" if scopes.agent_config else "config"
+
+    result: Permission
+    if blueprint is not None and ceiling is not None:
+        result = stricter(blueprint.value, ceiling.value)
+        if result != blueprint.value:
+            clamps.append(
+                Clamp(
+                    rule="blueprint-tighten-only",
+                    before=blueprint.value,
+                    after=result,
+                    reason=f"the user's {ceiling_scope} sets {ceiling.value}; "
+                    f"a blueprint may only tighten it",
+                    source=ceiling.source,
+                )
+            )
+    elif blueprint is not None:
+        trusted = scopes.blueprint_loosenable or scopes.allow_blueprint_permissions is not None
+        if trusted:
+            result = blueprint.value
+        else:
+            result = stricter(blueprint.value, scopes.builtin_default)
+            if result != blueprint.value:
+                clamps.append(
+                    Clamp(
+                        rule="blueprint-above-default",
+                        before=blueprint.value,
+                        after=result,
+                        reason=f"the user did not configure this tool, so the {blueprint_scope} "
+                        f"entry may go no looser than the built-in default "
+                        f"({scopes.builtin_default}); name the tool in "
+                        f"[agent_tool_permissions.<agent>] or set "
+                        f"allow_blueprint_permissions to trust it",
+                        source=blueprint.source,
+                    )
+                )
+    elif ceiling is not None:
+        result = ceiling.value
+    else:
+        result = scopes.builtin_default
+
+    if core is not None:
+        consulted.append(
+            ScopeValue(
+                scope="core_registry",
+                value=core.registry.value,
+                source=core.registry.source,
+                detail=core.registry.detail,
+            )
+        )
+        core_value = core.registry.value
+        for scope_name, said in core.overrides:
+            consulted.append(
+                ScopeValue(
+                    scope=scope_name, value=said.value, source=said.source, detail=said.detail
+                )
+            )
+            core_value = stricter(core_value, said.value)
+        combined = stricter(result, core_value)
+        if combined != result:
+            clamps.append(
+                Clamp(
+                    rule="core-approval-stricter",
+                    before=result,
+                    after=combined,
+                    reason=f"the agent core's approval resolves to {core_value}; "
+                    f"where both systems speak the stricter wins",
+                    source=_strictest_source(core),
+                )
+            )
+        result = combined
+
+    return Decision(
+        permission=result,
+        liftable=result == "ask",
+        scopes=tuple(consulted),
+        clamps=tuple(clamps),
+    )
+
+
+def _strictest_source(core: CoreInputs) -> SourceRef | None:
+    best = core.registry
+    for _, said in core.overrides:
+        if stricter(best.value, said.value) != best.value:
+            best = said
+    return best.source
