@@ -242,6 +242,269 @@ _r(
     "Use coding, demiurge_control or schedule.",
 )
 
+_r(
+    "CH302",
+    "unknown-tool",
+    E,
+    "A stage or permission names a tool that is not a built-in, an alias, an authored tool or "
+    "a tool of a declared MCP server.",
+    "A typo in available_tools silently removes a tool the agent needs; a typo in a permission "
+    "map silently drops a restriction.",
+    '[stages.implement]\navailable_tools = ["edit_fiel"]\n',
+    "Use the suggested name, declare the tool, or remove the entry.",
+)
+_r(
+    "CH303",
+    "tool-name-collision",
+    E,
+    "Two sources (built-in, authored, MCP) offer a tool under the same model-visible name.",
+    "The model could not tell them apart, and silently preferring one hides the other's "
+    "behaviour and permissions.",
+    "agent/tools/read_file/tool.yaml next to the built-in read_file.",
+    "Rename the authored tool's folder, or exclude the MCP tool with tools.exclude.",
+)
+_r(
+    "CH304",
+    "required-tool-not-available",
+    E,
+    "A stage lists a tool in required_tools that is not in its available_tools.",
+    "required_tools keeps tools through unattended runs; a tool that is never offered cannot "
+    "be kept, so the author's intent is unclear.",
+    '[stages.plan]\navailable_tools = ["read_file"]\nrequired_tools = ["ask_user_text"]\n',
+    "Add the tool to available_tools, or remove it from required_tools.",
+)
+_r(
+    "CH305",
+    "orphan-stage-permission",
+    E,
+    "A stage sets a permission for a tool the stage never offers.",
+    "The permission has no effect; usually the tool was meant to be offered, or the entry is "
+    "left over from an edit.",
+    '[stages.review]\navailable_tools = ["read_file"]\n[stages.review.tool_permissions]\n'
+    'shell = "allow"\n',
+    "Offer the tool in available_tools, or remove the permission.",
+)
+_r(
+    "CH306",
+    "duplicate-permission-spelling",
+    W,
+    "One permission map names the same tool twice under different spellings (bash and shell).",
+    "Only one value can apply; Charter takes the stricter, which may not be what was meant.",
+    '[tool_permissions]\nshell = "ask"\nbash = "allow"\n',
+    "Keep one entry per tool.",
+)
+
+# --- CH4xx: permissions, capabilities and secrets ----------------------------
+_r(
+    "CH401",
+    "capability-not-granted",
+    E,
+    "A tool's dispatch capability is not granted by the core's capability defaults or a "
+    "path-scoped slot grant.",
+    "Every call of the tool would be refused at the capability gate; for an authored tool this "
+    "usually means the grant was forgotten or misspelled.",
+    "tool.yaml: capability: tool.call:project_note   # but agent.yaml grants nothing\n",
+    "Grant the capability under capabilities.defaults or capabilities.slots.<tool path>. Its "
+    "own capabilities list can never satisfy the gate.",
+)
+_r(
+    "CH402",
+    "unknown-capability",
+    W,
+    "A capability name that no tool and no Charter gate uses, or that is malformed.",
+    "A grant that matches nothing grants nothing; it is often a typo of a real capability.",
+    "capabilities:\n  defaults:\n    fs.raed: {}\n",
+    "Use a capability a tool requires (fs.read, fs.write, terminal.exec, network.fetch, "
+    "mcp.connect:<server>, mcp.call:<server>, tool.call:<tool>, secret.bind:<NAME>, ...).",
+)
+_r(
+    "CH403",
+    "wildcard-secret-grant",
+    E,
+    "A secret.bind grant uses a wildcard.",
+    "secret.bind:* would let any command receive any credential in the environment.",
+    "capabilities:\n  defaults:\n    secret.bind:*: {}\n",
+    "Grant each secret by its exact name: secret.bind:GH_TOKEN.",
+)
+_r(
+    "CH404",
+    "secret-binding-target-forbidden",
+    E,
+    "A secret binding targets an execution-control variable (PATH, HOME, LD_PRELOAD, "
+    "PYTHONPATH, NODE_OPTIONS, ...).",
+    "Binding a value there changes what runs, not what the command can read.",
+    "secret_bindings = [{source = \"env:TOKEN\", target = \"LD_PRELOAD\"}]\n",
+    "Choose an ordinary variable name as the target.",
+)
+_r(
+    "CH405",
+    "blueprint-permission-clamped",
+    W,
+    "A blueprint asked for a looser permission than the user's config or the built-in default "
+    "allows, and Charter clamped it.",
+    "The agent will prompt (or refuse) where its author expected it to run freely; an "
+    "unattended run may stall.",
+    '[tool_permissions]\nshell = "allow"   # the user did not configure shell\n',
+    "Accept the clamp, or trust the agent explicitly in your config: "
+    "[agent_tool_permissions.<agent>] or [security] allow_blueprint_permissions.",
+)
+_r(
+    "CH406",
+    "metadata-override-loosens",
+    E,
+    "tools.metadata tries to make a built-in tool looser (lower risk, laxer approval) or to "
+    "rename its capability.",
+    "Core metadata may only tighten the host's built-in policy; renaming a capability would "
+    "let a core satisfy a gate with a grant meant for something else.",
+    "tools:\n  metadata:\n    terminal: {approval_policy: auto}\n",
+    "Remove the override, or make it stricter.",
+)
+
+_r(
+    "CH407",
+    "implicit-shell-policy",
+    W,
+    "A stage offers the shell and no scope sets its permission.",
+    "The shell then asks on every call that the guard does not recognise as read-only; an "
+    "unattended run waits for an answer that never comes.",
+    '[stages.build]\navailable_tools = ["shell"]\n',
+    'Set it explicitly: [stages.build.tool_permissions] shell = "ask" (or allow/deny).',
+)
+_r(
+    "CH408",
+    "blocking-tool-in-autonomous-stage",
+    W,
+    "An autonomous stage offers a tool that waits for a person (ask_user_*, "
+    "present_for_review, edit_document).",
+    "Unattended runs remove these tools, so the stage behaves differently with and without "
+    "a person watching; attended runs stop and wait.",
+    '[stages.work]\nmode = "autonomous"\navailable_tools = ["ask_user_text"]\n',
+    "List the tool in required_tools to keep it deliberately, or set "
+    "allow_blocking_tools = true for a stage that only runs attended.",
+)
+_r(
+    "CH409",
+    "interaction-without-timeout",
+    W,
+    "A stage keeps a blocking tool for unattended runs, and interaction_timeout_secs is 0.",
+    "A prompt nobody answers then holds the run forever.",
+    "[limits]\ninteraction_timeout_secs = 0\n",
+    "Set [limits] interaction_timeout_secs to a positive number of seconds.",
+)
+_r(
+    "CH410",
+    "holds-under-yolo",
+    N,
+    "A stage keeps a blocking tool in unattended runs (required_tools).",
+    "Even under --yolo the run will stop there and wait for a person.",
+    '[stages.plan]\nrequired_tools = ["ask_user_text"]\n',
+    "Nothing to fix if intended; make sure someone will be there.",
+)
+
+# --- CH6xx: stage graph --------------------------------------------------------
+_r(
+    "CH601",
+    "entry-stage-unknown",
+    E,
+    "[agent] entry_stage names a stage that does not exist.",
+    "The run could not start.",
+    '[agent]\nentry_stage = "discovr"\n',
+    "Name an existing stage.",
+)
+_r(
+    "CH602",
+    "edge-to-unknown-stage",
+    E,
+    "An edge leads to a stage that does not exist.",
+    "Taking the edge would end the run in an error.",
+    '[[stages.plan.edges]]\nto = "implemnt"\n',
+    "Name an existing stage.",
+)
+_r(
+    "CH603",
+    "unreachable-stage",
+    W,
+    "No path of edges leads from the entry stage to this stage.",
+    "The stage never runs; its tools and permissions are dead configuration.",
+    "A stage 'cleanup' that no edge points to.",
+    "Add an edge to it, or remove it.",
+)
+_r(
+    "CH604",
+    "output-missing-submit-tool",
+    E,
+    "A stage requires an output but does not offer submit_output.",
+    "The run can never finish with an answer.",
+    '[stages.summary]\nrequire_output = true\navailable_tools = ["read_file"]\n',
+    'Use mode = "output" (which grants submit_output) or offer submit_output.',
+)
+_r(
+    "CH605",
+    "output-unreachable",
+    E,
+    "The agent has an output stage, but no path from the entry stage reaches it.",
+    "The run can never deliver its answer.",
+    "An output stage 'summary' with no edge leading to it.",
+    "Add an edge that leads to the output stage.",
+)
+_r(
+    "CH606",
+    "cycle-without-limit",
+    W,
+    "A cycle of stages has no max_revisits or edge gate limit on any stage in it.",
+    "A model that keeps choosing the loop runs until the iteration budget is exhausted.",
+    "implement -> review -> implement with no max_revisits.",
+    "Set max_revisits on a stage of the cycle.",
+)
+
+# --- CH7xx: tools and MCP ------------------------------------------------------
+_r(
+    "CH701",
+    "schema-does-not-compile",
+    W,
+    "A tool's argument schema is not a valid JSON Schema.",
+    "Argument validation is switched off for the tool, so malformed calls reach it.",
+    "input_schema: {type: objet}\n",
+    "Fix the schema.",
+)
+_r(
+    "CH702",
+    "external-ref-in-schema",
+    W,
+    "A tool's argument schema uses a $ref to another document.",
+    "Charter never fetches schemas from the network or disk, so validation is switched off for "
+    "the tool.",
+    "input_schema: {$ref: 'https://example.com/args.json'}\n",
+    "Inline the referenced schema, or use local '#/$defs/...' references.",
+)
+_r(
+    "CH703",
+    "mcp-cwd-outside-workspace",
+    E,
+    "An MCP server's cwd resolves outside the agent's directory.",
+    "A server started elsewhere can read and write files the agent was never given.",
+    "cwd: ../../\n",
+    "Use a directory inside the agent's workspace.",
+)
+_r(
+    "CH704",
+    "tool-disabled",
+    N,
+    "tools.metadata disables a tool (enabled: false); it is not offered.",
+    "A stage that names a disabled tool will not get it.",
+    "tools:\n  metadata:\n    web_extract: {enabled: false}\n",
+    "Nothing to fix if intended.",
+)
+_r(
+    "CH705",
+    "authored-entrypoint-invalid",
+    E,
+    "An authored tool's entrypoint module or function is missing, or its signature is wrong.",
+    "Every call of the tool would fail after approval.",
+    "entrypoint: module:exec   # module.py defines execute\n",
+    "Point entrypoint at a function taking (ctx, args).",
+)
+
 # --- CH89x: suppressions (compiler/suppress.py) -------------------------------
 _r(
     "CH890",

@@ -21,7 +21,10 @@ __all__ = ["VERBS", "main"]
 
 # verb -> (module, one-line help)
 VERBS: dict[str, tuple[str, str]] = {
-    # filled in by the verbs as they land
+    "validate": ("charter.compiler.cli.validate", "Lint agent configuration (for CI)."),
+    "compile": ("charter.compiler.cli.compile_cmd", "Compile a project into a plan."),
+    "show": ("charter.compiler.cli.show", "Show a compiled plan's decisions."),
+    "diff": ("charter.compiler.cli.diff", "Compare two plans, as a reviewer wants."),
     "rules": ("charter.compiler.cli.rules_cmd", "List every rule Charter checks."),
     "rule": ("charter.compiler.cli.rules_cmd", "Explain one rule: what, why, example, fix."),
 }

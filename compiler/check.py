@@ -1,0 +1,19 @@
+"""Everything ``charter validate`` reports beyond loading: the compiler's own
+diagnostics plus the linter's checks over each compiled agent."""
+
+from __future__ import annotations
+
+from charter.compiler.compile import CompileOptions, compile_project
+from charter.compiler.diagnostics import Diagnostic
+from charter.compiler.frontends.project import Project
+from charter.compiler.lint import lint_agent
+
+__all__ = ["check_project"]
+
+
+def check_project(project: Project, options: CompileOptions | None = None) -> list[Diagnostic]:
+    result = compile_project(project, options)
+    out = list(result.diagnostics)
+    for agent in result.agents:
+        out.extend(lint_agent(agent))
+    return out

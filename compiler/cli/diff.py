@@ -1,0 +1,134 @@
+"""``charter diff old.json new.json``: what a change to agent config does to
+the compiled decisions, for review on a pull request.
+
+Reports tools added or removed per agent, decisions and capabilities that
+changed per stage, with the provenance of the new decision. ``--fail-on-loosen``
+exits 1 when any decision became looser (deny to ask or allow, ask to
+allow), or a tool appeared already allowed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+_RANK = {"allow": 0, "ask": 1, "deny": 2}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("old", type=Path)
+    p.add_argument("new", type=Path)
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--fail-on-loosen", action="store_true", help="exit 1 if anything loosened")
+
+
+def _index(plan: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
+    out: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for agent in plan.body.agents:
+        tools = {t.name: t for t in agent.tools}
+        for stage in agent.stages:
+            for st in stage.tools:
+                tool = tools.get(st.name)
+                out[(agent.name, stage.name, st.name)] = {
+                    "decision": st.decision.permission,
+                    "liftable": st.decision.liftable,
+                    "capability": tool.capability if tool else None,
+                    "source": tool.source if tool else "mcp",
+                    "why": st.decision.explain(),
+                    "unattended": st.name in stage.unattended,
+                }
+    return out
+
+
+def compare(old: Any, new: Any) -> list[dict[str, Any]]:
+    a, b = _index(old), _index(new)
+    changes: list[dict[str, Any]] = []
+    for key in sorted(set(a) | set(b)):
+        agent, stage, tool = key
+        before, after = a.get(key), b.get(key)
+        base = {"agent": agent, "stage": stage, "tool": tool}
+        if before is None and after is not None:
+            changes.append(
+                {
+                    **base,
+                    "change": "added",
+                    "after": after["decision"],
+                    "loosened": after["decision"] == "allow",
+                    "why": after["why"],
+                }
+            )
+        elif after is None and before is not None:
+            changes.append(
+                {**base, "change": "removed", "before": before["decision"], "loosened": False}
+            )
+        elif before is not None and after is not None:
+            if before["decision"] != after["decision"]:
+                changes.append(
+                    {
+                        **base,
+                        "change": "decision",
+                        "before": before["decision"],
+                        "after": after["decision"],
+                        "loosened": _RANK[after["decision"]] < _RANK[before["decision"]],
+                        "why": after["why"],
+                    }
+                )
+            if before["capability"] != after["capability"]:
+                changes.append(
+                    {
+                        **base,
+                        "change": "capability",
+                        "before": before["capability"],
+                        "after": after["capability"],
+                        "loosened": False,
+                    }
+                )
+            if before["unattended"] != after["unattended"]:
+                changes.append(
+                    {
+                        **base,
+                        "change": "unattended",
+                        "before": before["unattended"],
+                        "after": after["unattended"],
+                        "loosened": after["unattended"],
+                    }
+                )
+    return changes
+
+
+def run(args: argparse.Namespace) -> int:
+    from charter.runtime.loader import PlanError, load_plan
+
+    try:
+        old, new = load_plan(args.old), load_plan(args.new)
+    except PlanError as exc:
+        print(f"charter diff: {exc}", file=sys.stderr)
+        return 2
+    changes = compare(old, new)
+    loosened = any(c["loosened"] for c in changes)
+    if args.format == "json":
+        json.dump(
+            {"old": old.digest, "new": new.digest, "changes": changes, "loosened": loosened},
+            sys.stdout,
+            indent=2,
+            sort_keys=True,
+        )
+        sys.stdout.write("\n")
+    else:
+        if not changes:
+            print("no decision changed")
+        for c in changes:
+            where = f"{c['agent']}/{c['stage']} {c['tool']}"
+            mark = "LOOSER " if c["loosened"] else ""
+            if c["change"] == "added":
+                print(f"+ {where}: {mark}{c['after']}  ({c['why']})")
+            elif c["change"] == "removed":
+                print(f"- {where}: was {c['before']}")
+            elif c["change"] == "decision":
+                print(f"~ {where}: {mark}{c['before']} -> {c['after']}  ({c['why']})")
+            else:
+                print(f"~ {where}: {c['change']} {c['before']} -> {c['after']}")
+    return 1 if (args.fail_on_loosen and loosened) else 0

@@ -1,0 +1,79 @@
+"""``charter validate``: load and check projects, report every finding.
+
+Exit codes: 0 when there is no error (and no warning under
+``--deny-warnings``), 1 when there is, 2 on usage or I/O errors (a path that
+does not exist, a config file that cannot be read).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from charter.compiler.diagnostics import Diagnostic
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="project directories")
+    p.add_argument("--config", type=Path, help="the user config.toml (default: the user's own)")
+    p.add_argument("--no-user-config", action="store_true", help="ignore the user's config")
+    p.add_argument(
+        "--format",
+        choices=("concise", "full", "json", "sarif", "github"),
+        help="output format (default: full on a terminal, concise otherwise)",
+    )
+    p.add_argument("--deny-warnings", action="store_true", help="fail on warnings too")
+    p.add_argument("--ignore", action="append", default=[], metavar="CODE", help="ignore a rule")
+
+
+def run(args: argparse.Namespace) -> int:
+    from charter.compiler.check import check_project
+    from charter.compiler.frontends.project import load_project
+    from charter.compiler.render import default_format, exit_code, render
+    from charter.compiler.suppress import apply_suppressions
+
+    for raw in args.paths:
+        if not Path(raw).exists():
+            print(f"charter validate: {raw}: no such file or directory", file=sys.stderr)
+            return 2
+    if args.config is not None and not args.config.is_file():
+        print(f"charter validate: {args.config}: config file not found", file=sys.stderr)
+        return 2
+
+    findings: list[Diagnostic] = []
+    sources: dict[str, tuple[str, ...]] = {}
+    cwd = Path.cwd().resolve()
+    for raw in args.paths:
+        root = Path(raw)
+        if root.is_file():  # a file inside a project: validate its agent directory
+            root = root.parent
+        project = load_project(root, config=args.config, use_default_config=not args.no_user_config)
+        diags = [*project.diagnostics, *check_project(project)]
+        prefix = _prefix(project.root, cwd)
+        for d in diags:
+            path = d.span.path
+            findings.append(_rebase(d, prefix + path if path != "." else (prefix or ".")))
+        for path, lines in project.sources.items():
+            sources[prefix + path] = lines
+    kept, suppressed = apply_suppressions(findings, sources, args.ignore)
+    fmt = args.format or default_format(sys.stdout)
+    sys.stdout.write(render(kept, fmt, sources=sources, suppressed=suppressed))
+    return exit_code(kept, deny_warnings=args.deny_warnings)
+
+
+def _prefix(root: Path, cwd: Path) -> str:
+    """Display paths are relative to the project root; show them relative to
+    the working directory, as linters do, when the root is below it."""
+    try:
+        rel = root.relative_to(cwd).as_posix()
+    except ValueError:
+        return root.as_posix().rstrip("/") + "/"
+    return "" if rel == "." else rel + "/"
+
+
+def _rebase(d: Diagnostic, path: str) -> Diagnostic:
+    return replace(d, span=d.span.with_path(path))

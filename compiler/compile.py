@@ -1,0 +1,1063 @@
+"""Compiling a loaded project into a plan.
+
+One pass per agent: collect its tools (built-in, authored, MCP) and check
+their names; resolve capability grants; resolve every stage's tool set and
+the permission of every offered tool, with provenance; render descriptions;
+compile argument schemas; and carry stages, edges, limits and the shell
+policy into the plan. Every problem becomes a diagnostic; a plan is produced
+only when there is no error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform as _platform
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from charter.compiler.describe import render_description, shell_hint_block
+from charter.compiler.diagnostics import Diagnostic, Span, did_you_mean, format_key_path
+from charter.compiler.frontends.agent_yaml import AgentCore
+from charter.compiler.frontends.blueprint import Blueprint
+from charter.compiler.frontends.blueprint import Stage as StageModel
+from charter.compiler.frontends.config_toml import UserConfig
+from charter.compiler.frontends.mcp_manifest import McpServer, server_id_from_path
+from charter.compiler.frontends.project import AgentSources, Project
+from charter.compiler.frontends.stage_toml import StageEntry, combine_stages
+from charter.compiler.permissions import (
+    APPROVAL_TO_PERMISSION,
+    CoreInputs,
+    Said,
+    ScopeInputs,
+    resolve_permission,
+)
+from charter.compiler.rules import diag
+from charter.compiler.schemacheck import check_schema
+from charter.compiler.sources.sourcemap import SourceMap
+from charter.compiler.tooltable import ToolRef, ToolTable, all_builtin_names
+from charter.runtime.capabilities import SECRET_PREFIX, is_granted, valid_capability
+from charter.runtime.catalog import BLUEPRINT_LOOSENABLE, TOOLSETS, resolve_builtin
+from charter.runtime.plan import (
+    AgentPlan,
+    AuthoredTool,
+    Decision,
+    Edge,
+    Gate,
+    Grant,
+    Limits,
+    McpServerPlan,
+    OutputSpec,
+    Permission,
+    Plan,
+    PlanBody,
+    SourceDigest,
+    SourceRef,
+    Stage,
+    StageTool,
+    TaintPolicy,
+    ToolEntry,
+    canonical_json,
+    stricter,
+)
+
+__all__ = ["CompileOptions", "CompileResult", "compile_project", "default_shell"]
+
+_RISKS = ("low", "medium", "high", "critical")
+_SUBMIT = "submit_output"
+
+
+def compiler_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("charter-policy")
+    except PackageNotFoundError:  # pragma: no cover - source tree without install
+        return "0+unknown"
+
+
+def default_shell(target: str) -> str:
+    """The shell the shell tool runs on ``target`` (seed 004's resolution)."""
+    if target == "windows":
+        return "cmd.exe /C"
+    env_shell = os.environ.get("SHELL", "")
+    if env_shell and Path(env_shell).name in ("sh", "bash", "zsh") and Path(env_shell).exists():
+        return env_shell
+    for candidate in ("/bin/bash", "/usr/bin/bash", "/bin/zsh", "/usr/bin/zsh", "/bin/sh"):
+        if Path(candidate).exists():
+            return candidate
+    return "/bin/sh"
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    target_platform: Literal["posix", "windows"] = (
+        "windows" if _platform.system() == "Windows" else "posix"
+    )
+    shell: str | None = None  # None: resolve for the target platform
+
+
+@dataclass
+class CompileResult:
+    plan: Plan | None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    # Every agent that could be compiled, even when another has errors: the
+    # linter checks them all in one run.
+    agents: list[AgentPlan] = field(default_factory=list)
+
+
+def _ref(span: Span) -> SourceRef:
+    return SourceRef(path=span.path, line=span.line, col=span.col)
+
+
+# ---------------------------------------------------------------------------
+# per-agent context
+
+
+@dataclass
+class _Ctx:
+    agent: AgentSources
+    config: UserConfig | None
+    config_smap: SourceMap | None
+    options: CompileOptions
+    shell: str
+    diags: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def core(self) -> AgentCore | None:
+        return self.agent.core.model if self.agent.core else None
+
+    @property
+    def core_smap(self) -> SourceMap | None:
+        return self.agent.core.smap if self.agent.core else None
+
+    @property
+    def blueprint(self) -> Blueprint | None:
+        return self.agent.blueprint.model if self.agent.blueprint else None
+
+    @property
+    def bp_smap(self) -> SourceMap | None:
+        return self.agent.blueprint.smap if self.agent.blueprint else None
+
+    def agent_span(self) -> Span:
+        if self.bp_smap is not None:
+            return self.bp_smap.value_span(("agent",))
+        if self.core_smap is not None:
+            return self.core_smap.value_span(())
+        return Span(self.agent.directory)
+
+
+# ---------------------------------------------------------------------------
+# tools
+
+
+def _collect_tools(ctx: _Ctx, stages: Mapping[str, StageEntry]) -> ToolTable:
+    table = ToolTable()
+    core, csm = ctx.core, ctx.core_smap
+    if core is not None and csm is not None:
+        for i, toolset in enumerate(core.tools.toolsets):
+            where = csm.value_span(("tools", "toolsets", i))
+            for name in TOOLSETS.get(toolset, ()):
+                table.add_builtin(name, where)
+        for tool in ctx.agent.tools:
+            table.add_authored(tool.tool_id, Span(tool.spec.display))
+        for loaded in ctx.agent.mcp:
+            server = server_id_from_path(Path(loaded.display))
+            if loaded.model is None or not loaded.model.enabled:
+                continue
+            prefix = next(iter(_mcp_prefix(server)))
+            table.add_dynamic_server(server, prefix)
+    # A blueprint offers built-ins by naming them in a stage.
+    for entry in stages.values():
+        for i, name in enumerate(entry.stage.available_tools):
+            table.add_builtin(name, entry.span("available_tools", i))
+        if entry.stage.mode == "output" or entry.stage.require_output:
+            table.add_builtin(_SUBMIT, entry.span("mode"))
+    ctx.diags.extend(table.diagnostics)
+    return table
+
+
+def _mcp_prefix(server: str) -> Iterable[str]:
+    from charter.runtime.naming import mcp_safe_name
+
+    yield mcp_safe_name(server, "x")[:-1]
+
+
+def _metadata(ctx: _Ctx, name: str) -> tuple[Any, tuple[str | int, ...]] | None:
+    core = ctx.core
+    if core is None:
+        return None
+    meta = core.tools.metadata.get(name)
+    return (meta, ("tools", "metadata", name)) if meta is not None else None
+
+
+def _check_metadata_overrides(ctx: _Ctx, table: ToolTable) -> None:
+    core, csm = ctx.core, ctx.core_smap
+    if core is None or csm is None:
+        return
+    for name, meta in core.tools.metadata.items():
+        path = ("tools", "metadata", name)
+        ref = table.lookup(name)
+        if ref is None:
+            if not table.is_dynamic_mcp(name):
+                hint = did_you_mean(name, table.tools)
+                ctx.diags.append(
+                    diag(
+                        "unknown-tool",
+                        f"tools.metadata names '{name}', which this agent does not have"
+                        + (f"; did you mean '{hint}'?" if hint else ""),
+                        csm.key_span(path),
+                        key_path=format_key_path(path),
+                    )
+                )
+            continue
+        if ref.builtin is None:
+            continue
+        b = ref.builtin
+        if meta.risk is not None and _RISKS.index(meta.risk) < _RISKS.index(b.risk):
+            ctx.diags.append(
+                diag(
+                    "metadata-override-loosens",
+                    f"risk '{meta.risk}' is lower than the built-in's '{b.risk}'; "
+                    "core metadata may only raise it",
+                    csm.value_span((*path, "risk")),
+                    key_path=format_key_path((*path, "risk")),
+                )
+            )
+        if meta.approval_policy is not None:
+            mine = APPROVAL_TO_PERMISSION[meta.approval_policy]
+            theirs = APPROVAL_TO_PERMISSION[b.approval]
+            if stricter(mine, theirs) != mine:
+                ctx.diags.append(
+                    diag(
+                        "metadata-override-loosens",
+                        f"approval_policy '{meta.approval_policy}' is laxer than the built-in's "
+                        f"'{b.approval}'; core metadata may only make it stricter",
+                        csm.value_span((*path, "approval_policy")),
+                        key_path=format_key_path((*path, "approval_policy")),
+                    )
+                )
+        if meta.capability is not None and meta.capability != b.capability:
+            ctx.diags.append(
+                diag(
+                    "metadata-override-loosens",
+                    f"the built-in tool '{b.name}' requires '{b.capability}'; "
+                    "a core cannot rename a built-in's capability",
+                    csm.value_span((*path, "capability")),
+                    key_path=format_key_path((*path, "capability")),
+                )
+            )
+
+
+def _enabled(ctx: _Ctx, name: str) -> bool:
+    found = _metadata(ctx, name)
+    return not (found is not None and found[0].enabled is False)
+
+
+# ---------------------------------------------------------------------------
+# capabilities
+
+
+def _grants(ctx: _Ctx) -> list[Grant]:
+    core, csm = ctx.core, ctx.core_smap
+    if core is None or csm is None:
+        return []
+    out: list[Grant] = []
+
+    def check(cap: str, path: tuple[str | int, ...], slot: str | None) -> None:
+        span = csm.key_span(path)
+        if cap.startswith(SECRET_PREFIX) and cap.endswith("*"):
+            ctx.diags.append(
+                diag(
+                    "wildcard-secret-grant",
+                    f"'{cap}' would bind every secret; grant each one by name",
+                    span,
+                    key_path=format_key_path(path),
+                )
+            )
+            return
+        if not valid_capability(cap):
+            ctx.diags.append(
+                diag(
+                    "unknown-capability",
+                    f"'{cap}' is not a well-formed capability; only a whole last segment may "
+                    "be '*'",
+                    span,
+                    key_path=format_key_path(path),
+                    severity=None,
+                )
+            )
+            return
+        out.append(Grant(capability=cap, slot=slot, origin=_ref(span)))
+
+    for cap in core.capabilities.defaults:
+        check(cap, ("capabilities", "defaults", cap), None)
+    for slot, caps in core.capabilities.slots.items():
+        for cap in caps:
+            check(cap, ("capabilities", "slots", slot, cap), slot)
+    return out
+
+
+def _granted(cap: str, grants: list[Grant], slot: str | None) -> bool:
+    usable = [g.capability for g in grants if g.slot is None or g.slot == slot]
+    return is_granted(cap, usable)
+
+
+# ---------------------------------------------------------------------------
+# tool entries
+
+
+def _authored_entry(
+    ctx: _Ctx, ref: ToolRef, grants: list[Grant], project_root: Path
+) -> ToolEntry | None:
+    from charter.compiler.authored import inspect_entrypoint
+
+    src = next(t for t in ctx.agent.tools if t.tool_id == ref.authored_id)
+    spec = src.spec.model
+    if spec is None:
+        return None
+    smap = src.spec.smap
+    slot_path = _slot_path(ctx, src.directory)
+    if spec.capability is not None and not _granted(spec.capability, grants, slot_path):
+        plural = (
+            " (its own capabilities list cannot satisfy the gate)"
+            if (spec.capability in spec.capabilities)
+            else ""
+        )
+        ctx.diags.append(
+            diag(
+                "capability-not-granted",
+                f"authored tool '{ref.name}' requires '{spec.capability}', which agent.yaml "
+                f"does not grant{plural}",
+                smap.value_span(("capability",)),
+                key_path="capability",
+                help=f"grant it under capabilities.defaults or capabilities.slots.{slot_path}",
+            )
+        )
+    module_file, function = spec.entrypoint.split(":", 1)
+    module_path = project_root / src.directory / f"{module_file.replace('.', '/')}.py"
+    info, problem = inspect_entrypoint(module_path, function)
+    if problem is not None:
+        ctx.diags.append(
+            diag(
+                "authored-entrypoint-invalid",
+                problem,
+                smap.value_span(("entrypoint",)),
+                key_path="entrypoint",
+            )
+        )
+        return None
+    assert info is not None
+    schema_text, note = _schema(
+        ctx, spec.input_schema or {"type": "object", "properties": {}}, smap, ("input_schema",)
+    )
+    meta = _metadata(ctx, ref.name)
+    risk = spec.risk
+    if meta is not None and meta[0].risk is not None:
+        risk = meta[0].risk
+    return ToolEntry(
+        name=ref.name,
+        source="authored",
+        impl=ref.name,
+        description=spec.description,
+        input_schema=schema_text,
+        validation_note=note,
+        capability=spec.capability,
+        risk=risk,
+        origin=_ref(Span(src.spec.display)),
+        authored=AuthoredTool(
+            tool_id=ref.name,
+            directory=src.directory,
+            module=f"{src.directory}/{module_path.name}",
+            entrypoint=spec.entrypoint,
+            module_sha256=info.sha256,
+            capabilities=tuple(sorted(spec.capabilities)),
+            is_async=info.is_async,
+        ),
+    )
+
+
+def _slot_path(ctx: _Ctx, tool_dir_display: str) -> str:
+    """The tool's path relative to the agent directory, as slot grants name it."""
+    prefix = "" if ctx.agent.directory == "." else ctx.agent.directory + "/"
+    return tool_dir_display.removeprefix(prefix)
+
+
+def _builtin_entry(ctx: _Ctx, ref: ToolRef, output: StageModel | None) -> ToolEntry:
+    b = ref.builtin
+    assert b is not None
+    meta = _metadata(ctx, b.name)
+    risk = b.risk
+    if meta is not None and meta[0].risk is not None:
+        if _RISKS.index(meta[0].risk) > _RISKS.index(risk):
+            risk = meta[0].risk
+    schema_text, note = _schema(ctx, json.loads(b.input_schema), None, ())
+    spec = output.output if output is not None else None
+    description = render_description(
+        b,
+        shell=ctx.shell,
+        platform=ctx.options.target_platform,
+        output=spec,
+    )
+    return ToolEntry(
+        name=b.name,
+        source="builtin",
+        impl=b.impl,
+        description=description,
+        input_schema=schema_text,
+        validation_note=note,
+        capability=b.capability,
+        risk=cast(Any, risk),
+        blocks_on_person=b.blocks_on_person,
+        counts_as_work=b.counts_as_work,
+        outbound=b.outbound,
+        host_only=b.host_only,
+        origin=_ref(ref.where),
+    )
+
+
+def _schema(
+    ctx: _Ctx, schema: Any, smap: SourceMap | None, path: tuple[str | int, ...]
+) -> tuple[str | None, str]:
+    schema = _thaw(schema)
+    problem = check_schema(schema)
+    if problem is None:
+        return canonical_json(_ints_only(schema)), ""
+    name, message = problem
+    if smap is not None:
+        ctx.diags.append(
+            diag(
+                name,
+                message + "; argument validation is off for this tool",
+                smap.value_span(path),
+                key_path=format_key_path(path),
+            )
+        )
+    return None, message
+
+
+def _thaw(value: Any) -> Any:
+    """Input models hold tuples; JSON Schema wants lists and dicts."""
+    if isinstance(value, dict):
+        return {k: _thaw(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_thaw(v) for v in value]
+    return value
+
+
+def _ints_only(value: Any) -> Any:
+    """Plans hold no floats: a whole float in a schema becomes an int, any
+    other float is kept as its decimal text in a string-free way the
+    validator still accepts (rare; schemas use integers in practice)."""
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else value
+    if isinstance(value, dict):
+        return {k: _ints_only(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_ints_only(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------------------
+# permissions
+
+
+def _permission_map(
+    perms: Mapping[str, str],
+    smap: SourceMap,
+    prefix: tuple[str | int, ...],
+    table: ToolTable,
+    ctx: _Ctx,
+    scope: str,
+    *,
+    check_names: bool = True,
+) -> dict[str, Said]:
+    """A permission map keyed by canonical tool name. Two spellings of one
+    tool take the stricter value and get a warning."""
+    out: dict[str, Said] = {}
+    for key, value in perms.items():
+        path = (*prefix, key)
+        name = table.canonical(key)
+        if resolve_builtin(key) is not None:
+            name = resolve_builtin(key).name  # type: ignore[union-attr]
+        known = name in table.tools or resolve_builtin(key) is not None or table.is_dynamic_mcp(key)
+        if check_names and not known:
+            hint = did_you_mean(key, [*table.tools, *all_builtin_names()])
+            ctx.diags.append(
+                diag(
+                    "unknown-tool",
+                    f"{scope} permission names '{key}', which is not a tool of this agent"
+                    + (f"; did you mean '{hint}'?" if hint else ""),
+                    smap.key_span(path),
+                    key_path=format_key_path(path),
+                )
+            )
+        said = Said(cast(Permission, value), _ref(smap.value_span(path)), f"{scope}: {key}")
+        if name in out:
+            ctx.diags.append(
+                diag(
+                    "duplicate-permission-spelling",
+                    f"'{key}' and another spelling of '{name}' both set a permission; "
+                    "the stricter applies",
+                    smap.key_span(path),
+                    key_path=format_key_path(path),
+                )
+            )
+            said = Said(stricter(out[name].value, said.value), said.source, said.detail)
+        out[name] = said
+    return out
+
+
+@dataclass
+class _UserScopes:
+    config: dict[str, Said]
+    agent_config: dict[str, Said]
+    trust_blueprint: Said | None
+
+
+def _user_scopes(ctx: _Ctx, table: ToolTable, agent_name: str) -> _UserScopes:
+    cfg, smap = ctx.config, ctx.config_smap
+    if cfg is None or smap is None:
+        return _UserScopes({}, {}, None)
+    # The user's config covers every agent, so unknown names are not errors
+    # here: they may belong to another agent.
+    config = _permission_map(
+        cfg.tool_permissions,
+        smap,
+        ("tool_permissions",),
+        table,
+        ctx,
+        "config",
+        check_names=False,
+    )
+    overlay = cfg.agent_tool_permissions.get(agent_name, {})
+    agent_config = _permission_map(
+        overlay,
+        smap,
+        ("agent_tool_permissions", agent_name),
+        table,
+        ctx,
+        f"agent_tool_permissions.{agent_name}",
+        check_names=False,
+    )
+    trust = None
+    if cfg.security.allow_blueprint_permissions:
+        span = smap.value_span(("security", "allow_blueprint_permissions"))
+        trust = Said("allow", _ref(span), "allow_blueprint_permissions")
+    return _UserScopes(config, agent_config, trust)
+
+
+def _core_inputs(ctx: _Ctx, entry: ToolEntry, ref: ToolRef) -> CoreInputs | None:
+    core, csm = ctx.core, ctx.core_smap
+    if core is None or csm is None:
+        return None
+    if ref.builtin is not None:
+        registry = Said(
+            APPROVAL_TO_PERMISSION[ref.builtin.approval],
+            None,
+            f"built-in registry: {ref.builtin.approval}",
+        )
+    elif ref.authored_id is not None:
+        src = next(t for t in ctx.agent.tools if t.tool_id == ref.authored_id)
+        spec = src.spec.model
+        assert spec is not None
+        registry = Said(
+            APPROVAL_TO_PERMISSION[spec.approval_policy],
+            _ref(src.spec.smap.value_span(("approval_policy",))),
+            f"tool.yaml approval_policy: {spec.approval_policy}",
+        )
+    else:
+        return None
+    overrides: list[tuple[str, Said]] = []
+
+    def add(scope: str, policy: str | None, path: tuple[str | int, ...]) -> None:
+        if policy is not None:
+            overrides.append(
+                (
+                    scope,
+                    Said(
+                        APPROVAL_TO_PERMISSION[policy],
+                        _ref(csm.value_span(path)),
+                        f"{format_key_path(path)}: {policy}",
+                    ),
+                )
+            )
+
+    meta = core.tools.metadata.get(entry.name)
+    if meta is not None:
+        add(
+            "core_metadata",
+            meta.approval_policy,
+            ("tools", "metadata", entry.name, "approval_policy"),
+        )
+    appr = core.approval
+    add("core_approval_tool", appr.tools.get(entry.name), ("approval", "tools", entry.name))
+    if entry.capability is not None:
+        add(
+            "core_approval_capability",
+            appr.capabilities.get(entry.capability),
+            ("approval", "capabilities", entry.capability),
+        )
+    add("core_approval_risk", appr.risks.get(entry.risk), ("approval", "risks", entry.risk))
+    add("core_approval_default", appr.default, ("approval", "default"))
+    return CoreInputs(registry=registry, overrides=tuple(overrides))
+
+
+def _default_permission(ref: ToolRef) -> Permission:
+    if ref.builtin is not None:
+        return cast(Permission, ref.builtin.default_permission)
+    return "ask"  # authored and MCP tools: "everything else" asks
+
+
+# ---------------------------------------------------------------------------
+# stages
+
+
+def _implicit_stage(ctx: _Ctx, table: ToolTable) -> dict[str, StageEntry]:
+    """An agent core without a blueprint runs as one interactive stage that
+    offers every tool the core declares."""
+    names = tuple(n for n in table.tools if _enabled(ctx, n))
+    # Cores run turn by turn with a person in the conversation.
+    stage = StageModel.model_validate({"mode": "interactive", "available_tools": names})
+    smap = ctx.core_smap or SourceMap(ctx.agent.directory)
+    return {"main": StageEntry("main", stage, smap.path, smap, ("tools",))}
+
+
+def _compile_stage(
+    ctx: _Ctx,
+    entry: StageEntry,
+    table: ToolTable,
+    entries: dict[str, ToolEntry],
+    user: _UserScopes,
+    agent_perms: dict[str, Said],
+    stage_names: list[str],
+) -> Stage:
+    st = entry.stage
+    offered: list[str] = []
+    for i, raw in enumerate(st.available_tools):
+        name = table.canonical(raw)
+        if name in table.tools:
+            if not _enabled(ctx, name):
+                ctx.diags.append(
+                    diag(
+                        "tool-disabled",
+                        f"'{name}' is disabled by tools.metadata and is not offered",
+                        entry.span("available_tools", i),
+                        key_path=format_key_path(("stages", entry.name, "available_tools", i)),
+                    )
+                )
+                continue
+            if name in entries:
+                offered.append(name)
+        elif table.is_dynamic_mcp(raw):
+            offered.append(raw)
+        else:
+            hint = did_you_mean(raw, [*table.tools, *all_builtin_names()])
+            ctx.diags.append(
+                diag(
+                    "unknown-tool",
+                    f"stage '{entry.name}' offers '{raw}', which is not a built-in, authored or "
+                    "MCP tool" + (f"; did you mean '{hint}'?" if hint else ""),
+                    entry.span("available_tools", i),
+                    key_path=format_key_path(("stages", entry.name, "available_tools", i)),
+                )
+            )
+    if (st.mode == "output" or st.require_output) and _SUBMIT not in offered:
+        if st.mode == "output":
+            offered.append(_SUBMIT)
+    offered = list(dict.fromkeys(offered))
+
+    required: list[str] = []
+    for i, raw in enumerate(st.required_tools):
+        name = table.canonical(raw)
+        if name not in offered:
+            ctx.diags.append(
+                diag(
+                    "required-tool-not-available",
+                    f"'{raw}' is in required_tools but not in available_tools of stage "
+                    f"'{entry.name}'",
+                    entry.span("required_tools", i),
+                    key_path=format_key_path(("stages", entry.name, "required_tools", i)),
+                )
+            )
+        else:
+            required.append(name)
+
+    blocking = {n for n in offered if n in entries and entries[n].blocks_on_person}
+    unattended = [n for n in offered if n not in blocking or n in required]
+
+    stage_perms = _permission_map(
+        st.tool_permissions,
+        entry.smap,
+        (*entry.prefix, "tool_permissions"),
+        table,
+        ctx,
+        f"stage '{entry.name}'",
+    )
+    for name in stage_perms:
+        if name not in offered and name in table.tools:
+            path = (*entry.prefix, "tool_permissions")
+            key = next(
+                k
+                for k in st.tool_permissions
+                if table.canonical(k) == name
+                or (resolve_builtin(k) is not None and resolve_builtin(k).name == name)
+            )  # type: ignore[union-attr]
+            ctx.diags.append(
+                diag(
+                    "orphan-stage-permission",
+                    f"stage '{entry.name}' sets a permission for '{key}' but never offers it",
+                    entry.smap.key_span((*path, key)),
+                    key_path=format_key_path(("stages", entry.name, "tool_permissions", key)),
+                )
+            )
+
+    decisions: list[StageTool] = []
+    for name in offered:
+        tool_entry = entries.get(name)
+        ref = table.tools.get(name)
+        scopes = ScopeInputs(
+            builtin_default=_default_permission(ref) if ref else "ask",
+            stage=stage_perms.get(name),
+            agent=agent_perms.get(name),
+            agent_config=user.agent_config.get(name),
+            config=user.config.get(name),
+            blueprint_loosenable=name in BLUEPRINT_LOOSENABLE,
+            allow_blueprint_permissions=user.trust_blueprint,
+        )
+        core = _core_inputs(ctx, tool_entry, ref) if tool_entry and ref else None
+        decision = resolve_permission(scopes, core)
+        _report_clamps(ctx, decision, name, entry.name)
+        decisions.append(StageTool(name=name, decision=decision))
+
+    edges = tuple(_edge(ctx, entry, path, e, stage_names, table) for path, e in st.all_edges())
+    output = None
+    if st.output is not None:
+        o = st.output
+        output = OutputSpec(
+            format=o.format,
+            instructions=o.instructions,
+            example=o.example,
+            answer_schema=canonical_json(_ints_only(_thaw(o.schema_))) if o.schema_ else None,
+        )
+    hint = None
+    wants_hint = st.shell_hint if st.shell_hint is not None else _agent_hint(ctx)
+    if wants_hint and "shell" in offered or wants_hint and "terminal" in offered:
+        hint = shell_hint_block(ctx.options.target_platform)
+    return Stage(
+        name=entry.name,
+        mode=st.mode or "autonomous",
+        attended=tuple(offered),
+        unattended=tuple(unattended),
+        required_tools=tuple(required),
+        allow_blocking_tools=st.allow_blocking_tools,
+        tools=tuple(decisions),
+        edges=edges,
+        max_iterations=st.max_iterations,
+        max_revisits=st.max_revisits,
+        output=output,
+        shell_hint=hint,
+        system_prompt=st.system_prompt,
+        origin=_ref(entry.span()),
+    )
+
+
+def _agent_hint(ctx: _Ctx) -> bool:
+    bp = ctx.blueprint
+    if bp is not None and bp.agent.shell_hint is not None:
+        return bp.agent.shell_hint
+    return ctx.config.shell_hint if ctx.config is not None else True
+
+
+def _report_clamps(ctx: _Ctx, decision: Decision, tool: str, stage: str) -> None:
+    for clamp in decision.clamps:
+        if clamp.rule == "core-approval-stricter":
+            continue
+        scope = next(
+            (s for s in decision.scopes if s.scope in ("stage", "agent") and s.value is not None),
+            None,
+        )
+        if scope is None or scope.source is None:
+            continue
+        src = scope.source
+        ctx.diags.append(
+            diag(
+                "blueprint-permission-clamped",
+                f"stage '{stage}': '{tool}' asked for {clamp.before} and became {clamp.after}: "
+                f"{clamp.reason}",
+                Span(src.path, src.line, src.col),
+                key_path=scope.detail,
+                data={"tool": tool, "stage": stage, "before": clamp.before, "after": clamp.after},
+            )
+        )
+
+
+def _edge(
+    ctx: _Ctx,
+    entry: StageEntry,
+    path: tuple[str | int, ...],
+    e: Any,
+    stage_names: list[str],
+    table: ToolTable,
+) -> Edge:
+    if e.to not in stage_names:
+        hint = did_you_mean(e.to, stage_names)
+        ctx.diags.append(
+            diag(
+                "edge-to-unknown-stage",
+                f"edge from '{entry.name}' leads to '{e.to}', which is not a stage"
+                + (f"; did you mean '{hint}'?" if hint else ""),
+                entry.span(*path, "to") if path[0] == "edges" else entry.span(*path, key=True),
+                key_path=format_key_path(("stages", entry.name, *path)),
+            )
+        )
+    gate = None
+    if e.gate is not None:
+        g = e.gate
+        gate = Gate(
+            require_modifications=g.require_modifications,
+            require_regions=tuple(g.require_regions),
+            require_region_updated=(g.require_region_updated,) if g.require_region_updated else (),
+            require_no_open_items=(g.require_no_open_items,) if g.require_no_open_items else (),
+            region=g.region,
+            tools=tuple(table.canonical(t) for t in g.tools),
+            message=g.message,
+            max_attempts=g.max_attempts or 3,
+        )
+    condition = e.effective_condition
+    return Edge(
+        to=e.to,
+        condition=condition,
+        hint=e.hint,
+        transform=e.transform,
+        gate=gate,
+        origin=_ref(entry.span(*path, key=True)),
+    )
+
+
+# ---------------------------------------------------------------------------
+# MCP servers
+
+
+def _mcp_servers(ctx: _Ctx, grants: list[Grant], project_root: Path) -> list[McpServerPlan]:
+    out: list[McpServerPlan] = []
+    agent_dir = (project_root / ctx.agent.directory).resolve()
+    for loaded in ctx.agent.mcp:
+        m: McpServer | None = loaded.model
+        if m is None or not m.enabled:
+            continue
+        server = server_id_from_path(Path(loaded.display))
+        smap = loaded.smap
+        if m.cwd is not None:
+            target = (agent_dir / m.cwd).resolve()
+            if target != agent_dir and agent_dir not in target.parents:
+                ctx.diags.append(
+                    diag(
+                        "mcp-cwd-outside-workspace",
+                        f"cwd '{m.cwd}' resolves outside the agent's directory",
+                        smap.value_span(("cwd",)),
+                        key_path="cwd",
+                    )
+                )
+        connect_cap = f"mcp.connect:{server}"
+        call_cap = m.capability or f"mcp.call:{server}"
+        for cap, what in ((connect_cap, "connect to"), (call_cap, "call tools of")):
+            if not _granted(cap, grants, None):
+                ctx.diags.append(
+                    diag(
+                        "capability-not-granted",
+                        f"agent.yaml does not grant '{cap}', so the agent can never {what} "
+                        f"MCP server '{server}'",
+                        smap.value_span(()),
+                        severity=_warning(),
+                    )
+                )
+        approval = stricter("ask", APPROVAL_TO_PERMISSION[m.approval_policy])
+        connect = Decision(permission=approval, liftable=approval == "ask")
+        out.append(
+            McpServerPlan(
+                server=server,
+                transport=cast(Any, m.transport),
+                command=m.command,
+                args=tuple(m.args),
+                env=tuple(sorted(m.env.items())),
+                cwd=m.cwd,
+                url=m.url,
+                headers=tuple(sorted(m.headers.items())),
+                include=tuple(m.tools.include),
+                exclude=tuple(m.tools.exclude),
+                connect_capability=connect_cap,
+                call_capability=call_cap,
+                connect_decision=connect,
+                connect_timeout_seconds=_whole_seconds(m.connect_timeout_seconds),
+                timeout_seconds=_whole_seconds(m.timeout_seconds),
+                origin=_ref(Span(loaded.display)),
+            )
+        )
+    return out
+
+
+def _whole_seconds(value: float) -> int:
+    return max(1, int(-(-value // 1)))
+
+
+def _warning() -> Any:
+    from charter.compiler.diagnostics import Severity
+
+    return Severity.WARNING
+
+
+# ---------------------------------------------------------------------------
+# the agent
+
+
+def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan | None:
+    bp, bsm = ctx.blueprint, ctx.bp_smap
+    stages: dict[str, StageEntry] = {}
+    if ctx.agent.blueprint is not None:
+        if bp is None:
+            return None  # the blueprint did not load; its diagnostics say why
+        stages, _dups = combine_stages(ctx.agent.blueprint, list(ctx.agent.stage_files))
+    if ctx.agent.core is not None and ctx.core is None:
+        return None
+    table = _collect_tools(ctx, stages)
+    _check_metadata_overrides(ctx, table)
+    grants = _grants(ctx)
+
+    # Tool entries, in name order.
+    entries: dict[str, ToolEntry] = {}
+    output_stage = next((e.stage for e in stages.values() if e.stage.mode == "output"), None)
+    for name in sorted(table.tools):
+        ref = table.tools[name]
+        if ref.source == "builtin":
+            entries[name] = _builtin_entry(ctx, ref, output_stage)
+            if ctx.core is not None and entries[name].capability is not None:
+                cap = entries[name].capability
+                assert cap is not None
+                if not _granted(cap, grants, None) and _enabled(ctx, name):
+                    ctx.diags.append(
+                        diag(
+                            "capability-not-granted",
+                            f"built-in tool '{name}' needs '{cap}', which agent.yaml does not "
+                            "grant; every call would be refused",
+                            ref.where,
+                            severity=_warning(),
+                        )
+                    )
+        elif ref.source == "authored":
+            authored = _authored_entry(ctx, ref, grants, project_root)
+            if authored is not None:
+                entries[name] = authored
+
+    if not stages:
+        stages = _implicit_stage(ctx, table)
+    stage_names = list(stages)
+
+    user = _user_scopes(ctx, table, agent_name)
+    agent_perms: dict[str, Said] = {}
+    if bp is not None and bsm is not None:
+        agent_perms = _permission_map(
+            bp.tool_permissions, bsm, ("tool_permissions",), table, ctx, "agent"
+        )
+
+    compiled = [
+        _compile_stage(ctx, e, table, entries, user, agent_perms, stage_names)
+        for e in stages.values()
+    ]
+
+    entry_stage = stage_names[0]
+    if bp is not None and bp.agent.entry_stage is not None and bsm is not None:
+        entry_stage = bp.agent.entry_stage
+        if entry_stage not in stages:
+            hint = did_you_mean(entry_stage, stage_names)
+            ctx.diags.append(
+                diag(
+                    "entry-stage-unknown",
+                    f"entry_stage '{entry_stage}' is not a stage"
+                    + (f"; did you mean '{hint}'?" if hint else ""),
+                    bsm.value_span(("agent", "entry_stage")),
+                    key_path="agent.entry_stage",
+                )
+            )
+
+    offered_anywhere = {n for s in compiled for n in s.attended}
+    tools = tuple(entries[n] for n in sorted(entries) if n in offered_anywhere)
+    mcp = _mcp_servers(ctx, grants, project_root)
+
+    cfg = ctx.config
+    limits = Limits()
+    if cfg is not None:
+        limits = Limits(
+            interaction_timeout_secs=cfg.limits.interaction_timeout_secs,
+            default_max_iterations=cfg.limits.default_max_iterations,
+            max_tool_call_write_bytes=cfg.limits.max_tool_call_write_bytes,
+            max_run_write_bytes=cfg.limits.max_run_write_bytes,
+        )
+    if bp is not None and bp.agent.max_child_depth is not None:
+        limits = limits.model_copy(update={"max_child_depth": bp.agent.max_child_depth})
+    taint_on = bool(cfg and cfg.taint_tracking) or bool(
+        bp is not None and bp.security is not None and bp.security.taint_tracking
+    )
+    from charter.compiler.shell_policy import compile_shell_policy
+
+    shell_policy, shell_diags = compile_shell_policy(
+        cfg.safe_commands if cfg is not None else None,
+        source=ctx.config_smap.path if ctx.config_smap else None,
+        smap=ctx.config_smap,
+    )
+    ctx.diags.extend(shell_diags)
+    kind: Literal["blueprint", "core", "combined"] = (
+        "combined"
+        if ctx.core is not None and bp is not None
+        else "core"
+        if bp is None
+        else "blueprint"
+    )
+    return AgentPlan(
+        name=agent_name,
+        kind=kind,
+        root=ctx.agent.directory,
+        entry_stage=entry_stage,
+        tools=tools,
+        stages=tuple(compiled),
+        grants=tuple(sorted(grants, key=lambda g: (g.slot or "", g.capability))),
+        mcp_servers=tuple(mcp),
+        shell=shell_policy,
+        limits=limits,
+        taint=TaintPolicy(enabled=taint_on),
+        allow_local_network=bool(cfg and cfg.security.allow_local_network),
+        origin=_ref(ctx.agent_span()),
+    )
+
+
+def compile_project(project: Project, options: CompileOptions | None = None) -> CompileResult:
+    options = options or CompileOptions()
+    shell = options.shell or default_shell(options.target_platform)
+    diags: list[Diagnostic] = []
+    agents: list[AgentPlan] = []
+    config = project.config.model if project.config else None
+    config_smap = project.config.smap if project.config else None
+    seen: set[str] = set()
+    for agent in project.agents:
+        name = agent.name
+        if name in seen:
+            continue  # reported by the project loader
+        seen.add(name)
+        ctx = _Ctx(agent, config, config_smap, options, shell)
+        plan = _compile_agent(ctx, project.root, name)
+        diags.extend(ctx.diags)
+        if plan is not None:
+            agents.append(plan)
+    all_diags = [*project.diagnostics, *diags]
+    if any(d.is_error for d in all_diags) or not agents:
+        return CompileResult(None, diags, agents)
+    body = PlanBody(
+        compiler_version=compiler_version(),
+        target_platform=options.target_platform,
+        shell=shell,
+        agents=tuple(sorted(agents, key=lambda a: a.name)),
+        sources=tuple(SourceDigest(path=p, sha256=d) for p, d in sorted(project.digests.items())),
+    )
+    return CompileResult(Plan.seal(body), diags, agents)

@@ -1,0 +1,41 @@
+"""Tool descriptions, rendered once at compile time with jinja2.
+
+The shell tool names the shell the target platform resolves, submit_output
+carries the stage's declared format, instructions and example, and a stage
+that offers the shell on Windows gets a short hint block.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import jinja2
+
+from charter.runtime.catalog import BuiltinTool, shell_hint
+
+__all__ = ["render_description", "shell_hint_block"]
+
+
+@cache
+def _env() -> jinja2.Environment:
+    # StrictUndefined: a template naming a value we do not pass is a bug to
+    # surface, not an empty string to ship to the model.
+    return jinja2.Environment(
+        undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=False
+    )
+
+
+def render_description(tool: BuiltinTool, *, shell: str, platform: str, output: Any = None) -> str:
+    out = {
+        "format": getattr(output, "format", None),
+        "instructions": getattr(output, "instructions", None),
+        "example": getattr(output, "example", None),
+    }
+    template = _env().from_string(tool.description_template)
+    return template.render(shell=shell, platform=platform, output=out, tool=tool.name).strip()
+
+
+def shell_hint_block(platform: str) -> str | None:
+    """The extra system block for a stage offering the shell, if any."""
+    return shell_hint(platform)

@@ -1,0 +1,302 @@
+"""Finding and loading every file of a project.
+
+A project is a directory. The rules (documented in docs/projects.md):
+
+* An **agent directory** holds ``agent.yaml`` (an agent core), a blueprint
+  (``agent.leviath`` or ``blueprint.toml``), or both. Its blueprint may keep
+  stages in ``stages/<name>.toml``, one stage per file.
+* A core and a blueprint in the same directory are **one agent**: the core
+  contributes toolsets, authored tools, MCP servers, capability grants and
+  approval policy; the blueprint contributes stages and tool permissions.
+* If the project root is an agent directory, the project is that one agent.
+  Otherwise every agent directory below the root (at most three levels down,
+  skipping hidden, virtual-environment and dependency folders, and never
+  looking inside an agent directory) is one agent of the project.
+* Authored tools are read from ``slots.tools`` and MCP manifests from
+  ``slots.mcp`` of agent.yaml; a core that names neither has none.
+* The user's config is the file given with ``--config``, else the default
+  location (see :func:`charter.compiler.frontends.config_toml.default_config_path`);
+  a missing default file simply means no user config.
+
+Every display path is relative to the project root with forward slashes, so
+diagnostics and plans do not depend on where the project was checked out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from charter.compiler.diagnostics import Diagnostic, Span
+from charter.compiler.frontends.agent_yaml import AgentCore, load_agent_yaml
+from charter.compiler.frontends.base import Loaded
+from charter.compiler.frontends.blueprint import Blueprint, Stage, load_blueprint
+from charter.compiler.frontends.config_toml import (
+    UserConfig,
+    default_config_path,
+    load_user_config,
+)
+from charter.compiler.frontends.mcp_manifest import McpServer, load_mcp_manifest
+from charter.compiler.frontends.stage_toml import load_stage_file, merge_stages
+from charter.compiler.frontends.tool_yaml import ToolSpec, load_tool_yaml
+from charter.compiler.rules import diag
+
+__all__ = [
+    "AgentSources",
+    "AuthoredToolSource",
+    "Project",
+    "find_agent_dirs",
+    "is_agent_dir",
+    "load_project",
+]
+
+CORE_FILE = "agent.yaml"
+BLUEPRINT_FILES = ("agent.leviath", "blueprint.toml")
+_SKIP_DIRS = {"node_modules", "__pycache__", "venv", ".venv", "site-packages", "target", "build"}
+_MAX_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class AuthoredToolSource:
+    tool_id: str
+    directory: str  # display path of the tool's folder
+    spec: Loaded[ToolSpec]
+
+
+@dataclass(frozen=True)
+class AgentSources:
+    """Everything loaded for one agent. Any part may be missing or invalid;
+    the diagnostics say so."""
+
+    directory: str  # display path of the agent directory ("." for the root)
+    core: Loaded[AgentCore] | None = None
+    tools: tuple[AuthoredToolSource, ...] = ()
+    mcp: tuple[Loaded[McpServer], ...] = ()
+    blueprint: Loaded[Blueprint] | None = None
+    stage_files: tuple[Loaded[Stage], ...] = ()
+
+    @property
+    def name(self) -> str:
+        bp = self.blueprint.model if self.blueprint else None
+        if bp is not None:
+            return bp.agent.name
+        core = self.core.model if self.core else None
+        if core is not None and core.agent is not None and core.agent.id:
+            return core.agent.id
+        return Path(self.directory).name if self.directory != "." else "agent"
+
+
+@dataclass(frozen=True)
+class Project:
+    root: Path
+    agents: tuple[AgentSources, ...]
+    config: Loaded[UserConfig] | None
+    diagnostics: tuple[Diagnostic, ...]
+    # display path -> text lines, for renderers and inline suppressions
+    sources: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # display path -> sha256 of the bytes read, for the plan
+    digests: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not any(d.is_error for d in self.diagnostics)
+
+
+def is_agent_dir(path: Path) -> bool:
+    return (path / CORE_FILE).is_file() or any((path / n).is_file() for n in BLUEPRINT_FILES)
+
+
+def find_agent_dirs(root: Path) -> list[Path]:
+    if is_agent_dir(root):
+        return [root]
+    found: list[Path] = []
+
+    def walk(d: Path, depth: int) -> None:
+        if depth > _MAX_DEPTH:
+            return
+        try:
+            children = sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink())
+        except OSError:
+            return
+        for child in children:
+            if child.name.startswith(".") or child.name in _SKIP_DIRS:
+                continue
+            if is_agent_dir(child):
+                found.append(child)
+            else:
+                walk(child, depth + 1)
+
+    walk(root, 1)
+    return found
+
+
+class _Collector:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.diags: list[Diagnostic] = []
+        self.sources: dict[str, tuple[str, ...]] = {}
+        self.digests: dict[str, str] = {}
+
+    def display(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.root).as_posix()
+        except ValueError:
+            return path.as_posix()
+
+    def note_file(self, path: Path, display: str, loaded: Loaded[object]) -> None:
+        self.diags.extend(loaded.diagnostics)
+        if loaded.smap.lines:
+            self.sources[display] = loaded.smap.lines
+        try:
+            self.digests[display] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            pass
+
+
+def _slot_dir(core: AgentCore | None, slot: str) -> str | None:
+    if core is None or core.slots is None:
+        return None
+    value = getattr(core.slots, slot, None)
+    return value if isinstance(value, str) else None
+
+
+def _yaml_files(folder: Path) -> Iterator[Path]:
+    for p in sorted(folder.iterdir()):
+        if p.is_file() and p.suffix in (".yaml", ".yml") and not p.name.startswith("."):
+            yield p
+
+
+def _load_agent(c: _Collector, adir: Path) -> AgentSources:
+    directory = c.display(adir) if adir != c.root else "."
+    core: Loaded[AgentCore] | None = None
+    tools: list[AuthoredToolSource] = []
+    servers: list[Loaded[McpServer]] = []
+    if (adir / CORE_FILE).is_file():
+        path = adir / CORE_FILE
+        core = load_agent_yaml(path, c.display(path), adir)
+        c.note_file(path, c.display(path), core)
+        tools_dir = _slot_dir(core.model, "tools")
+        if tools_dir is not None and (adir / tools_dir).is_dir():
+            for tdir in sorted(p for p in (adir / tools_dir).iterdir() if p.is_dir()):
+                if tdir.name.startswith(".") or tdir.name == "__pycache__":
+                    continue
+                spec_path = tdir / "tool.yaml"
+                if not spec_path.is_file():
+                    c.diags.append(
+                        diag(
+                            "path-not-found",
+                            f"tool folder '{tdir.name}' has no tool.yaml",
+                            Span(c.display(tdir)),
+                        )
+                    )
+                    continue
+                spec = load_tool_yaml(spec_path, c.display(spec_path))
+                c.note_file(spec_path, c.display(spec_path), spec)
+                tools.append(AuthoredToolSource(tdir.name, c.display(tdir), spec))
+        mcp_dir = _slot_dir(core.model, "mcp")
+        if mcp_dir is not None and (adir / mcp_dir).is_dir():
+            seen: dict[str, str] = {}
+            for mpath in _yaml_files(adir / mcp_dir):
+                shown = c.display(mpath)
+                if mpath.stem in seen:
+                    c.diags.append(
+                        diag(
+                            "duplicate-definition",
+                            f"MCP server '{mpath.stem}' is also defined in {seen[mpath.stem]}",
+                            Span(shown),
+                        )
+                    )
+                    continue
+                seen[mpath.stem] = shown
+                server = load_mcp_manifest(mpath, shown)
+                c.note_file(mpath, shown, server)
+                servers.append(server)
+
+    blueprint: Loaded[Blueprint] | None = None
+    present = [adir / n for n in BLUEPRINT_FILES if (adir / n).is_file()]
+    if len(present) > 1:
+        c.diags.append(
+            diag(
+                "duplicate-definition",
+                f"both {present[0].name} and {present[1].name} define this agent's blueprint; "
+                f"keep one",
+                Span(c.display(present[1])),
+            )
+        )
+    stage_files: list[Loaded[Stage]] = []
+    if present:
+        path = present[0]
+        blueprint = load_blueprint(path, c.display(path))
+        c.note_file(path, c.display(path), blueprint)
+        stages_dir = adir / "stages"
+        if stages_dir.is_dir():
+            for spath in sorted(stages_dir.glob("*.toml")):
+                loaded = load_stage_file(spath, c.display(spath))
+                c.note_file(spath, c.display(spath), loaded)
+                stage_files.append(loaded)
+        c.diags.extend(merge_stages(blueprint, stage_files))
+    return AgentSources(
+        directory, core, tuple(tools), tuple(servers), blueprint, tuple(stage_files)
+    )
+
+
+def load_project(
+    root: Path, *, config: Path | None = None, use_default_config: bool = True
+) -> Project:
+    """Load every file of the project at ``root``. Never raises on user input:
+    problems, including a root with no agent files, become diagnostics."""
+    root = root.resolve()
+    c = _Collector(root)
+    user: Loaded[UserConfig] | None = None
+    cfg_path = (
+        config if config is not None else (default_config_path() if use_default_config else None)
+    )
+    if cfg_path is not None and (config is not None or cfg_path.is_file()):
+        shown = cfg_path.name if config is None else _config_display(cfg_path, root)
+        if not cfg_path.is_file():
+            c.diags.append(
+                diag("path-not-found", f"config file {cfg_path} does not exist", Span(shown))
+            )
+        else:
+            user = load_user_config(cfg_path, shown)
+            c.note_file(cfg_path, shown, user)
+
+    agents: list[AgentSources] = []
+    dirs = find_agent_dirs(root)
+    if not dirs:
+        c.diags.append(
+            diag(
+                "no-agent-files",
+                "no agent files found: looked for agent.yaml, agent.leviath and blueprint.toml "
+                f"in this directory and up to {_MAX_DEPTH} levels below it",
+                Span("."),
+            )
+        )
+    for adir in dirs:
+        agents.append(_load_agent(c, adir))
+
+    seen: dict[str, AgentSources] = {}
+    for agent in agents:
+        if agent.name in seen:
+            c.diags.append(
+                diag(
+                    "duplicate-definition",
+                    f"agent '{agent.name}' is defined in both {seen[agent.name].directory} and "
+                    f"{agent.directory}; agent names must be unique in a project",
+                    Span(agent.directory),
+                )
+            )
+        else:
+            seen[agent.name] = agent
+    return Project(root, tuple(agents), user, tuple(c.diags), c.sources, c.digests)
+
+
+def _config_display(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root).as_posix()
+    except ValueError:
+        # A config outside the project: show its file name only, so the
+        # diagnostics and the plan carry no absolute path.
+        return f"<config>/{path.name}"

@@ -1,0 +1,191 @@
+"""Checks over compiled agents that make an agent unsafe or stuck without
+being outright errors of the files: the stage graph, shell policy, blocking
+tools in unattended stages, and what holds under --yolo."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from charter.compiler.diagnostics import Diagnostic, Span
+from charter.compiler.rules import diag
+from charter.runtime.plan import AgentPlan, SourceRef, Stage
+
+__all__ = ["lint_agent"]
+
+_SHELL_NAMES = ("shell", "terminal")
+
+
+def _span(ref: SourceRef | None, fallback: str) -> Span:
+    if ref is None:
+        return Span(fallback)
+    return Span(ref.path, ref.line, ref.col)
+
+
+def _reachable(agent: AgentPlan) -> set[str]:
+    stages = {s.name: s for s in agent.stages}
+    seen: set[str] = set()
+    todo = [agent.entry_stage]
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in stages:
+            continue
+        seen.add(name)
+        todo.extend(e.to for e in stages[name].edges)
+    return seen
+
+
+def _cycles_without_limit(agent: AgentPlan) -> list[list[str]]:
+    """Strongly connected groups of stages (or self-loops) where no stage
+    sets max_revisits and no edge inside the group has a gate."""
+    stages = {s.name: s for s in agent.stages}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    groups: list[list[str]] = []
+    counter = [0]
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for e in stages[v].edges:
+            w = e.to
+            if w not in stages:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            groups.append(sorted(group))
+
+    for name in stages:
+        if name not in index:
+            visit(name)
+    out = []
+    for group in groups:
+        members = set(group)
+        internal = [e for n in group for e in stages[n].edges if e.to in members]
+        if not internal:
+            continue
+        limited = any(stages[n].max_revisits is not None for n in group) or any(
+            e.gate is not None for e in internal
+        )
+        if not limited:
+            out.append(group)
+    return out
+
+
+def lint_agent(agent: AgentPlan) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    root = agent.root
+    stages = {s.name: s for s in agent.stages}
+    reachable = _reachable(agent)
+    for s in agent.stages:
+        if s.name not in reachable and s.name in stages:
+            out.append(
+                diag(
+                    "unreachable-stage",
+                    f"no edge path from the entry stage '{agent.entry_stage}' reaches stage "
+                    f"'{s.name}'",
+                    _span(s.origin, root),
+                    key_path=f"stages.{s.name}",
+                )
+            )
+    outputs = [s for s in agent.stages if s.mode == "output"]
+    for s in outputs:
+        if s.name not in reachable and agent.entry_stage in stages:
+            out.append(
+                diag(
+                    "output-unreachable",
+                    f"output stage '{s.name}' cannot be reached from '{agent.entry_stage}'",
+                    _span(s.origin, root),
+                    key_path=f"stages.{s.name}",
+                )
+            )
+    for group in _cycles_without_limit(agent):
+        first = stages[group[0]]
+        out.append(
+            diag(
+                "cycle-without-limit",
+                "stages " + " -> ".join(group) + " form a loop with no max_revisits and no "
+                "gated edge",
+                _span(first.origin, root),
+                key_path=f"stages.{first.name}",
+            )
+        )
+    out.extend(_stage_checks(agent, agent.stages))
+    return out
+
+
+def _stage_checks(agent: AgentPlan, stages: Iterable[Stage]) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    tools = {t.name: t for t in agent.tools}
+    for s in stages:
+        where = _span(s.origin, agent.root)
+        decisions = {t.name: t.decision for t in s.tools}
+        for name in _SHELL_NAMES:
+            d = decisions.get(name)
+            if d is None:
+                continue
+            if all(sv.value is None for sv in d.scopes if sv.scope != "builtin_default") and (
+                d.permission == "ask"
+            ):
+                out.append(
+                    diag(
+                        "implicit-shell-policy",
+                        f"stage '{s.name}' offers '{name}' with no permission set anywhere: it "
+                        "asks every time, so an unattended run would wait for nobody",
+                        where,
+                        key_path=f"stages.{s.name}.tool_permissions",
+                    )
+                )
+        blocking = [n for n in s.attended if n in tools and tools[n].blocks_on_person]
+        if s.mode == "autonomous":
+            unsettled = [n for n in blocking if n not in s.required_tools]
+            if unsettled and not _allows_blocking(s):
+                out.append(
+                    diag(
+                        "blocking-tool-in-autonomous-stage",
+                        f"autonomous stage '{s.name}' offers {', '.join(unsettled)}, which wait "
+                        "for a person; unattended runs drop them",
+                        where,
+                        key_path=f"stages.{s.name}.available_tools",
+                    )
+                )
+        kept = [n for n in blocking if n in s.required_tools]
+        if kept:
+            out.append(
+                diag(
+                    "holds-under-yolo",
+                    f"stage '{s.name}' keeps {', '.join(kept)} in unattended runs; such a run "
+                    "will wait for an answer",
+                    where,
+                    key_path=f"stages.{s.name}.required_tools",
+                )
+            )
+            if agent.limits.interaction_timeout_secs == 0:
+                out.append(
+                    diag(
+                        "interaction-without-timeout",
+                        f"stage '{s.name}' keeps a blocking tool but interaction_timeout_secs is "
+                        "0, so an unanswered prompt waits forever",
+                        where,
+                        key_path="limits.interaction_timeout_secs",
+                    )
+                )
+    return out
+
+
+def _allows_blocking(stage: Stage) -> bool:
+    return stage.allow_blocking_tools

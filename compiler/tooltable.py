@@ -1,0 +1,143 @@
+"""An agent's tools: every model-visible name, where it comes from, and the
+collisions between sources.
+
+Names are unique across built-in, authored and MCP sources. A collision is an
+error that names both provenances; the built-in never silently wins. Aliases
+(``bash`` for ``shell``) resolve to the canonical name everywhere a tool is
+named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from charter.compiler.diagnostics import Diagnostic, Span
+from charter.compiler.rules import diag
+from charter.runtime.catalog import BuiltinTool, builtin_tools, resolve_builtin
+from charter.runtime.naming import mcp_safe_names
+
+__all__ = ["ToolRef", "ToolTable"]
+
+Source = Literal["builtin", "authored", "mcp"]
+
+
+@dataclass(frozen=True)
+class ToolRef:
+    name: str
+    source: Source
+    where: Span  # where this tool was declared
+    builtin: BuiltinTool | None = None
+    authored_id: str | None = None
+    server: str | None = None  # MCP server id
+    server_tool: str | None = None  # the server's own name for the tool
+
+    def provenance(self) -> str:
+        if self.source == "builtin":
+            return f"the built-in tool '{self.name}'"
+        if self.source == "authored":
+            return f"the authored tool '{self.authored_id}' ({self.where.path})"
+        return f"MCP server '{self.server}' tool '{self.server_tool}' ({self.where.path})"
+
+
+@dataclass
+class ToolTable:
+    """Built while reading one agent; ``diagnostics`` collects collisions."""
+
+    tools: dict[str, ToolRef] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    # MCP servers whose tools are discovered at run time (no pin yet):
+    # a stage may name ``<server>__<tool>`` for them.
+    dynamic_servers: dict[str, str] = field(default_factory=dict)  # safe prefix -> server id
+
+    def canonical(self, name: str) -> str:
+        """Resolve an alias to the tool's canonical name (unknown names pass
+        through unchanged)."""
+        if name in self.tools:
+            return name
+        b = resolve_builtin(name)
+        if b is not None and b.name in self.tools:
+            return b.name
+        return name
+
+    def lookup(self, name: str) -> ToolRef | None:
+        return self.tools.get(self.canonical(name))
+
+    def is_dynamic_mcp(self, name: str) -> bool:
+        head, sep, _ = name.partition("__")
+        return bool(sep) and (head + "__") in self.dynamic_servers
+
+    def _add(self, ref: ToolRef) -> None:
+        clash = self.tools.get(ref.name) or self._alias_clash(ref.name)
+        if clash is not None and clash is not ref:
+            if clash.source == "builtin" and ref.source == "builtin":
+                return  # the same built-in named twice (toolset and stage)
+            self.diagnostics.append(
+                diag(
+                    "tool-name-collision",
+                    f"tool name '{ref.name}' is used by both {clash.provenance()} and "
+                    f"{ref.provenance()}; rename one of them",
+                    ref.where,
+                    help="model-visible names must be unique; Charter never picks one silently",
+                )
+            )
+            return
+        self.tools[ref.name] = ref
+
+    def _alias_clash(self, name: str) -> ToolRef | None:
+        b = resolve_builtin(name)
+        if b is not None and b.name != name and b.name in self.tools:
+            return self.tools[b.name]
+        for ref in self.tools.values():
+            if ref.builtin is not None and name in ref.builtin.aliases:
+                return ref
+        return None
+
+    def add_builtin(self, name: str, where: Span) -> bool:
+        b = resolve_builtin(name)
+        if b is None:
+            return False
+        self._add(ToolRef(b.name, "builtin", where, builtin=b))
+        return True
+
+    def add_authored(self, tool_id: str, where: Span) -> None:
+        # An authored tool may not take a built-in's name or alias even when
+        # the agent does not offer that built-in: the names would be
+        # ambiguous the day someone adds it.
+        b = resolve_builtin(tool_id)
+        if b is not None:
+            self.diagnostics.append(
+                diag(
+                    "tool-name-collision",
+                    f"authored tool '{tool_id}' has the name of the built-in tool '{b.name}'"
+                    + (f" (alias '{tool_id}')" if tool_id != b.name else "")
+                    + "; rename the tool's folder",
+                    where,
+                )
+            )
+            return
+        self._add(ToolRef(tool_id, "authored", where, authored_id=tool_id))
+
+    def add_mcp_tools(self, server: str, tools: list[str], where: Span) -> None:
+        for tool, safe in sorted(mcp_safe_names(server, tools).items()):
+            if resolve_builtin(safe) is not None:
+                self.diagnostics.append(
+                    diag(
+                        "tool-name-collision",
+                        f"MCP tool '{safe}' from server '{server}' has the name of a built-in tool",
+                        where,
+                    )
+                )
+                continue
+            self._add(ToolRef(safe, "mcp", where, server=server, server_tool=tool))
+
+    def add_dynamic_server(self, server: str, safe_prefix: str) -> None:
+        self.dynamic_servers[safe_prefix] = server
+
+
+def all_builtin_names() -> list[str]:
+    names: list[str] = []
+    for b in builtin_tools().values():
+        names.append(b.name)
+        names.extend(b.aliases)
+    return names
