@@ -141,7 +141,7 @@ _FIELDS = [*McpServer.model_fields, "extra"]
             st.booleans(),
             st.integers(-5, 100_000),
             st.floats(allow_nan=True, allow_infinity=True),
-            st.sampled_from(["stdio", "streamable_http", "http", "https://a.example", "ftp://x", ""]),
+            st.sampled_from(["stdio", "streamable_http", "http", "https://a.example", "ftp://"]),
             st.lists(st.sampled_from(["a", "", "search*"]), max_size=3),
             st.dictionaries(st.sampled_from(["A", "1B", "include", "x y"]), st.just("v")),
         ),
