@@ -38,7 +38,8 @@ def render_github(diagnostics: Sequence[Diagnostic]) -> str:
             ("line", str(d.span.line)),
             ("col", str(d.span.col)),
             ("endLine", str(end_line)),
-            ("endColumn", str(max(end_col, d.span.col))),
+            # An end before the start only makes sense on a later line.
+            ("endColumn", str(max(end_col, d.span.col) if end_line == d.span.line else end_col)),
             ("title", f"{d.code} {d.name}"),
         ]
         message = d.message
