@@ -102,6 +102,10 @@ def _relative_path(value: str) -> str:
     """A path inside the core: relative, forward slashes, no ``..``."""
     if not value.strip():
         raise PydanticCustomError("invalid-value", "the path must not be empty")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise PydanticCustomError(
+            "invalid-value", "{value} contains control characters", {"value": repr(value)}
+        )
     if "\\" in value:
         raise PydanticCustomError(
             "invalid-value", "'{value}' uses backslashes; write paths with '/'", {"value": value}
@@ -306,7 +310,7 @@ def _check_slot_dirs(data: dict[str, Any], smap: SourceMap, root: Path) -> list[
                 # A symlink pointing outside the core would let it load code
                 # or servers from anywhere on disk.
                 problem = f"'{value}' resolves outside the agent core (through a symlink)"
-        except (OSError, RuntimeError) as exc:
+        except (OSError, RuntimeError, ValueError) as exc:
             problem = f"cannot inspect '{value}': {getattr(exc, 'strerror', None) or exc}"
         if problem is not None:
             out.append(
