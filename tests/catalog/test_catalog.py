@@ -227,7 +227,7 @@ def test_siblings_share_capability_and_fs_effects() -> None:
     for tool in TOOLS.values():
         for other in impl_siblings(tool.name):
             sib = TOOLS[other]
-            assert sib.capability == tool.capability or tool.family in ("subagent", "tasks", "todo")
+            assert sib.capability == tool.capability
             assert sib.outbound == tool.outbound
             assert sib.counts_as_work == tool.counts_as_work
 
