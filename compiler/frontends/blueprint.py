@@ -30,6 +30,8 @@ Stages may also live in their own files (``stages/<name>.toml``); see
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -60,6 +62,8 @@ __all__ = [
     "Hooks",
     "InteractionPoint",
     "Mode",
+    "ModelConfig",
+    "ModelEntry",
     "Nudge",
     "OutputSpec",
     "Sandbox",
@@ -69,6 +73,7 @@ __all__ = [
     "TransformConfig",
     "Transition",
     "check_stage",
+    "explain_misplaced",
     "load_blueprint",
 ]
 
@@ -252,6 +257,27 @@ class Hooks(InputModel):
     on_error: str | None = None
 
 
+class ModelEntry(InputModel):
+    provider: str
+    model: str
+
+
+class ModelConfig(InputModel):
+    """Which model runs a stage. Charter does not interpret it, but reads its
+    keys strictly: in TOML every key written after a ``[stages.x.model]``
+    header lands in this table, and a stage key lost there (a
+    ``tool_permissions`` with a deny, say) would otherwise vanish."""
+
+    models: tuple[ModelEntry, ...] = ()
+    provider: str | None = None
+    model: str | None = None
+    fallbacks: tuple[ModelEntry, ...] = ()
+    allow_user_default: bool | None = None
+    request_timeout_secs: PositiveInt | None = None
+    # Passed to the provider as written; its keys are the provider's.
+    parameters: dict[str, Any] = {}
+
+
 class Stage(InputModel):
     # Unset means autonomous at run time; kept None so lints can tell.
     mode: Mode | None = None
@@ -288,8 +314,8 @@ class Stage(InputModel):
     nudge: Nudge | None = None
     hooks: Hooks | None = None
 
-    # Opaque to Charter: which model runs the stage and its context layout.
-    model: dict[str, Any] | None = None
+    # Not interpreted by Charter: which model runs the stage and its context layout.
+    model: ModelConfig | None = None
     context: dict[str, Any] | None = None
 
     # Fan-out settings.
@@ -419,7 +445,41 @@ def _postcheck(bp: Blueprint, smap: SourceMap) -> list[Diagnostic]:
     return out
 
 
+_UNKNOWN = re.compile(r"unknown key '([^']*)'")
+
+
+def explain_misplaced(diags: Sequence[Diagnostic], *, stage_file: bool = False) -> list[Diagnostic]:
+    """Add a "this key belongs elsewhere" hint to unknown-key diagnostics for
+    keys that are valid at another level: a stage key caught in the model
+    table by TOML's header rules, or a stage or agent key at the top level."""
+    out: list[Diagnostic] = []
+    stage_keys = set(Stage.model_fields)
+    agent_keys = set(Agent.model_fields)
+    for d in diags:
+        m = _UNKNOWN.match(d.message) if d.name == "unknown-key" else None
+        if m is None:
+            out.append(d)
+            continue
+        key = m.group(1)
+        parent = d.key_path[: -len(key)].rstrip(".")
+        in_model = parent == "model" if stage_file else parent.endswith(".model")
+        hint: str | None = None
+        if in_model and key in stage_keys:
+            hint = (
+                f"'{key}' is a stage key, but it was written after the stage's [..model] "
+                "header, so TOML puts it inside the model table; move it above that header"
+            )
+        elif parent == "" and not stage_file and "did you mean" not in d.message:
+            if key in stage_keys:
+                hint = f"'{key}' is a stage key; put it under a [stages.<name>] table"
+            elif key in agent_keys:
+                hint = f"'{key}' belongs in the [agent] table"
+        out.append(dataclasses.replace(d, help=hint) if hint else d)
+    return out
+
+
 def load_blueprint(path: Path, display: str) -> Loaded[Blueprint]:
     """Load ``agent.leviath`` or ``blueprint.toml``. Never raises on bad
     input; every problem is a diagnostic with a position."""
-    return load_document(path, display, Blueprint, "toml", postcheck=_postcheck)
+    loaded = load_document(path, display, Blueprint, "toml", postcheck=_postcheck)
+    return dataclasses.replace(loaded, diagnostics=tuple(explain_misplaced(loaded.diagnostics)))

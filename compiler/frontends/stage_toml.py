@@ -14,12 +14,13 @@ it; :func:`merge_stages` returns only the diagnostics.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from charter.compiler.diagnostics import Diagnostic, Span
 from charter.compiler.frontends.base import Loaded, load_document
-from charter.compiler.frontends.blueprint import Blueprint, Stage, check_stage
+from charter.compiler.frontends.blueprint import Blueprint, Stage, check_stage, explain_misplaced
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
 
@@ -41,7 +42,9 @@ def load_stage_file(path: Path, display: str) -> Loaded[Stage]:
     def postcheck(stage: Stage, smap: SourceMap) -> list[Diagnostic]:
         return check_stage(stage, smap, ())
 
-    return load_document(path, display, Stage, "toml", postcheck=postcheck)
+    loaded = load_document(path, display, Stage, "toml", postcheck=postcheck)
+    fixed = explain_misplaced(loaded.diagnostics, stage_file=True)
+    return dataclasses.replace(loaded, diagnostics=tuple(fixed))
 
 
 @dataclass(frozen=True)

@@ -249,3 +249,30 @@ def test_loading_never_raises(tmp_path: Path, parts: list[str]) -> None:
         for stage in loaded.model.stages.values():
             assert isinstance(stage, Stage)
             stage.all_edges()
+
+
+@pytest.mark.parametrize(
+    ("case", "hint"),
+    [
+        ("stage_key_under_model_table", "move it above that header"),
+        ("stage_key_at_top_level", "put it under a [stages.<name>] table"),
+    ],
+)
+def test_misplaced_keys_say_where_they_belong(case: str, hint: str) -> None:
+    path = FIXTURES / "blueprint" / f"{case}.toml"
+    [d] = load_blueprint(path, path.name).diagnostics
+    assert d.help is not None and hint in d.help
+
+
+def test_generated_json_schemas_accept_the_coder_example() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    import tomllib
+
+    root = REPO / "blueprints" / "coder"
+    bp = tomllib.loads((root / "agent.leviath").read_text(encoding="utf-8"))
+    jsonschema.validate(bp, Blueprint.model_json_schema(mode="validation"))
+    review = tomllib.loads((root / "stages" / "review.toml").read_text(encoding="utf-8"))
+    jsonschema.validate(review, Stage.model_json_schema(mode="validation"))
+    review["tool_permissions"]["shell"] = "dney"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(review, Stage.model_json_schema(mode="validation"))

@@ -143,3 +143,9 @@ def test_blueprint_that_failed_to_parse_still_combines_files(tmp_path: Path) -> 
     s = _write(tmp_path, "stages/one.toml", 'mode = "autonomous"\n')
     table, diags = combine_stages(bp, [load_stage_file(s, "stages/one.toml")])
     assert diags == [] and list(table) == ["one"]
+
+
+def test_stage_key_in_model_table_is_explained() -> None:
+    path = FIXTURES / "stage" / "stage_key_under_model_table.toml"
+    [d] = load_stage_file(path, "stages/x.toml").diagnostics
+    assert d.help is not None and "move it above that header" in d.help
