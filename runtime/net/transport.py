@@ -1,0 +1,436 @@
+"""HTTP transports that connect only where the URL policy allows.
+
+Checking a URL and then handing it to an HTTP client is not enough: the
+client resolves the name again (DNS rebinding gets a second answer), follows
+redirects on its own, and may route through a proxy taken from the
+environment. These transports close all three gaps:
+
+* **Pinning.** The TCP connection is opened by a network backend that resolves
+  the host itself, judges *every* answer with the policy, and connects only to
+  those addresses. The HTTP layer above still uses the host name, so the
+  ``Host`` header and the TLS server name (SNI, and certificate checking) are
+  those of the URL, not of the IP.
+* **Redirects.** httpx follows redirects by sending a new request through the
+  same transport, so each hop is judged again before any connection; a
+  redirect to a refused address fails with :class:`BlockedRequest`.
+* **No ambient proxies.** The transports own their connection pool and never
+  read ``HTTP_PROXY``/``HTTPS_PROXY``/``ALL_PROXY``; the client helpers also
+  pass ``trust_env=False``.
+
+Two HTTP stacks are covered: httpx (web tools, callbacks) and httpx2, the fork
+the mcp 2.x SDK uses for its streamable HTTP client
+(:func:`mcp_http_client_factory`). This is the only module that imports them.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+import httpcore
+import httpx
+
+from charter.runtime.net.resolve import Resolver, SystemResolver
+from charter.runtime.net.urlpolicy import Decision, UrlPolicy, UrlRefused
+
+if TYPE_CHECKING:
+    import httpx2
+
+__all__ = [
+    "AsyncPinnedTransport",
+    "BlockedRequest",
+    "Guard",
+    "PinnedTransport",
+    "connected_address",
+    "mcp_http_client_factory",
+    "pinned_async_client",
+    "pinned_client",
+]
+
+SocketOption = Any  # httpcore's SOCKET_OPTION union; only passed through
+_LIMITS = httpx.Limits(max_connections=20, max_keepalive_connections=5)
+
+
+@dataclass(frozen=True)
+class Guard:
+    """The policy plus a resolver: what both HTTP stacks consult."""
+
+    policy: UrlPolicy
+    resolver: Resolver
+
+    def check_request(self, scheme: str, host: str, port: int | None) -> Decision:
+        """Judge a request's target (literal host only; names pass as ``needs-dns``
+        and are settled when the connection is opened)."""
+        decision = self.policy.check(_url_for(scheme, host, port))
+        return decision
+
+    def pin(self, host: str, port: int) -> Decision:
+        """Resolve ``host`` and judge every answer; the decision's ``addresses``
+        are the only ones a connection may use."""
+        return self.policy.check(_url_for("http", host, port), self.resolver)
+
+
+def _url_for(scheme: str, host: str, port: int | None) -> str:
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"{scheme}://{shown}" + ("" if port is None else f":{port}") + "/"
+
+
+class BlockedRequest(httpx.TransportError, UrlRefused):
+    """httpx's error for a request the URL policy refused (also a :class:`UrlRefused`)."""
+
+    def __init__(self, decision: Decision) -> None:
+        self.decision = decision
+        super().__init__(UrlRefused.__str__(self))
+
+    def __str__(self) -> str:
+        return UrlRefused.__str__(self)
+
+
+_PEER_KEY = "charter.connected_address"
+
+
+def connected_address(response: httpx.Response) -> str | None:
+    """The IP address a response actually came from (for audit metadata)."""
+    peer = response.extensions.get(_PEER_KEY)
+    return str(peer) if peer else None
+
+
+def _record_peer(extensions: dict[str, Any]) -> None:
+    # Read while the connection is open: the socket may be closed by the time
+    # the caller looks at the response.
+    stream = extensions.get("network_stream")
+    try:
+        peer = stream.get_extra_info("server_addr") if stream is not None else None
+    except OSError:
+        peer = None
+    extensions[_PEER_KEY] = str(peer[0]) if peer else None
+
+
+# --------------------------------------------------------------------------- httpcore backends
+
+
+class _PinnedBackend(httpcore.NetworkBackend):
+    def __init__(
+        self,
+        guard: Guard,
+        refuse: Callable[[Decision], Exception],
+        inner: httpcore.NetworkBackend | None = None,
+    ) -> None:
+        self._guard = guard
+        self._refuse = refuse
+        self._inner = inner if inner is not None else httpcore.SyncBackend()
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[SocketOption] | None = None,
+    ) -> httpcore.NetworkStream:
+        decision = self._guard.pin(host, port)
+        if not decision.allowed:
+            raise self._refuse(decision)
+        error: Exception | None = None
+        # Every address was judged safe, so trying them in turn is still pinned.
+        for address in decision.addresses:
+            try:
+                return self._inner.connect_tcp(
+                    address, port, timeout, local_address, socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                error = exc
+        assert error is not None  # an allowed decision always has addresses
+        raise error
+
+    def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[SocketOption] | None = None,
+    ) -> httpcore.NetworkStream:
+        raise httpcore.ConnectError("unix sockets are never used by the pinned transport")
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+class _AsyncPinnedBackend(httpcore.AsyncNetworkBackend):
+    def __init__(
+        self,
+        guard: Guard,
+        refuse: Callable[[Decision], Exception],
+        inner: httpcore.AsyncNetworkBackend | None = None,
+    ) -> None:
+        self._guard = guard
+        self._refuse = refuse
+        self._inner = inner if inner is not None else httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[SocketOption] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        # getaddrinfo blocks, so the lookup runs on a worker thread.
+        decision = await anyio.to_thread.run_sync(self._guard.pin, host, port)
+        if not decision.allowed:
+            raise self._refuse(decision)
+        error: Exception | None = None
+        for address in decision.addresses:
+            try:
+                return await self._inner.connect_tcp(
+                    address, port, timeout, local_address, socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
+                error = exc
+        assert error is not None
+        raise error
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[SocketOption] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        raise httpcore.ConnectError("unix sockets are never used by the pinned transport")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+# --------------------------------------------------------------------------- httpx transports
+
+
+def _guard(policy: UrlPolicy | None, resolver: Resolver | None) -> Guard:
+    return Guard(policy or UrlPolicy(), resolver if resolver is not None else SystemResolver())
+
+
+def _raw_host(url: httpx.URL) -> str:
+    return url.raw_host.decode("ascii", errors="replace")
+
+
+class PinnedTransport(httpx.HTTPTransport):
+    """A synchronous httpx transport that connects only to policy-approved addresses.
+
+    ``backend`` replaces the socket layer (tests use it to observe what is
+    connected and which TLS server name is sent).
+    """
+
+    def __init__(
+        self,
+        policy: UrlPolicy | None = None,
+        *,
+        resolver: Resolver | None = None,
+        verify: ssl.SSLContext | str | bool = True,
+        http2: bool = False,
+        limits: httpx.Limits = _LIMITS,
+        backend: httpcore.NetworkBackend | None = None,
+    ) -> None:
+        super().__init__(verify=verify, trust_env=False, http2=http2, limits=limits)
+        self.guard = _guard(policy, resolver)
+        # The pool httpx built is swapped for one whose sockets go through the
+        # pinning backend; httpx has no public hook for a network backend.
+        self._pool = httpcore.ConnectionPool(
+            ssl_context=httpx.create_ssl_context(verify=verify, trust_env=False),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            http1=True,
+            http2=http2,
+            network_backend=_PinnedBackend(self.guard, BlockedRequest, backend),
+        )
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        decision = self.guard.check_request(
+            request.url.scheme, _raw_host(request.url), request.url.port
+        )
+        if decision.verdict == "deny":
+            raise BlockedRequest(decision)
+        response = super().handle_request(request)
+        _record_peer(response.extensions)
+        return response
+
+
+class AsyncPinnedTransport(httpx.AsyncHTTPTransport):
+    """The asynchronous twin of :class:`PinnedTransport`."""
+
+    def __init__(
+        self,
+        policy: UrlPolicy | None = None,
+        *,
+        resolver: Resolver | None = None,
+        verify: ssl.SSLContext | str | bool = True,
+        http2: bool = False,
+        limits: httpx.Limits = _LIMITS,
+        backend: httpcore.AsyncNetworkBackend | None = None,
+    ) -> None:
+        super().__init__(verify=verify, trust_env=False, http2=http2, limits=limits)
+        self.guard = _guard(policy, resolver)
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(verify=verify, trust_env=False),
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            http1=True,
+            http2=http2,
+            network_backend=_AsyncPinnedBackend(self.guard, BlockedRequest, backend),
+        )
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        decision = self.guard.check_request(
+            request.url.scheme, _raw_host(request.url), request.url.port
+        )
+        if decision.verdict == "deny":
+            raise BlockedRequest(decision)
+        response = await super().handle_async_request(request)
+        _record_peer(response.extensions)
+        return response
+
+
+def pinned_client(
+    policy: UrlPolicy | None = None,
+    *,
+    resolver: Resolver | None = None,
+    timeout: float = 15.0,
+    max_redirects: int = 5,
+    verify: ssl.SSLContext | str | bool = True,
+    headers: dict[str, str] | None = None,
+) -> httpx.Client:
+    """An httpx client whose every request and redirect hop is pinned and judged."""
+    return httpx.Client(
+        transport=PinnedTransport(policy, resolver=resolver, verify=verify),
+        trust_env=False,
+        follow_redirects=True,
+        max_redirects=max_redirects,
+        timeout=timeout,
+        headers=headers,
+    )
+
+
+def pinned_async_client(
+    policy: UrlPolicy | None = None,
+    *,
+    resolver: Resolver | None = None,
+    timeout: float = 15.0,
+    max_redirects: int = 5,
+    verify: ssl.SSLContext | str | bool = True,
+    headers: dict[str, str] | None = None,
+) -> httpx.AsyncClient:
+    """The asynchronous twin of :func:`pinned_client`."""
+    return httpx.AsyncClient(
+        transport=AsyncPinnedTransport(policy, resolver=resolver, verify=verify),
+        trust_env=False,
+        follow_redirects=True,
+        max_redirects=max_redirects,
+        timeout=timeout,
+        headers=headers,
+    )
+
+
+# --------------------------------------------------------------------------- httpx2 (mcp 2.x)
+
+McpHttpClientFactory = Callable[..., "httpx2.AsyncClient"]
+
+
+def mcp_http_client_factory(
+    policy: UrlPolicy | None = None,
+    *,
+    resolver: Resolver | None = None,
+    verify: ssl.SSLContext | str | bool = True,
+) -> McpHttpClientFactory:
+    """A factory with the signature of mcp's ``create_mcp_http_client``
+    (``headers``, ``timeout``, ``auth``) whose clients are pinned and judged.
+
+    mcp 2.x speaks HTTP through httpx2 and httpcore2, a fork with the same
+    design, so the same backend is rebuilt on that stack. httpx2 is imported
+    here, on first use, so plain web fetches never load it.
+    """
+    import httpcore2
+    import httpx2
+
+    guard = _guard(policy, resolver)
+
+    class _Blocked2(httpx2.TransportError, UrlRefused):
+        def __init__(self, decision: Decision) -> None:
+            self.decision = decision
+            super().__init__(UrlRefused.__str__(self))
+
+        def __str__(self) -> str:
+            return UrlRefused.__str__(self)
+
+    class _Backend2(httpcore2.AsyncNetworkBackend):
+        def __init__(self) -> None:
+            self._inner = httpcore2.AnyIOBackend()
+
+        async def connect_tcp(
+            self,
+            host: str,
+            port: int,
+            timeout: float | None = None,
+            local_address: str | None = None,
+            socket_options: Iterable[SocketOption] | None = None,
+        ) -> httpcore2.AsyncNetworkStream:
+            decision = await anyio.to_thread.run_sync(guard.pin, host, port)
+            if not decision.allowed:
+                raise _Blocked2(decision)
+            error: Exception | None = None
+            for address in decision.addresses:
+                try:
+                    return await self._inner.connect_tcp(
+                        address, port, timeout, local_address, socket_options
+                    )
+                except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
+                    error = exc
+            assert error is not None
+            raise error
+
+        async def connect_unix_socket(
+            self,
+            path: str,
+            timeout: float | None = None,
+            socket_options: Iterable[SocketOption] | None = None,
+        ) -> httpcore2.AsyncNetworkStream:
+            raise httpcore2.ConnectError("unix sockets are never used by the pinned transport")
+
+        async def sleep(self, seconds: float) -> None:
+            await self._inner.sleep(seconds)
+
+    class _Transport2(httpx2.AsyncHTTPTransport):
+        def __init__(self) -> None:
+            super().__init__(verify=verify, trust_env=False)
+            self._pool = httpcore2.AsyncConnectionPool(
+                ssl_context=httpx2.create_ssl_context(verify=verify, trust_env=False),
+                http1=True,
+                network_backend=_Backend2(),
+            )
+
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            host = request.url.raw_host.decode("ascii", errors="replace")
+            decision = guard.check_request(request.url.scheme, host, request.url.port)
+            if decision.verdict == "deny":
+                raise _Blocked2(decision)
+            response = await super().handle_async_request(request)
+            _record_peer(response.extensions)
+            return response
+
+    def factory(
+        headers: dict[str, str] | None = None,
+        timeout: httpx2.Timeout | None = None,
+        auth: httpx2.Auth | None = None,
+    ) -> httpx2.AsyncClient:
+        return httpx2.AsyncClient(
+            transport=_Transport2(),
+            trust_env=False,
+            headers=headers,
+            # mcp's own defaults: long reads, because a server may hold an SSE stream open
+            timeout=timeout if timeout is not None else httpx2.Timeout(30.0, read=300.0),
+            auth=auth,
+        )
+
+    return factory
