@@ -71,3 +71,17 @@ def test_ci_guide_yaml_examples_parse() -> None:
     pattern = local["repos"][0]["hooks"][0]["files"]
     for path, matches in FILE_CASES:
         assert bool(re.search(pattern, path)) is matches, path
+
+
+def test_startup_bench_fails_clearly_on_a_missing_project(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    missing = tmp_path / "nowhere"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "validate_startup.py"), str(missing), "--runs", "1"],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2
+    assert f"{missing}: no such file or directory" in proc.stderr

@@ -1,0 +1,164 @@
+"""Cold start-up time of ``charter validate``, with the interpreter's own floor.
+
+Usage::
+
+    python bench/validate_startup.py [PATH] [--runs N] [--top K] [--budget-ms MS] [--enforce]
+
+Each run is a fresh process (so nothing is cached in the interpreter; the OS
+file cache is warm after one unmeasured run of each command). The commands
+are interleaved so a machine that slows down mid-benchmark affects them all
+alike. Printed: the median and spread of each command, then the imports that
+cost most according to ``python -X importtime``.
+
+Reference points measured in the same run: ``python -c pass`` (the interpreter
+alone) and ``python -c "import pydantic"`` (the heaviest library the validate
+path needs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+DEFAULT_PATH = "blueprints/coder"
+BUDGET_MS = 150.0
+
+
+def _charter_command(python: str) -> list[str]:
+    # The console script is what users run; fall back to the module when the
+    # script is not next to this interpreter.
+    script = Path(python).with_name("charter")
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    found = shutil.which("charter")
+    if found and Path(found).resolve().parent == Path(python).resolve().parent:
+        return [found]
+    return [python, "-m", "charter.compiler"]
+
+
+def _check_ready(python: str, path: Path) -> str | None:
+    if not path.exists():
+        return f"{path}: no such file or directory (pass the project to validate)"
+    probe = subprocess.run(
+        [python, "-c", "from charter.compiler.cli import VERBS; print('validate' in VERBS)"],
+        capture_output=True,
+        text=True,
+    )
+    if probe.returncode != 0:
+        return f"cannot import charter with {python}:\n{probe.stderr.strip()}"
+    if probe.stdout.strip() != "True":
+        return "the 'validate' verb is not registered in charter.compiler.cli.VERBS yet"
+    return None
+
+
+def _time_once(cmd: Sequence[str], *, ok: frozenset[int]) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    elapsed = (time.perf_counter() - start) * 1000
+    if proc.returncode not in ok:
+        raise RuntimeError(
+            f"{' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr.strip()[-2000:]}"
+        )
+    return elapsed
+
+
+def _import_costs(
+    cmd: Sequence[str], top: int
+) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """(top-level packages by cumulative time, modules by self time), in µs."""
+    proc = subprocess.run([*cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    roots: list[tuple[int, str]] = []
+    selfs: list[tuple[int, str]] = []
+    for line in proc.stderr.splitlines():
+        if not line.startswith("import time:") or "|" not in line:
+            continue
+        try:
+            self_us, cumulative_us, name = line[len("import time:") :].split("|", 2)
+            own, total = int(self_us), int(cumulative_us)
+        except ValueError:
+            continue  # the header line
+        selfs.append((own, name.strip()))
+        # importtime indents nested imports by two spaces per level after one
+        # leading space; an unindented name was imported by the program itself.
+        if not name.startswith("   "):
+            roots.append((total, name.strip()))
+    roots.sort(reverse=True)
+    selfs.sort(reverse=True)
+    return roots[:top], selfs[:top]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("path", nargs="?", default=DEFAULT_PATH, help="project to validate")
+    parser.add_argument("--runs", type=int, default=15, help="measured runs per command")
+    parser.add_argument("--top", type=int, default=12, help="how many import costs to list")
+    parser.add_argument("--python", default=sys.executable, help="interpreter to measure")
+    parser.add_argument("--budget-ms", type=float, default=BUDGET_MS, help="target median")
+    parser.add_argument(
+        "--enforce", action="store_true", help="exit 1 when the median is over the budget"
+    )
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+
+    python = args.python
+    path = Path(args.path)
+    problem = _check_ready(python, path)
+    if problem is not None:
+        print(f"validate_startup: {problem}", file=sys.stderr)
+        return 2
+
+    charter = _charter_command(python)
+    validate = [*charter, "validate", "--format", "concise", str(path)]
+    commands = {
+        "python -c pass": ([python, "-c", "pass"], frozenset({0})),
+        'python -c "import pydantic"': ([python, "-c", "import pydantic"], frozenset({0})),
+        # 1 means findings, which is still a complete validate run.
+        f"charter validate {path}": (validate, frozenset({0, 1})),
+    }
+    samples: dict[str, list[float]] = {label: [] for label in commands}
+    try:
+        for cmd, ok in commands.values():
+            _time_once(cmd, ok=ok)  # warm the file cache; not measured
+        for _ in range(args.runs):
+            for label, (cmd, ok) in commands.items():
+                samples[label].append(_time_once(cmd, ok=ok))
+    except RuntimeError as exc:
+        print(f"validate_startup: {exc}", file=sys.stderr)
+        return 2
+
+    print(f"cold wall time over {args.runs} runs each ({' '.join(charter)}, {python})")
+    width = max(len(label) for label in samples)
+    for label, times in samples.items():
+        print(
+            f"  {label:<{width}}  median {statistics.median(times):7.1f} ms"
+            f"   min {min(times):7.1f}   max {max(times):7.1f}"
+        )
+    median = statistics.median(samples[f"charter validate {path}"])
+    floor = statistics.median(samples["python -c pass"])
+    verdict = "within" if median <= args.budget_ms else "OVER"
+    print(
+        f"  validate median {median:.1f} ms ({median - floor:.1f} ms above the bare interpreter):"
+        f" {verdict} the {args.budget_ms:.0f} ms budget"
+    )
+
+    profiled = [python, "-X", "importtime", "-m", "charter.compiler", "validate", str(path)]
+    roots, selfs = _import_costs(profiled, args.top)
+    print("\ntop imports by cumulative time (imported directly by the program), µs:")
+    for total, name in roots:
+        print(f"  {total:9d}  {name}")
+    print("\ntop modules by own import time, µs:")
+    for own, name in selfs:
+        print(f"  {own:9d}  {name}")
+    return 1 if args.enforce and median > args.budget_ms else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
