@@ -47,6 +47,7 @@ from charter.compiler.frontends.config_toml import (
     ReadPaths,
     SafeCommands,
     ToolScriptPermissions,
+    explain_misplaced_keys,
 )
 from charter.compiler.frontends.validation import InputModel
 from charter.compiler.rules import diag
@@ -57,6 +58,7 @@ __all__ = [
     "Blueprint",
     "BlueprintSecurity",
     "Condition",
+    "ContextConfig",
     "Edge",
     "Gate",
     "Hooks",
@@ -66,6 +68,7 @@ __all__ = [
     "ModelEntry",
     "Nudge",
     "OutputSpec",
+    "Region",
     "Sandbox",
     "Stage",
     "ToolRouting",
@@ -278,6 +281,45 @@ class ModelConfig(InputModel):
     parameters: dict[str, Any] = {}
 
 
+class Region(InputModel):
+    """One context region. Charter does not interpret regions (a ``seed``
+    command is read by the compiler from here as written), but their keys
+    are checked so a stage key stranded under ``[..context.regions]`` by
+    TOML's header rules is an error rather than a region nobody uses."""
+
+    kind: Any = None
+    budget: Any = None
+    max_tokens: Any = None
+    min_tokens: Any = None
+    required: Any = None
+    summarizable: Any = None
+    admission: Any = None
+    required_message: Any = None
+    seed: Any = None
+    max_items: Any = None
+    strategy: Any = None
+    overflow: Any = None
+    compact_count: Any = None
+    compact_at: Any = None
+    threshold_tokens: Any = None
+    source_region: Any = None
+    max_entries: Any = None
+    script: Any = None
+    persistent: Any = None
+
+
+class FileTracking(InputModel):
+    region: Any = None
+    track_reads: Any = None
+    track_writes: Any = None
+    max_file_tokens: Any = None
+
+
+class ContextConfig(InputModel):
+    regions: dict[str, Region] = {}
+    file_tracking: FileTracking | None = None
+
+
 class Stage(InputModel):
     # Unset means autonomous at run time; kept None so lints can tell.
     mode: Mode | None = None
@@ -316,7 +358,7 @@ class Stage(InputModel):
 
     # Not interpreted by Charter: which model runs the stage and its context layout.
     model: ModelConfig | None = None
-    context: dict[str, Any] | None = None
+    context: ContextConfig | None = None
 
     # Fan-out settings.
     worker_agent: str | None = None
@@ -381,8 +423,8 @@ class Blueprint(InputModel):
     # Leviath's daemon reads a blueprint's own servers; each one is a host
     # command, so Charter reads them strictly and lets the compiler decide.
     mcp_servers: tuple[McpServer, ...] = ()
-    # Opaque to Charter.
-    context: dict[str, Any] | None = None
+    # Not interpreted by Charter (context keys are still checked).
+    context: ContextConfig | None = None
     compaction: dict[str, Any] | None = None
     repetition_detection: dict[str, Any] | None = None
     transforms: tuple[dict[str, Any], ...] = ()
@@ -445,37 +487,30 @@ def _postcheck(bp: Blueprint, smap: SourceMap) -> list[Diagnostic]:
     return out
 
 
-_UNKNOWN = re.compile(r"unknown key '([^']*)'")
-
-
 def explain_misplaced(diags: Sequence[Diagnostic], *, stage_file: bool = False) -> list[Diagnostic]:
-    """Add a "this key belongs elsewhere" hint to unknown-key diagnostics for
-    keys that are valid at another level: a stage key caught in the model
-    table by TOML's header rules, or a stage or agent key at the top level."""
-    out: list[Diagnostic] = []
-    stage_keys = set(Stage.model_fields)
-    agent_keys = set(Agent.model_fields)
-    for d in diags:
+    """Hint where a misplaced key belongs: a stage key caught in one of the
+    stage's sub-tables by TOML's header rules, or (in a blueprint) a stage or
+    agent key written at the top level."""
+    home = "the stage's own keys, above its first [sub-table] header"
+    out = explain_misplaced_keys(
+        diags, keys=Stage.model_fields, depth=0 if stage_file else 2, what="stage", home=home
+    )
+    if stage_file:
+        return out
+    for i, d in enumerate(out):
         m = _UNKNOWN.match(d.message) if d.name == "unknown-key" else None
-        if m is None:
-            out.append(d)
+        if m is None or d.key_path != m.group(1) or "did you mean" in d.message:
             continue
-        key = m.group(1)
-        parent = d.key_path[: -len(key)].rstrip(".")
-        in_model = parent == "model" if stage_file else parent.endswith(".model")
-        hint: str | None = None
-        if in_model and key in stage_keys:
-            hint = (
-                f"'{key}' is a stage key, but it was written after the stage's [..model] "
-                "header, so TOML puts it inside the model table; move it above that header"
+        if m.group(1) in Stage.model_fields:
+            out[i] = dataclasses.replace(
+                d, help=f"'{m.group(1)}' is a stage key; put it under a [stages.<name>] table"
             )
-        elif parent == "" and not stage_file and "did you mean" not in d.message:
-            if key in stage_keys:
-                hint = f"'{key}' is a stage key; put it under a [stages.<name>] table"
-            elif key in agent_keys:
-                hint = f"'{key}' belongs in the [agent] table"
-        out.append(dataclasses.replace(d, help=hint) if hint else d)
+        elif m.group(1) in Agent.model_fields:
+            out[i] = dataclasses.replace(d, help=f"'{m.group(1)}' belongs in the [agent] table")
     return out
+
+
+_UNKNOWN = re.compile(r"unknown key '([^']*)'")
 
 
 def load_blueprint(path: Path, display: str) -> Loaded[Blueprint]:

@@ -16,12 +16,16 @@ The safe-command models here are shared with the blueprint front-end.
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Discriminator, Field, Tag
 
+from charter.compiler.diagnostics import Diagnostic
 from charter.compiler.frontends.base import Loaded, load_document
 from charter.compiler.frontends.validation import InputModel
 
@@ -40,6 +44,7 @@ __all__ = [
     "ToolScriptPermissions",
     "UserConfig",
     "default_config_path",
+    "explain_misplaced_keys",
     "load_default_user_config",
     "load_user_config",
 ]
@@ -208,8 +213,49 @@ def default_config_path() -> Path:
     return Path.home() / ".config" / "charter" / "config.toml"
 
 
+_UNKNOWN = re.compile(r"unknown key '([^']*)'")
+
+
+def explain_misplaced_keys(
+    diags: Sequence[Diagnostic], *, keys: Collection[str], depth: int, what: str, home: str
+) -> list[Diagnostic]:
+    """Explain unknown-key errors for keys that are valid ``depth`` levels
+    down the key path but were found deeper.
+
+    TOML puts every key written after a ``[table]`` header into that table,
+    so a key meant for the enclosing level but written below a sub-table
+    (``[stages.x.model]``, ``[limits]``) surfaces as unknown there, and a
+    suggestion drawn from the sub-table's own keys would mislead. ``what``
+    names the level ("stage", "top-level") and ``home`` where the key
+    belongs."""
+    out: list[Diagnostic] = []
+    for d in diags:
+        m = _UNKNOWN.match(d.message) if d.name == "unknown-key" else None
+        key = m.group(1) if m else ""
+        parent = d.key_path[: -len(key)].rstrip(".") if m else ""
+        if m is None or key not in keys or len(parent.split(".")) <= depth or not parent:
+            out.append(d)
+            continue
+        hint = (
+            f"'{key}' is a {what} key, but it was read as part of '{parent}': in TOML every key "
+            f"after a [table] header belongs to that table. Move it up to {home}."
+        )
+        # A suggestion drawn from the sub-table's keys points the wrong way.
+        message = f"unknown key '{key}'"
+        out.append(dataclasses.replace(d, message=message, help=hint))
+    return out
+
+
 def load_user_config(path: Path, display: str) -> Loaded[UserConfig]:
-    return load_document(path, display, UserConfig, "toml")
+    loaded = load_document(path, display, UserConfig, "toml")
+    fixed = explain_misplaced_keys(
+        loaded.diagnostics,
+        keys=UserConfig.model_fields,
+        depth=0,
+        what="top-level",
+        home="the top of the file, before the first [table] header",
+    )
+    return dataclasses.replace(loaded, diagnostics=tuple(fixed))
 
 
 def load_default_user_config() -> Loaded[UserConfig] | None:

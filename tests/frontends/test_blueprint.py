@@ -254,8 +254,9 @@ def test_loading_never_raises(tmp_path: Path, parts: list[str]) -> None:
 @pytest.mark.parametrize(
     ("case", "hint"),
     [
-        ("stage_key_under_model_table", "move it above that header"),
+        ("stage_key_under_model_table", "Move it up to the stage's own keys"),
         ("stage_key_at_top_level", "put it under a [stages.<name>] table"),
+        ("stage_key_under_edge_table", "read as part of 'stages.a.transitions.b'"),
     ],
 )
 def test_misplaced_keys_say_where_they_belong(case: str, hint: str) -> None:

@@ -133,3 +133,10 @@ def test_config_model_is_frozen() -> None:
     cfg = UserConfig()
     with pytest.raises(Exception):  # noqa: B017 - pydantic raises ValidationError for frozen models
         cfg.taint_tracking = True  # type: ignore[misc]
+
+
+def test_top_level_key_under_a_table_is_explained() -> None:
+    path = FIXTURES / "config" / "top_level_key_under_table.toml"
+    [d] = load_user_config(path, "config.toml").diagnostics
+    assert d.help is not None and "read as part of 'limits'" in d.help
+    assert "before the first [table] header" in d.help

@@ -148,4 +148,4 @@ def test_blueprint_that_failed_to_parse_still_combines_files(tmp_path: Path) -> 
 def test_stage_key_in_model_table_is_explained() -> None:
     path = FIXTURES / "stage" / "stage_key_under_model_table.toml"
     [d] = load_stage_file(path, "stages/x.toml").diagnostics
-    assert d.help is not None and "move it above that header" in d.help
+    assert d.help is not None and "Move it up to the stage's own keys" in d.help
