@@ -27,6 +27,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "diff": ("charter.compiler.cli.diff", "Compare two plans, as a reviewer wants."),
     "rules": ("charter.compiler.cli.rules_cmd", "List every rule Charter checks."),
     "rule": ("charter.compiler.cli.rules_cmd", "Explain one rule: what, why, example, fix."),
+    "check-url": ("charter.compiler.cli.check_url", "Decide whether a URL may be fetched."),
 }
 
 

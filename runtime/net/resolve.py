@@ -45,14 +45,14 @@ class SystemResolver:
     """
 
     timeout: float = 5.0
-    getaddrinfo: GetAddrInfo = field(default=socket.getaddrinfo, repr=False)
+    # None means socket.getaddrinfo, looked up at call time (tests patch it).
+    getaddrinfo: GetAddrInfo | None = field(default=None, repr=False)
 
     def resolve(self, host: str, port: int) -> tuple[str, ...]:
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=1)
         try:
-            future = pool.submit(
-                self.getaddrinfo, host, port, 0, socket.SOCK_STREAM, socket.IPPROTO_TCP
-            )
+            lookup = self.getaddrinfo or socket.getaddrinfo
+            future = pool.submit(lookup, host, port, 0, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             infos = future.result(timeout=self.timeout)
         except concurrent.futures.TimeoutError:
             raise ResolutionError(f"resolving {host!r} timed out after {self.timeout:g}s") from None
