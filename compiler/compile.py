@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import platform as _platform
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -39,7 +39,13 @@ from charter.compiler.schemacheck import check_schema
 from charter.compiler.sources.sourcemap import SourceMap
 from charter.compiler.tooltable import ToolRef, ToolTable, all_builtin_names
 from charter.runtime.capabilities import SECRET_PREFIX, is_granted, valid_capability
-from charter.runtime.catalog import BLUEPRINT_LOOSENABLE, TOOLSETS, resolve_builtin
+from charter.runtime.catalog import (
+    BLUEPRINT_LOOSENABLE,
+    TOOLSETS,
+    impl_siblings,
+    resolve_builtin,
+)
+from charter.runtime.naming import mcp_safe_name
 from charter.runtime.plan import (
     AgentPlan,
     AuthoredTool,
@@ -165,10 +171,16 @@ def _collect_tools(ctx: _Ctx, stages: Mapping[str, StageEntry]) -> ToolTable:
             table.add_authored(tool.tool_id, Span(tool.spec.display))
         for loaded in ctx.agent.mcp:
             server = server_id_from_path(Path(loaded.display))
-            if loaded.model is None or not loaded.model.enabled:
+            m = loaded.model
+            if m is None or not m.enabled:
                 continue
-            prefix = next(iter(_mcp_prefix(server)))
-            table.add_dynamic_server(server, prefix)
+            # Exact include entries name tools statically, so their
+            # collisions are caught now; everything else is discovered when
+            # the server connects.
+            declared = [t for t in m.tools.include if "*" not in t and t not in m.tools.exclude]
+            if declared:
+                table.add_mcp_tools(server, declared, loaded.smap.value_span(("tools", "include")))
+            table.add_dynamic_server(server, mcp_safe_name(server, "x")[:-1])
     # A blueprint offers built-ins by naming them in a stage.
     for entry in stages.values():
         for i, name in enumerate(entry.stage.available_tools):
@@ -177,12 +189,6 @@ def _collect_tools(ctx: _Ctx, stages: Mapping[str, StageEntry]) -> ToolTable:
             table.add_builtin(_SUBMIT, entry.span("mode"))
     ctx.diags.extend(table.diagnostics)
     return table
-
-
-def _mcp_prefix(server: str) -> Iterable[str]:
-    from charter.runtime.naming import mcp_safe_name
-
-    yield mcp_safe_name(server, "x")[:-1]
 
 
 def _metadata(ctx: _Ctx, name: str) -> tuple[Any, tuple[str | int, ...]] | None:
@@ -542,11 +548,26 @@ def _user_scopes(ctx: _Ctx, table: ToolTable, agent_name: str) -> _UserScopes:
         f"agent_tool_permissions.{agent_name}",
         check_names=False,
     )
+    _deny_siblings(config)
+    _deny_siblings(agent_config)
     trust = None
     if cfg.security.allow_blueprint_permissions:
         span = smap.value_span(("security", "allow_blueprint_permissions"))
         trust = Said("allow", _ref(span), "allow_blueprint_permissions")
     return _UserScopes(config, agent_config, trust)
+
+
+def _deny_siblings(perms: dict[str, Said]) -> None:
+    """A user's deny covers every tool sharing the denied tool's
+    implementation (denying shell also denies terminal), unless the user
+    named the sibling too: two spellings of one power must not leave a door
+    open."""
+    for name, said in list(perms.items()):
+        if said.value != "deny":
+            continue
+        for sibling in impl_siblings(name):
+            if sibling not in perms:
+                perms[sibling] = Said("deny", said.source, f"{said.detail} (same implementation)")
 
 
 def _core_inputs(ctx: _Ctx, entry: ToolEntry, ref: ToolRef) -> CoreInputs | None:
@@ -697,7 +718,7 @@ def _compile_stage(
         f"stage '{entry.name}'",
     )
     for name in stage_perms:
-        if name not in offered and name in table.tools:
+        if name not in offered and (name in table.tools or resolve_builtin(name) is not None):
             path = (*entry.prefix, "tool_permissions")
             key = next(
                 k

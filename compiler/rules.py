@@ -333,7 +333,7 @@ _r(
     "A secret binding targets an execution-control variable (PATH, HOME, LD_PRELOAD, "
     "PYTHONPATH, NODE_OPTIONS, ...).",
     "Binding a value there changes what runs, not what the command can read.",
-    "secret_bindings = [{source = \"env:TOKEN\", target = \"LD_PRELOAD\"}]\n",
+    'secret_bindings = [{source = "env:TOKEN", target = "LD_PRELOAD"}]\n',
     "Choose an ordinary variable name as the target.",
 )
 _r(

@@ -52,11 +52,12 @@ class ToolTable:
 
     def canonical(self, name: str) -> str:
         """Resolve an alias to the tool's canonical name (unknown names pass
-        through unchanged)."""
+        through unchanged). A name this agent's own tools hold wins over a
+        built-in alias it does not reach."""
         if name in self.tools:
             return name
         b = resolve_builtin(name)
-        if b is not None and b.name in self.tools:
+        if b is not None:
             return b.name
         return name
 
@@ -69,6 +70,10 @@ class ToolTable:
 
     def _add(self, ref: ToolRef) -> None:
         clash = self.tools.get(ref.name) or self._alias_clash(ref.name)
+        if clash is None and ref.source == "builtin" and ref.builtin is not None:
+            # A built-in offered under its alias while an authored or MCP tool
+            # holds the alias as its own name.
+            clash = next((self.tools[a] for a in ref.builtin.aliases if a in self.tools), None)
         if clash is not None and clash is not ref:
             if clash.source == "builtin" and ref.source == "builtin":
                 return  # the same built-in named twice (toolset and stage)
@@ -101,21 +106,10 @@ class ToolTable:
         return True
 
     def add_authored(self, tool_id: str, where: Span) -> None:
-        # An authored tool may not take a built-in's name or alias even when
-        # the agent does not offer that built-in: the names would be
-        # ambiguous the day someone adds it.
-        b = resolve_builtin(tool_id)
-        if b is not None:
-            self.diagnostics.append(
-                diag(
-                    "tool-name-collision",
-                    f"authored tool '{tool_id}' has the name of the built-in tool '{b.name}'"
-                    + (f" (alias '{tool_id}')" if tool_id != b.name else "")
-                    + "; rename the tool's folder",
-                    where,
-                )
-            )
-            return
+        # Only built-ins this agent actually reaches can collide: seed 000
+        # cores ship their own web_search, which is a built-in only for
+        # blueprints. A stage that later names the built-in is caught by
+        # add_builtin, because the authored tool already holds the name.
         self._add(ToolRef(tool_id, "authored", where, authored_id=tool_id))
 
     def add_mcp_tools(self, server: str, tools: list[str], where: Span) -> None:
