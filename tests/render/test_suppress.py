@@ -81,7 +81,7 @@ def test_cases_were_read() -> None:
 def test_generated_findings_explain_themselves() -> None:
     src = {"a.yaml": ["a: 1  # charter: ignore[CH2O1, CH201]", "b: 1  # charter: ignore"]}
     kept, _ = apply_suppressions([], src, ["unknwn-key"])
-    by_code = {}
+    by_code: dict[str, list[Diagnostic]] = {}
     for d in kept:
         by_code.setdefault(d.code, []).append(d)
     (invalid_inline,) = [d for d in by_code["CH892"] if d.span.path == "a.yaml"]
