@@ -50,6 +50,22 @@ def read_toml(src: SourceText) -> tuple[Any, SourceMap, list[Diagnostic]]:
             col = len(body) - (body.rfind("\n") + 1) + 1
             msg = msg.removesuffix("(at end of document)").strip() + " at the end of the file"
         msg = _AT.sub("", msg).strip()
+        if msg.startswith(("Cannot overwrite a value", "Cannot declare")):
+            # tomllib's words for a key or table written twice: report it as
+            # the same rule YAML uses, so one suppression or doc covers both.
+            # tomllib points past the value; the key starts the line.
+            lines = src.text.splitlines()
+            if 0 < line <= len(lines):
+                text = lines[line - 1]
+                col = len(text) - len(text.lstrip()) + 1
+            return None, smap, [
+                diag(
+                    "duplicate-key",
+                    "a key or table is defined twice; TOML forbids redefinition "
+                    f"({msg.rstrip('.')})",
+                    Span(src.display, line, col),
+                )
+            ]
         return None, smap, [diag("toml-syntax-error", msg, Span(src.display, line, col))]
     except RecursionError:
         return None, smap, [diag("nesting-too-deep", "structure too deep", Span(src.display))]
@@ -254,6 +270,12 @@ class _Scanner:
         names = [p[0] for p in parts]
         hspan = self.span(a, self.i)
         path = self.resolve(names, is_aot)
+        # Parents named only through this header ([stages.review]) still
+        # get a position: the part of the header that names them.
+        for k, (_, pa, pb) in enumerate(parts[:-1]):
+            parent = self.resolve(names[: k + 1], False)
+            if self.smap.get(parent) is None:
+                self.smap.add(parent, self.span(pa, pb), self.span(pa, pb))
         if is_aot:
             if self.smap.get(path) is None:
                 self.smap.add(path, hspan, hspan)

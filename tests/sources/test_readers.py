@@ -98,3 +98,16 @@ def test_yaml_syntax_error_position() -> None:
     assert data is None
     [d] = diags
     assert d.code == "CH101" and d.span.line == 2
+
+
+def test_toml_key_defined_twice_is_a_duplicate_key() -> None:
+    data, _, diags = read_toml(_src('a = 1\nb = 2\na = 3\n', "dup.toml"))
+    assert data is None
+    [d] = diags
+    assert (d.name, d.span.line) == ("duplicate-key", 3)
+
+
+def test_toml_dotted_header_parents_have_positions() -> None:
+    _, smap, _ = read_toml(_src("# c\n[stages.review]\nmode = 'x'\n", "s.toml"))
+    span = smap.key_span(("stages",))
+    assert (span.line, span.col) == (2, 2)
