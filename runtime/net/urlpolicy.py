@@ -24,7 +24,7 @@ import codecs
 import ipaddress
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from charter.runtime.net.resolve import ResolutionError, Resolver
@@ -40,6 +40,7 @@ __all__ = [
     "ParsedUrl",
     "UrlError",
     "UrlRefused",
+    "MAX_URL_LENGTH",
     "REASONS",
 ]
 
@@ -421,6 +422,10 @@ class ParsedUrl:
         return f"{self.scheme}://{self.host}{port}{self.path}{query}"
 
 
+# Long signed URLs run to a few kilobytes; anything far beyond is refused
+# rather than parsed.
+MAX_URL_LENGTH = 16384
+_C0_AND_SPACE = "".join(chr(c) for c in range(0x21))
 _SCHEME_RE = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*")
 _PATH_UNSAFE = re.compile(r"[\x00-\x20\x7f\"<>`{}]|[^\x00-\x7f]")
 _QUERY_UNSAFE = re.compile(r"[\x00-\x20\x7f\"'<>]|[^\x00-\x7f]")
@@ -435,7 +440,9 @@ def parse_url(url: str) -> ParsedUrl:
     # Leading and trailing C0 controls and spaces are trimmed as WHATWG does.
     # Tabs and newlines inside are *removed* by browsers; we refuse them instead,
     # so no reader of this URL can see a different host than we judged.
-    text = url.strip("".join(chr(c) for c in range(0x21)))
+    if len(url) > MAX_URL_LENGTH:
+        raise UrlError("invalid-url", f"the URL is longer than {MAX_URL_LENGTH} characters")
+    text = url.strip(_C0_AND_SPACE)
     if re.search(r"[\t\n\r]", text):
         raise UrlError("invalid-url", "the URL contains a tab or newline")
     colon = text.find(":")
@@ -507,7 +514,6 @@ class Decision:
     addresses: tuple[str, ...] = ()
     address: str | None = None
     detail: str = ""
-    local: bool = field(default=False, repr=False)
 
     @property
     def allowed(self) -> bool:
@@ -563,12 +569,12 @@ class UrlPolicy:
 
     allow_local_network: bool = False
 
-    def _judge(self, cls: str) -> tuple[Verdict, str, bool]:
+    def _judge(self, cls: str) -> tuple[Verdict, str]:
         if cls == "public-address":
-            return "allow", cls, False
+            return "allow", cls
         if self.allow_local_network and cls in _LOCAL_CLASSES:
-            return "allow", "local-network-allowed", True
-        return "deny", cls, False
+            return "allow", "local-network-allowed"
+        return "deny", cls
 
     def check(self, url: str, resolver: Resolver | None = None) -> Decision:
         """Decide on the literal host; with a resolver, also settle ``needs-dns``
@@ -603,7 +609,7 @@ class UrlPolicy:
         )
         if parsed.address is not None:
             cls = classify_address(parsed.address)
-            verdict, reason, local = self._judge(cls)
+            verdict, reason = self._judge(cls)
             text = str(parsed.address)
             return replace(
                 base,
@@ -612,7 +618,6 @@ class UrlPolicy:
                 addresses=(text,) if verdict == "allow" else (),
                 address=None if verdict == "allow" else text,
                 detail=f"{text}: {REASONS[cls]}",
-                local=local,
             )
         host = parsed.host
         if _is_under(host, _METADATA_NAMES):
@@ -653,10 +658,10 @@ class UrlPolicy:
                     detail=f"{answer!r} is not an IP address",
                 )
             cls = classify_address(addr)
-            verdict, _reason, local = self._judge(cls)
+            verdict, reason = self._judge(cls)
             if verdict != "allow":
                 refused.append((cls, str(addr)))
-            any_local = any_local or local
+            any_local = any_local or reason == "local-network-allowed"
             if str(addr) not in pinned:
                 pinned.append(str(addr))
         if refused:
@@ -678,7 +683,6 @@ class UrlPolicy:
             reason=reason,
             addresses=tuple(pinned),
             detail=f"{decision.host} resolves to {', '.join(pinned)}",
-            local=any_local,
         )
 
     def dns_failure(self, decision: Decision, message: str) -> Decision:
