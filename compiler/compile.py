@@ -257,6 +257,12 @@ def _check_metadata_overrides(ctx: _Ctx, table: ToolTable) -> None:
             )
 
 
+def _denied(ctx: _Ctx, name: str) -> bool:
+    """The core itself refuses the tool, so a missing grant is moot."""
+    found = _metadata(ctx, name)
+    return found is not None and found[0].approval_policy == "deny"
+
+
 def _enabled(ctx: _Ctx, name: str) -> bool:
     found = _metadata(ctx, name)
     return not (found is not None and found[0].enabled is False)
@@ -957,7 +963,7 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
             if ctx.core is not None and entries[name].capability is not None:
                 cap = entries[name].capability
                 assert cap is not None
-                if not _granted(cap, grants, None) and _enabled(ctx, name):
+                if not _granted(cap, grants, None) and _enabled(ctx, name) and not _denied(ctx, name):
                     ctx.diags.append(
                         diag(
                             "capability-not-granted",
