@@ -356,7 +356,7 @@ def mcp_http_client_factory(
 
     guard = _guard(policy, resolver)
 
-    class _Blocked2(httpx2.TransportError, UrlRefused):
+    class BlockedHttpx2Request(httpx2.TransportError, UrlRefused):
         def __init__(self, decision: Decision) -> None:
             self.decision = decision
             super().__init__(UrlRefused.__str__(self))
@@ -378,7 +378,7 @@ def mcp_http_client_factory(
         ) -> httpcore2.AsyncNetworkStream:
             decision = await anyio.to_thread.run_sync(guard.pin, host, port)
             if not decision.allowed:
-                raise _Blocked2(decision)
+                raise BlockedHttpx2Request(decision)
             error: Exception | None = None
             for address in decision.addresses:
                 try:
@@ -414,7 +414,7 @@ def mcp_http_client_factory(
             host = request.url.raw_host.decode("ascii", errors="replace")
             decision = guard.check_request(request.url.scheme, host, request.url.port)
             if decision.verdict == "deny":
-                raise _Blocked2(decision)
+                raise BlockedHttpx2Request(decision)
             response = await super().handle_async_request(request)
             _record_peer(response.extensions)
             return response

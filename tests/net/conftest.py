@@ -58,7 +58,7 @@ def _serve(tls: ssl.SSLContext | None) -> Iterator[Server]:
         tls.sni_callback = lambda sock, name, ctx: server.sni.append(name)  # type: ignore[assignment,misc]
         httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
     httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         yield server
