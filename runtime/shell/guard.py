@@ -1,0 +1,621 @@
+"""The shell command guard: one decision for one command line.
+
+:func:`evaluate` parses the command with Charter's grammar and judges every
+simple command in the tree, with no cap on their number. Each simple command
+yields findings (allow, ask or deny, with a stable rule key, a span and a
+message); the verdict is the strictest finding over every command and every
+reading of the text (raw, ANSI-stripped, NFKC). What does not parse is
+"ask", and a best-effort scan of its pieces can still find a destructive
+payload and make it "deny", never anything weaker.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from charter.runtime.shell.normalize import hidden_characters, readings
+from charter.runtime.shell.options import scan
+from charter.runtime.shell.policy import (
+    REDIRECT_WRITE_RULE,
+    Decision,
+    Finding,
+    SafeShellCommand,
+    ShellPolicy,
+    Verdict,
+    Write,
+)
+from charter.runtime.shell.programs import (
+    ASK_PROGRAMS,
+    READ_ONLY,
+    RESERVED_OPAQUE,
+    RESERVED_PREFIX,
+    SHELLS,
+    UNKNOWN,
+    WRAPPERS,
+    block_device,
+    destructive,
+    unwrap,
+)
+from charter.runtime.shell.syntax import Part, Program, Redirect, SimpleCommand, Word, parse
+
+__all__ = ["evaluate", "sensitive_path"]
+
+_RANK = {"allow": 0, "ask": 1, "deny": 2}
+
+# Credential files and directories (defence in depth: reading them through the
+# shell needs approval even when the program is read-only).
+_SENSITIVE = re.compile(
+    r"(?:^|[^A-Za-z0-9_])\.env(?:$|[.\-_A-Za-z0-9]*$|[/:,])"
+    r"|\.(?:npmrc|pypirc|netrc|pgpass|git-credentials|htpasswd|dockercfg)(?:$|[^A-Za-z0-9_])"
+    r"|(?:^|[^A-Za-z0-9_])\.(?:aws|kube|ssh|gnupg|docker|azure|gcloud|config/gcloud)(?:/|$)"
+    r"|(?:^|/)id_(?:rsa|dsa|ecdsa|ed25519)(?:$|\.)",
+)
+_DISCARD = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "NUL", "nul"})
+_FD_PATH = re.compile(r"^/dev/fd/[0-9]+$")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
+_FORK_BOMB = re.compile(
+    r"([^\s(){};|&<>]+)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*&?\s*\1\b"
+)
+_SALVAGE_SPLIT = re.compile(r"[;&|(){}\n`]|\$\(")
+
+_EXPANSION_RULE = {
+    "param": ("parameter-expansion", "expands a variable whose value is only known at run time"),
+    "param_brace": ("parameter-expansion", "expands a variable whose value is only known at run time"),
+    "dollar": ("parameter-expansion", "has an unquoted `$` the shell may expand"),
+    "arith": ("arithmetic-expansion", "computes a value with arithmetic expansion"),
+    "legacy_arith": ("arithmetic-expansion", "computes a value with $[...] arithmetic"),
+    "cmdsub": ("command-substitution", "runs a command substitution"),
+    "backtick": ("command-substitution", "runs a backtick command substitution"),
+    "procsub": ("process-substitution", "runs a process substitution"),
+}
+
+
+def sensitive_path(value: str) -> bool:
+    return _SENSITIVE.search(value) is not None
+
+
+@dataclass
+class _State:
+    text: str
+    cwd: str | None
+    ws: str
+    ws_real: str
+    policy: ShellPolicy
+    findings: list[Finding] = field(default_factory=list)
+    writes: list[Write] = field(default_factory=list)
+    ungrantable: bool = False
+    safe_hits: list[str] = field(default_factory=list)
+    commands: int = 0
+
+    def add(self, decision: Decision, rule: str, span: tuple[int, int], message: str) -> None:
+        self.findings.append(Finding(decision, rule, span, message))
+
+
+def evaluate(
+    command: str, *, cwd: str | Path, workspace: str | Path, policy: ShellPolicy
+) -> Verdict:
+    """Judge ``command`` as run from ``cwd`` inside ``workspace``. Never raises."""
+    try:
+        return _evaluate(command, str(cwd), str(workspace), policy)
+    except Exception as exc:  # fail closed on anything unforeseen
+        return Verdict(
+            "ask",
+            "internal-error",
+            (0, len(command)),
+            f"the guard could not judge this command ({type(exc).__name__}); it needs approval",
+        )
+
+
+def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Verdict:
+    ws = posixpath.normpath(os.path.abspath(workspace))
+    cw = posixpath.normpath(os.path.join(ws, cwd))
+    ws_real = _realpath(ws)
+    span_all = (0, len(command))
+    if not command.strip():
+        return Verdict("ask", "empty-command", span_all, "the command is empty")
+    findings: list[Finding] = []
+    writes: list[Write] = []
+    ungrantable = False
+    safe_hits: list[str] = []
+    for reading in readings(command):
+        st = _State(reading.text, cw, ws, ws_real, policy)
+        _judge(st)
+        if reading.label == "raw":
+            findings.extend(st.findings)
+            writes.extend(st.writes)
+            safe_hits.extend(st.safe_hits)
+        else:
+            seen = {(f.decision, f.rule) for f in findings}
+            for f in st.findings:
+                if (f.decision, f.rule) not in seen:
+                    findings.append(
+                        Finding(f.decision, f.rule, span_all,
+                                f"{f.message} (in the {reading.label} reading of the text)")
+                    )
+            for w in st.writes:
+                if not w.inside_workspace:
+                    writes.append(Write(w.path, w.inside_workspace, span_all))
+        ungrantable = ungrantable or st.ungrantable
+    for pos, name in hidden_characters(command)[:1]:
+        findings.insert(
+            0,
+            Finding("ask", "hidden-characters", (pos, pos + 1),
+                    f"the command contains an invisible or control character ({name}); "
+                    "remove it to let the command be judged on what it shows")
+        )
+    decision: Decision = "allow"
+    for f in findings:
+        if _RANK[f.decision] > _RANK[decision]:
+            decision = f.decision
+    if decision == "allow":
+        if safe_hits:
+            rule, msg = "safe-command", (
+                "every command is read-only or covered by a [safe_commands] entry ("
+                + ", ".join(sorted(set(safe_hits))) + ")"
+            )
+        else:
+            rule, msg = "read-only", "every command is a recognised read-only command"
+        return Verdict("allow", rule, span_all, msg, tuple(writes), ungrantable, tuple(findings))
+    top = next(f for f in findings if f.decision == decision)
+    return Verdict(decision, top.rule, top.span, top.message, tuple(writes), ungrantable,
+                   tuple(findings))
+
+
+def _realpath(path: str) -> str:
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return path
+
+
+def _judge(st: _State) -> None:
+    result = parse(st.text)
+    if result.program is None:
+        err = result.error
+        pos = err.pos if err is not None else 0
+        why = err.message if err is not None else "unknown error"
+        st.add("ask", "unparseable", (pos, min(pos + 1, len(st.text))),
+               f"Charter cannot parse this command ({why}); it needs approval")
+        _salvage(st, st.text, (0, len(st.text)))
+        return
+    _program(st, result.program)
+    for start, end in result.comments:
+        body = st.text[start:end]
+        if "$(" in body or "`" in body or "${" in body:
+            # Inert to bash, but a shell with comments switched off (an
+            # interactive zsh) would run it: conservatively ask.
+            st.add("ask", "comment-expansion", (start, end),
+                   "a comment contains substitution syntax; remove the comment to run "
+                   "unprompted")
+
+
+def _salvage(st: _State, text: str, span: tuple[int, int]) -> None:
+    """Look for destructive payloads in text that did not parse: judge each
+    piece between shell operators on its own and keep only refusals."""
+    if _FORK_BOMB.search(text):
+        st.add("deny", "fork-bomb", span, "a fork bomb is never run")
+    for piece in _SALVAGE_SPLIT.split(text):
+        if not piece.strip():
+            continue
+        sub = _State(piece, st.cwd, st.ws, st.ws_real, st.policy)
+        result = parse(piece)
+        if result.program is None:
+            continue
+        _program(sub, result.program)
+        for f in sub.findings:
+            if f.decision == "deny":
+                st.add("deny", f.rule, span, f.message)
+
+
+def _program(st: _State, program: Program) -> None:
+    for cmd in program.commands:
+        if isinstance(cmd, SimpleCommand):
+            _simple(st, cmd)
+        else:
+            st.add("ask", "subshell", (cmd.start, cmd.start + 1),
+                   "a ( ... ) subshell is never allowed automatically; "
+                   "run its commands without the parentheses")
+            saved = st.cwd
+            _program(st, cmd.body)
+            st.cwd = saved
+            for r in cmd.redirects:
+                _redirect(st, r)
+                _word_expansions(st, r.target)
+
+
+def _simple(st: _State, cmd: SimpleCommand) -> None:
+    st.commands += 1
+    for w in cmd.words:
+        _word_expansions(st, w)
+    for r in cmd.redirects:
+        # the redirect's own finding first: it names what is at stake
+        _redirect(st, r)
+        _word_expansions(st, r.target)
+    words = cmd.words
+    i = 0
+    while i < len(words) and _is_assignment(words[i]):
+        st.add("ask", "inline-assignment", (words[i].start, words[i].end),
+               "an inline VAR=value assignment changes the command's environment (PATH, "
+               "LD_PRELOAD and similar change what runs); drop it to run unprompted")
+        i += 1
+    _argv(st, words[i:])
+
+
+def _is_assignment(w: Word) -> bool:
+    first = w.parts[0]
+    return first.kind == "lit" and _ASSIGNMENT.match(first.raw) is not None
+
+
+def _word_expansions(st: _State, w: Word) -> None:
+    for p in w.parts:
+        _part(st, p)
+        for q in p.inner:
+            _part(st, q)
+    if w.glob:
+        st.add("ask", "filename-expansion", (w.start, w.end),
+               f"{w.raw} is expanded to matching file names by the shell; quote it or "
+               "name the files to run unprompted")
+    if w.brace:
+        st.add("ask", "brace-expansion", (w.start, w.end),
+               f"{w.raw} is expanded by brace expansion; write the words out to run unprompted")
+
+
+def _part(st: _State, p: Part) -> None:
+    rule = _EXPANSION_RULE.get(p.kind)
+    if rule is None:
+        return
+    st.add("ask", rule[0], (p.start, p.end),
+           f"{_clip(p.raw)} {rule[1]}; write the value literally to run unprompted")
+    if p.body is not None:
+        saved = st.cwd
+        _program(st, p.body)
+        st.cwd = saved
+    elif p.kind == "backtick":
+        _nested(st, _unescape_backtick(p.raw[1:-1]), (p.start, p.end))
+    elif ("$(" in p.raw or "`" in p.raw) and p.kind in ("param_brace", "arith", "legacy_arith"):
+        _salvage(st, p.raw[2:-1], (p.start, p.end))
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _unescape_backtick(body: str) -> str:
+    return re.sub(r"\\([$`\\])", r"\1", body)
+
+
+def _nested(st: _State, script: str, span: tuple[int, int]) -> None:
+    """Judge a command line found inside this one (bash -c, eval, backticks,
+    env -S): its findings point at the argument that carries it."""
+    sub = _State(script, st.cwd, st.ws, st.ws_real, st.policy)
+    _judge(sub)
+    for f in sub.findings:
+        st.add(f.decision, f.rule, span, f.message)
+    for w in sub.writes:
+        st.writes.append(Write(w.path, w.inside_workspace, span))
+    st.ungrantable = st.ungrantable or sub.ungrantable
+    st.commands += sub.commands
+
+
+# --- redirects -------------------------------------------------------------------------------
+
+
+def _redirect(st: _State, r: Redirect) -> None:
+    span = (r.start, r.end)
+    op = r.op
+    target = r.target
+    v = target.value
+    if op in ("<<", "<<-"):
+        st.add("ask", "heredoc", span,
+               "a heredoc feeds inline text to the command; it is never allowed automatically")
+        doc = r.heredoc
+        if doc is not None and not doc.quoted and ("$(" in doc.body or "`" in doc.body):
+            _salvage(st, doc.body, span)
+        return
+    if op == "<<<":
+        return
+    if op in ("<&", ">&") and v is not None and (v.isdigit() or v == "-" or v[:-1].isdigit()
+                                                 and v.endswith("-")):
+        return  # duplicating or closing a file descriptor
+    if op in ("<", "<&"):
+        if v is not None:
+            if sensitive_path(v):
+                st.add("ask", "credential-path", span,
+                       f"{v} looks like a credential file; reading it needs approval")
+            elif _outside(st, v, target.tilde):
+                st.add("ask", "path-outside-workspace", span,
+                       f"{v} is outside the workspace; reading it needs approval")
+        return
+    # every remaining operator writes (or opens for writing) a file
+    if v is None:
+        st.ungrantable = True
+        st.writes.append(Write(None, False, span))
+        st.add("ask", "unnameable-redirect", span,
+               f"the redirect target {_clip(target.raw)} is only known at run time; it asks "
+               "every time and an approval is never reused")
+        return
+    if v in _DISCARD or _FD_PATH.match(v):
+        return
+    if v.startswith(("/dev/tcp/", "/dev/udp/")):
+        st.ungrantable = True
+        st.writes.append(Write(None, False, span))
+        st.add("ask", "unnameable-redirect", span,
+               f"{v} opens a network connection, not a file; it asks every time")
+        return
+    if v.startswith("/dev/") and block_device(v):
+        st.add("deny", "block-device-write", span,
+               f"writing to the block device {v} destroys its data and is never run")
+        return
+    if target.tilde:
+        st.writes.append(Write(v, False, span))
+        st.add("deny", "redirect-outside-workspace", span,
+               f"the redirect writes {v}, in the home directory outside the workspace; "
+               "no permission or flag lifts this")
+        return
+    if v.startswith("/"):
+        path = posixpath.normpath("/" + v.lstrip("/"))
+    elif st.cwd is None:
+        st.ungrantable = True
+        st.writes.append(Write(None, False, span))
+        st.add("ask", "unnameable-redirect", span,
+               f"the redirect writes {v} relative to a directory changed earlier in the "
+               "command; it asks every time")
+        return
+    else:
+        path = posixpath.normpath(posixpath.join(st.cwd, v))
+    real = _realpath(path)
+    inside = real == st.ws_real or real.startswith(st.ws_real.rstrip("/") + "/")
+    st.writes.append(Write(real, inside, span))
+    if not inside:
+        st.add("deny", "redirect-outside-workspace", span,
+               f"the redirect writes {real}, outside the workspace; no permission or flag "
+               "lifts this")
+        return
+    rel = posixpath.relpath(real, st.ws_real)
+    st.add("ask", REDIRECT_WRITE_RULE, span,
+           f"the redirect writes {rel} in the workspace; it answers to the write_file "
+           "permission")
+    if sensitive_path(v):
+        st.add("ask", "credential-path", span,
+               f"{v} looks like a credential file; writing it needs approval")
+
+
+# --- commands --------------------------------------------------------------------------------
+
+
+def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
+    if not words:
+        return
+    w0 = words[0]
+    name = w0.value
+    if name is None:
+        st.add("ask", "dynamic-command", (w0.start, w0.end),
+               f"the program name {_clip(w0.raw)} is only known at run time; "
+               "name the program literally")
+        _generic_args(st, words[1:], frozenset())
+        return
+    if not w0.quoted:
+        if name in RESERVED_PREFIX:
+            if name != "!":
+                st.add("ask", "control-structure", (w0.start, w0.end),
+                       f"shell control structures ({name} ...) are never allowed "
+                       "automatically; run the commands one by one")
+            _argv(st, words[1:])
+            return
+        if name in RESERVED_OPAQUE:
+            st.add("ask", "control-structure", (w0.start, w0.end),
+                   f"shell control structures ({name} ...) are never allowed automatically; "
+                   "run the commands one by one")
+            _generic_args(st, words[1:], frozenset(range(len(words) - 1)))
+            return
+    prog = name.rsplit("/", 1)[-1] if "/" in name else name
+    if "/" in name or w0.tilde:
+        st.add("ask", "non-bare-executable", (w0.start, w0.end),
+               f"{name} runs a program by its path; only bare program names from PATH "
+               "run unprompted")
+    args = words[1:]
+    vals = [w.value if w.value is not None else UNKNOWN for w in args]
+
+    def span_of(index: int) -> tuple[int, int]:
+        w = args[index] if 0 <= index < len(args) else w0
+        return (w.start, w.end)
+
+    issue = destructive(prog, [_symbolic(w) for w in args], st.cwd, st.ws)
+    if issue is not None:
+        st.add("deny", issue.rule, span_of(issue.index), issue.message)
+
+    if prog in WRAPPERS and not (prog == "command" and vals[:1] in (["-v"], ["-V"])):
+        _wrapper(st, prog, w0, args, vals, span_of)
+        return
+    if prog in SHELLS:
+        _shell(st, prog, w0, args, vals)
+        return
+    if prog == "eval":
+        st.add("ask", "shell-eval", (w0.start, w0.end),
+               "eval runs its arguments as a new command line; run that command directly")
+        if args and all(w.value is not None for w in args):
+            _nested(st, " ".join(vals), (args[0].start, args[-1].end))
+        return
+    if prog == "find":
+        _find_exec(st, args, vals)
+
+    safe = _safe_match(st.policy.safe, name, vals)
+    checker = READ_ONLY.get(prog) if "/" not in name else None
+    text_args: frozenset[int] = frozenset()
+    if checker is not None:
+        checked = checker(vals)
+        for iss in checked.issues:
+            st.add("ask", iss.rule, span_of(iss.index), iss.message)
+        text_args = checked.text_args
+        if not st.policy.defaults and safe is None:
+            st.add("ask", "unknown-command", (w0.start, w0.end),
+                   f"the built-in read-only table is off ([safe_commands] defaults = false) "
+                   f"and no [safe_commands] entry covers {prog}")
+    elif safe is not None:
+        pass
+    elif prog in ASK_PROGRAMS:
+        rule, why = ASK_PROGRAMS[prog]
+        st.add("ask", rule, (w0.start, w0.end),
+               f"{prog} {why}; it needs approval (a [safe_commands] entry can pre-approve "
+               "a program that does not write)")
+    else:
+        st.add("ask", "unknown-command", (w0.start, w0.end),
+               f"Charter does not know {_clip(prog)}; it needs approval, or a "
+               "[safe_commands] entry")
+    if safe is not None:
+        st.safe_hits.append(safe.source)
+    if prog in ("cd", "pushd", "popd"):
+        _change_dir(st, prog, vals)
+    _generic_args(st, args, text_args)
+
+
+def _symbolic(w: Word) -> str:
+    """The word's value, with ``$HOME``/``${HOME}`` written as ``~`` so the
+    destructive-payload checks see ``rm -rf "$HOME"`` for what it is."""
+    if w.value is not None:
+        return w.value
+    out: list[str] = []
+    for p in w.parts:
+        pieces = p.inner if p.kind == "dq" else (p,)
+        for q in pieces:
+            if q.value is not None:
+                out.append(q.value)
+            elif q.raw in ("$HOME", "${HOME}") and not out:
+                out.append("~")
+            else:
+                return UNKNOWN
+    return "".join(out)
+
+
+def _wrapper(st: _State, prog: str, w0: Word, args: tuple[Word, ...] | list[Word],
+             vals: list[str], span_of: object) -> None:
+    u = unwrap(prog, vals)
+    rule = "privilege" if prog in ("sudo", "doas", "su", "runuser") else "wrapper"
+    st.add("ask", rule, (w0.start, w0.end),
+           f"{prog} runs another command; run that command directly to have it judged on "
+           "its own")
+    for iss in u.issues:
+        w = args[iss.index] if 0 <= iss.index < len(args) else w0
+        st.add("ask", iss.rule, (w.start, w.end), iss.message)
+    if u.split_string is not None:
+        _nested(st, u.split_string, (w0.start, args[-1].end if args else w0.end))
+    if u.inner_start is not None:
+        _generic_args(st, args[: u.inner_start], frozenset())
+        _argv(st, args[u.inner_start :])
+    else:
+        _generic_args(st, args, frozenset())
+
+
+def _shell(st: _State, prog: str, w0: Word, args: tuple[Word, ...] | list[Word],
+           vals: list[str]) -> None:
+    s = scan(vals, "oO", (), permute=False)
+    has_c = any(o.name == "-c" for o in s.opts)
+    if not has_c:
+        st.add("ask", "executes-code", (w0.start, w0.end),
+               f"{prog} runs a script; it needs approval")
+        _generic_args(st, args, frozenset())
+        return
+    st.add("ask", "shell-eval", (w0.start, w0.end),
+           f"{prog} -c runs a new command line; run that command directly")
+    if not s.operands:
+        return
+    script_word = args[s.operands[0]]
+    if script_word.value is None:
+        return  # its expansions are already findings
+    _nested(st, script_word.value, (script_word.start, script_word.end))
+
+
+def _find_exec(st: _State, args: tuple[Word, ...] | list[Word], vals: list[str]) -> None:
+    """Judge the commands behind find -exec/-execdir/-ok/-okdir."""
+    i = 0
+    while i < len(vals):
+        if vals[i] in ("-exec", "-execdir", "-ok", "-okdir"):
+            j = i + 1
+            while j < len(vals) and vals[j] not in (";", "+"):
+                j += 1
+            inner = list(args[i + 1 : j])
+            sub_findings = len(st.findings)
+            _argv(st, inner)
+            # the inner command's own asks are already covered by find's
+            # exec-option finding; only its refusals add information
+            st.findings[sub_findings:] = [
+                f for f in st.findings[sub_findings:] if f.decision == "deny"
+            ]
+            i = j
+        i += 1
+
+
+def _safe_match(
+    entries: tuple[SafeShellCommand, ...], name: str, vals: list[str]
+) -> SafeShellCommand | None:
+    for e in entries:
+        words = e.words
+        if words[0] == name and len(vals) >= len(words) - 1:
+            if all(vals[k] == words[k + 1] for k in range(len(words) - 1)):
+                return e
+    return None
+
+
+def _change_dir(st: _State, prog: str, vals: list[str]) -> None:
+    operands = [v for v in vals if not v.startswith("-") or v == "-"]
+    if prog == "popd" or not operands or operands[0] in (UNKNOWN, "-") or operands[0].startswith("~"):
+        st.cwd = None
+        return
+    target = operands[0]
+    if target.startswith("/"):
+        st.cwd = posixpath.normpath("/" + target.lstrip("/"))
+    elif st.cwd is not None:
+        st.cwd = posixpath.normpath(posixpath.join(st.cwd, target))
+
+
+def _generic_args(
+    st: _State, args: tuple[Word, ...] | list[Word], text_args: frozenset[int]
+) -> None:
+    for idx, w in enumerate(args):
+        v = w.value
+        if v is None:
+            continue
+        if sensitive_path(v):
+            st.add("ask", "credential-path", (w.start, w.end),
+                   f"{_clip(v)} names a credential file or directory; it needs approval")
+            continue
+        if idx in text_args:
+            continue
+        for cand, tilde in _path_candidates(v, w):
+            if _outside(st, cand, tilde):
+                st.add("ask", "path-outside-workspace", (w.start, w.end),
+                       f"{_clip(cand)} is outside the workspace; it needs approval")
+                break
+
+
+def _path_candidates(v: str, w: Word) -> list[tuple[str, bool]]:
+    if v.startswith("-") and len(v) > 1:
+        if "=" in v:
+            val = v.split("=", 1)[1]
+            return [(val, val.startswith("~"))]
+        if not v.startswith("--") and len(v) > 2:
+            rest = v[2:]
+            if rest.startswith(("/", "~", "..")):
+                return [(rest, rest.startswith("~"))]
+        return []
+    return [(v, w.tilde)]
+
+
+def _outside(st: _State, value: str, tilde: bool) -> bool:
+    if tilde or value.startswith("~"):
+        return True
+    if value.startswith("/"):
+        if value in _DISCARD or value.startswith("/dev/fd/"):
+            return False
+        path = posixpath.normpath("/" + value.lstrip("/"))
+    elif ".." in value.split("/"):
+        if st.cwd is None:
+            return True
+        path = posixpath.normpath(posixpath.join(st.cwd, value))
+    else:
+        return False
+    return not (path == st.ws or path.startswith(st.ws.rstrip("/") + "/"))

@@ -1,0 +1,189 @@
+"""The guard's inputs and outputs: the compiled shell policy, the verdict,
+how a verdict meets the shell tool's permission, and the approval
+fingerprint."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "Decision",
+    "Finding",
+    "SafeShellCommand",
+    "ShellPolicy",
+    "Verdict",
+    "Write",
+    "combine",
+    "fingerprint",
+    "stricter",
+]
+
+Decision = Literal["allow", "ask", "deny"]
+_RANK: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
+
+
+def stricter(a: Decision, b: Decision) -> Decision:
+    return a if _RANK[a] >= _RANK[b] else b
+
+
+class SafeShellCommand(BaseModel):
+    """One compiled ``[safe_commands]`` shell entry: the literal words a
+    command must start with (program first), already parsed and checked by
+    the compiler so the runtime only compares words."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    words: tuple[str, ...]
+    source: str  # the entry as the user wrote it, for messages
+    justification: str | None = None
+
+
+class ShellPolicy(BaseModel):
+    """Everything the guard needs from the plan. Frozen and plain data so it
+    can be embedded in the compiled plan and round-trip through JSON."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    # The built-in read-only table (``[safe_commands] defaults``).
+    defaults: bool = True
+    safe: tuple[SafeShellCommand, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One reason found in one simple command."""
+
+    decision: Decision
+    rule: str
+    span: tuple[int, int]
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """A redirect that writes a file. ``path`` is the resolved absolute path,
+    or None when the target cannot be named before the command runs."""
+
+    path: str | None
+    inside_workspace: bool
+    span: tuple[int, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    decision: Decision
+    rule: str
+    span: tuple[int, int]
+    message: str
+    writes: tuple[Write, ...] = ()
+    # Never cache an approval of this command: its meaning depends on values
+    # only known when it runs.
+    ungrantable: bool = False
+    findings: tuple[Finding, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "decision": self.decision,
+            "rule": self.rule,
+            "span": list(self.span),
+            "message": self.message,
+            "ungrantable": self.ungrantable,
+            "writes": [
+                {"path": w.path, "inside_workspace": w.inside_workspace, "span": list(w.span)}
+                for w in self.writes
+            ],
+            "findings": [
+                {"decision": f.decision, "rule": f.rule, "span": list(f.span), "message": f.message}
+                for f in self.findings
+            ],
+        }
+
+
+# Findings that only say "this redirect writes a file inside the workspace":
+# combine() answers those with the write_file permission instead.
+REDIRECT_WRITE_RULE = "redirect-write"
+
+
+def combine(
+    tool_permission: Decision,
+    verdict: Verdict,
+    write_permission: Decision,
+    *,
+    lifted_by_flag: bool,
+) -> tuple[Decision, str]:
+    """The final decision for one shell call, and why.
+
+    1. A redirect outside the workspace, or any guard ``deny``, is final.
+    2. Otherwise the result is the stricter of the tool's permission and the
+       guard's verdict, except that a guard ``allow`` lifts the tool's ``ask``.
+    3. Each file-writing redirect answers to the write_file permission: the
+       result is at least as strict as that.
+    4. Launch flags (``--allow shell``, ``--yolo``) lift a remaining ``ask``.
+    Nothing lifts ``deny``; a tool ``allow`` never lowers a guard ``ask``.
+    """
+    if any(w.path is not None and not w.inside_workspace for w in verdict.writes):
+        return "deny", "a redirect writes outside the workspace; no permission or flag lifts that"
+    guard: Decision = "allow"
+    for f in verdict.findings:
+        if f.rule != REDIRECT_WRITE_RULE:
+            guard = stricter(guard, f.decision)
+    if guard == "deny":
+        return "deny", f"the shell guard refuses this command ({verdict.rule})"
+    if tool_permission == "deny":
+        return "deny", "the shell tool's permission is deny"
+    if guard == "allow" and tool_permission == "ask":
+        decision: Decision = "allow"
+        reason = "the guard recognises the command as safe, which lifts the shell tool's ask"
+    else:
+        decision = stricter(tool_permission, guard)
+        reason = (
+            f"the guard asks ({_guard_rule(verdict)})"
+            if guard == "ask"
+            else f"the shell tool's permission is {tool_permission}"
+        )
+    if verdict.writes:
+        if write_permission == "deny":
+            return "deny", "the command writes a file through a redirect and write_file is denied"
+        if _RANK[write_permission] > _RANK[decision]:
+            decision = write_permission
+            reason = "the command writes a file through a redirect, which answers to write_file"
+    if decision == "ask" and lifted_by_flag:
+        return "allow", "a launch flag lifts the remaining ask"
+    return decision, reason
+
+
+def _guard_rule(verdict: Verdict) -> str:
+    for f in verdict.findings:
+        if f.rule != REDIRECT_WRITE_RULE and f.decision != "allow":
+            return f.rule
+    return verdict.rule
+
+
+def fingerprint(
+    command: str,
+    cwd: str | Path,
+    env_overlay: Mapping[str, str],
+    *,
+    background: bool,
+    timeout_s: int,
+) -> str:
+    """A digest of one execution shape: the exact command text, the working
+    directory, the explicit environment overlay (keys and values) and the
+    execution options. An approval stored under it covers that shape only."""
+    payload = {
+        "v": 1,
+        "command": command,
+        "cwd": str(cwd),
+        "env": sorted([str(k), str(v)] for k, v in env_overlay.items()),
+        "background": bool(background),
+        "timeout_s": int(timeout_s),
+    }
+    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()

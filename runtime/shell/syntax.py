@@ -1,0 +1,1017 @@
+"""Parsing a shell command line into Charter's syntax tree.
+
+The grammar lives in ``bash.lark`` (LALR). The lexer is hand-written because
+shell lexing is contextual: inside ``"..."`` a ``$(`` re-enters command
+syntax, ``#`` opens a comment only at the start of a word, ``$((`` is
+arithmetic only if its parentheses balance, and a heredoc's body is the text
+after the next newline. Each rule below says what bash does; where bash is
+subtler than this lexer, the lexer refuses (a :class:`ShellSyntaxError`), and
+the classifier turns every refusal into "ask".
+
+The tree is deliberately small: a :class:`Program` is the flat list of the
+commands it runs (pipelines and ``&&``/``||``/``;`` lists only ever combine
+decisions by "strictest wins", so their shape does not matter), each
+:class:`SimpleCommand` holds :class:`Word` s and :class:`Redirect` s, and each
+word keeps its :class:`Part` s so that nothing expanded can pass for a literal.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+from lark import Lark, Token
+from lark.lexer import Lexer
+
+__all__ = [
+    "EXPANSION_KINDS",
+    "HereDoc",
+    "Part",
+    "Program",
+    "Redirect",
+    "ShellSyntaxError",
+    "SimpleCommand",
+    "Subshell",
+    "Word",
+    "build_parser",
+    "decode_ansi_c",
+    "parse",
+    "tokenize",
+]
+
+
+Tok = tuple[str, int, int]  # (terminal, start, end)
+
+
+class ShellSyntaxError(Exception):
+    """The text is not shell Charter understands; ``pos`` is a 0-based offset."""
+
+    def __init__(self, pos: int, message: str) -> None:
+        super().__init__(message)
+        self.pos = pos
+        self.message = message
+
+
+# --- the syntax tree ------------------------------------------------------------------------
+
+# Part kinds whose value is only known when the shell runs.
+EXPANSION_KINDS = frozenset(
+    {
+        "param",
+        "param_brace",
+        "arith",
+        "legacy_arith",
+        "backtick",
+        "dollar",
+        "cmdsub",
+        "procsub",
+    }
+)
+
+
+@dataclass(slots=True)
+class Part:
+    """One fragment of a word. ``value`` is the decoded text of a literal
+    fragment and None for an expansion; ``inner`` holds a double-quoted
+    string's own parts; ``body`` a substitution's parsed commands."""
+
+    kind: str
+    raw: str
+    start: int
+    end: int
+    value: str | None = None
+    inner: tuple[Part, ...] = ()
+    body: Program | None = None
+    # Unquoted glob characters, brace expansion and a leading tilde; only
+    # meaningful on unquoted literal fragments.
+    glob: bool = False
+    brace: bool = False
+
+
+@dataclass(slots=True)
+class Word:
+    parts: tuple[Part, ...]
+    start: int
+    end: int
+    # The word after quote removal, or None when any part expands.
+    value: str | None
+    quoted: bool  # some part was quoted or escaped
+    glob: bool
+    brace: bool
+    tilde: bool
+
+    @property
+    def raw(self) -> str:
+        return "".join(p.raw for p in self.parts)
+
+    def expansions(self) -> Iterator[Part]:
+        """Every expanding part, including those inside double quotes."""
+        for p in self.parts:
+            if p.kind in EXPANSION_KINDS:
+                yield p
+            for q in p.inner:
+                if q.kind in EXPANSION_KINDS:
+                    yield q
+
+
+@dataclass(frozen=True, slots=True)
+class HereDoc:
+    delimiter: str
+    quoted: bool  # a quoted delimiter turns expansion in the body off
+    body: str
+    terminated: bool
+
+
+@dataclass(slots=True)
+class Redirect:
+    op: str  # the operator without its fd number: ">", ">>", ">|", "&>", "<", "<<", ">&", ...
+    fd: str | None
+    target: Word
+    start: int
+    end: int
+    heredoc: HereDoc | None = None
+
+
+@dataclass(slots=True)
+class SimpleCommand:
+    words: tuple[Word, ...]
+    redirects: tuple[Redirect, ...]
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
+class Subshell:
+    body: Program
+    redirects: tuple[Redirect, ...]
+    start: int
+    end: int
+
+
+Command = SimpleCommand | Subshell
+
+
+@dataclass(slots=True)
+class Program:
+    commands: tuple[Command, ...]
+    start: int
+    end: int
+    # Separators that were seen (";", "&", "&&", "||", "|", "|&", "\n").
+    operators: tuple[str, ...] = field(default=())
+
+
+# --- the lexer ------------------------------------------------------------------------------
+
+# An unquoted literal run: anything but blanks, quotes, `\`, `$`, backtick and
+# the metacharacters | & ; ( ) < >. A backslash escapes any one character.
+# Only space, tab and newline are blanks to bash; `\r` and Unicode spaces are
+# ordinary word characters, so they are word characters here too.
+_LIT = re.compile(r"(?:[^ \t\n'\"\\$`|&;()<>]|\\[\s\S])+")
+_BLANKS = re.compile(r"(?:[ \t]|\\\n)+")
+_SQ = re.compile(r"'[^']*'")
+_ANSIC = re.compile(r"\$'(?:[^'\\]|\\[\s\S])*'")
+_DQ_TEXT = re.compile(r"(?:[^\"\\$`]|\\[\s\S]|\$(?![A-Za-z_0-9@*#?$!{(\[-]))+")
+_PARAM = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-])")
+_REDIR = re.compile(r"([0-9]+)?(&>>|&>|>>|>\||>&|>|<<<|<<-|<<|<>|<&|<)")
+_OPERATOR_KIND = {"&&": "ANDIF", "||": "ORIF", "|&": "PIPE", "|": "PIPE", ";": "SEMI", "&": "AMP"}
+# One match per token in command syntax. Alternatives are tried in order:
+# blanks; process substitution; a redirect with its optional fd number (so
+# `2>x` is fd 2, while `22abc>x` fails here and becomes the word `22abc`);
+# control operators (`;;` and `;&` only occur in `case`, which is refused);
+# and a literal run. Quotes, `$`, backticks, parentheses, newlines and `#`
+# are handled by hand because their meaning depends on context.
+_NORMAL = re.compile(
+    r"(?P<B>(?:[ \t]|\\\n)+)"
+    r"|(?P<P>[<>]\()"
+    r"|(?P<R>[0-9]*(?P<rop>&>>|&>|>>|>\||>&|>|<<<|<<-|<<|<>|<&|<))"
+    r"|(?P<O>;;|;&|&&|\|\||\|&|\||;|&)"
+    r"|(?P<L>(?:[^ \t\n'\"\\$`|&;()<>]|\\[\s\S])+)"
+)
+# Where `#` may start a comment: at the start, or after a blank or operator.
+_COMMENT_AFTER = frozenset(" \t\n;&|()<>")
+
+
+@dataclass(slots=True)
+class _Lexed:
+    tokens: list[Tok]
+    heredocs: dict[int, HereDoc]  # keyed by the redirect token's start
+    comments: list[tuple[int, int]]
+
+
+def _skip_quoted_dq(text: str, i: int) -> int:
+    """``text[i]`` is the ``"`` opening a string; return the index after its
+    closing quote, stepping over substitutions that hold their own quotes."""
+    n = len(text)
+    i += 1
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+        elif c == '"':
+            return i + 1
+        elif c == "`":
+            i = _skip_backtick(text, i)
+        elif c == "$" and text.startswith("$(", i):
+            i = _skip_parens(text, i + 1)
+        elif c == "$" and text.startswith("${", i):
+            i = _skip_braces(text, i + 1)
+        else:
+            i += 1
+    raise ShellSyntaxError(n, "unterminated double quote")
+
+
+def _skip_backtick(text: str, i: int) -> int:
+    n = len(text)
+    j = i + 1
+    while j < n:
+        c = text[j]
+        if c == "\\":
+            j += 2
+        elif c == "`":
+            return j + 1
+        else:
+            j += 1
+    raise ShellSyntaxError(i, "unterminated backtick substitution")
+
+
+def _skip_parens(text: str, i: int) -> int:
+    """``text[i]`` is ``(``; return the index after the matching ``)``."""
+    n = len(text)
+    depth = 0
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif c == "'":
+            end = text.find("'", i + 1)
+            if end < 0:
+                raise ShellSyntaxError(i, "unterminated single quote")
+            i = end
+        elif c == '"':
+            i = _skip_quoted_dq(text, i)
+            continue
+        elif c == "`":
+            i = _skip_backtick(text, i)
+            continue
+        i += 1
+    raise ShellSyntaxError(i, "unbalanced parenthesis")
+
+
+def _skip_braces(text: str, i: int) -> int:
+    """``text[i]`` is ``{`` of ``${``; return the index after its ``}``."""
+    n = len(text)
+    depth = 0
+    while i < n:
+        c = text[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif c == "'":
+            end = text.find("'", i + 1)
+            if end < 0:
+                raise ShellSyntaxError(i, "unterminated single quote")
+            i = end
+        elif c == '"':
+            i = _skip_quoted_dq(text, i)
+            continue
+        elif c == "`":
+            i = _skip_backtick(text, i)
+            continue
+        elif c == "$" and text.startswith("$(", i):
+            i = _skip_parens(text, i + 1)
+            continue
+        i += 1
+    raise ShellSyntaxError(i, "unterminated ${...} expansion")
+
+
+def _arith_end(text: str, i: int) -> int | None:
+    """``text[i:]`` starts with ``$((``. Bash reads arithmetic only when the
+    parentheses close as ``))``; otherwise it is a command substitution whose
+    body starts with a subshell. Return the end of the arithmetic or None."""
+    try:
+        end = _skip_parens(text, i + 1)
+    except ShellSyntaxError:
+        return None
+    return end if text[end - 2 : end] == "))" else None
+
+
+def tokenize(text: str) -> _Lexed:
+    """Split ``text`` into grammar tokens (see ``bash.lark``)."""
+    tokens: list[Tok] = []
+    heredocs: dict[int, HereDoc] = {}
+    comments: list[tuple[int, int]] = []
+    pending: list[tuple[int, str, bool, bool]] = []  # (redirect start, delimiter, quoted, strip)
+    # A stack of modes: "n" (command syntax) or "d" (inside double quotes).
+    # Each "n" frame opened by `$(`, `<(` or `>(` counts its own parentheses so
+    # the `)` that closes it returns to the enclosing mode.
+    modes: list[str] = ["n"]
+    depths: list[int] = [0]
+    n = len(text)
+    i = 0
+    expect_delim: tuple[int, bool] | None = None  # (redirect start, strip tabs)
+    append = tokens.append
+
+    def tok(kind: str, start: int, end: int) -> None:
+        append((kind, start, end))
+
+    while i < n:
+        mode = modes[-1]
+        c = text[i]
+        if mode == "d":
+            if c == '"':
+                tok("DQ_CLOSE", i, i + 1)
+                modes.pop()
+                depths.pop()
+                i += 1
+                continue
+            if c == "$":
+                j = _dollar(text, i, tok, modes, depths, in_dq=True)
+                if j:
+                    i = j
+                    continue
+            elif c == "`":
+                j = _skip_backtick(text, i)
+                tok("BACKTICK", i, j)
+                i = j
+                continue
+            m = _DQ_TEXT.match(text, i)
+            if m is None:
+                raise ShellSyntaxError(i, "unterminated double quote")
+            tok("DQ_TEXT", i, m.end())
+            i = m.end()
+            continue
+
+        # command syntax
+        if c == "#" and (i == 0 or text[i - 1] in _COMMENT_AFTER):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            comments.append((i, end))
+            i = end
+            continue
+        if expect_delim is not None and c not in " \t\n|&;()<>":
+            start, strip = expect_delim
+            expect_delim = None
+            raw = text[i : _word_end(text, i)]
+            quoted = any(q in raw for q in "'\"\\")
+            pending.append((start, _unquote_delimiter(raw), quoted, strip))
+            # the delimiter is still lexed below as an ordinary word
+        m = _NORMAL.match(text, i)
+        if m is not None:
+            group = m.lastgroup
+            j = m.end()
+            if group == "B":
+                i = j
+            elif group == "L":
+                append(("LIT", i, j))
+                i = j
+            elif group == "R":
+                append(("REDIR", i, j))
+                if m.group("rop") in ("<<", "<<-"):
+                    expect_delim = (i, m.group("rop") == "<<-")
+                i = j
+            elif group == "O":
+                kind = _OPERATOR_KIND.get(m.group())
+                if kind is None:
+                    raise ShellSyntaxError(i, "case-statement separators are not supported")
+                append((kind, i, j))
+                i = j
+            else:  # "P": `<(` or `>(`
+                append(("PROCSUB_OPEN", i, j))
+                modes.append("n")
+                depths.append(0)
+                i = j
+            continue
+        if c == "\n":
+            tok("NEWLINE", i, i + 1)
+            i += 1
+            if pending:
+                i = _read_heredocs(text, i, pending, heredocs)
+                pending.clear()
+            continue
+        if c == "$":
+            j = _dollar(text, i, tok, modes, depths, in_dq=False)
+            if j:
+                i = j
+                continue
+            tok("DOLLAR", i, i + 1)
+            i += 1
+            continue
+        if c == "'":
+            m = _SQ.match(text, i)
+            if m is None:
+                raise ShellSyntaxError(i, "unterminated single quote")
+            tok("SQ", i, m.end())
+            i = m.end()
+            continue
+        if c == '"':
+            tok("DQ_OPEN", i, i + 1)
+            modes.append("d")
+            depths.append(0)
+            i += 1
+            continue
+        if c == "`":
+            j = _skip_backtick(text, i)
+            tok("BACKTICK", i, j)
+            i = j
+            continue
+        if c == "(":
+            depths[-1] += 1
+            tok("LPAREN", i, i + 1)
+            i += 1
+            continue
+        if c == ")":
+            tok("RPAREN", i, i + 1)
+            i += 1
+            if depths[-1] == 0:
+                if len(modes) > 1:
+                    modes.pop()
+                    depths.pop()
+                # else a stray `)`: the parser reports it
+            else:
+                depths[-1] -= 1
+            continue
+        raise ShellSyntaxError(i, "a lone backslash at the end of the command")
+    if len(modes) > 1:
+        what = "double quote" if modes[-1] == "d" else "parenthesis"
+        raise ShellSyntaxError(n, f"unterminated {what}")
+    if expect_delim is not None:
+        raise ShellSyntaxError(n, "a heredoc without a delimiter")
+    if pending:
+        # bash accepts a heredoc whose body never arrives; so does Charter, as
+        # an empty body (the command is never allowed automatically anyway).
+        for start, delim, quoted, _strip in pending:
+            heredocs[start] = HereDoc(delim, quoted, "", False)
+    return _Lexed(tokens, heredocs, comments)
+
+
+def _word_end(text: str, i: int) -> int:
+    """The end of the raw shell word starting at ``i`` (quotes included)."""
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c in " \t\n|&;()<>":
+            return i
+        if c == "\\":
+            i += 2
+        elif c == "'":
+            end = text.find("'", i + 1)
+            if end < 0:
+                raise ShellSyntaxError(i, "unterminated single quote")
+            i = end + 1
+        elif c == '"':
+            i = _skip_quoted_dq(text, i)
+        else:
+            i += 1
+    return n
+
+
+def _unquote_delimiter(raw: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(raw):
+        c = raw[i]
+        if c == "\\" and i + 1 < len(raw):
+            out.append(raw[i + 1])
+            i += 2
+        elif c in "'\"":
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def _read_heredocs(
+    text: str, i: int, pending: list[tuple[int, str, bool, bool]], heredocs: dict[int, HereDoc]
+) -> int:
+    n = len(text)
+    for start, delim, quoted, strip in pending:
+        body: list[str] = []
+        terminated = False
+        while i < n:
+            end = text.find("\n", i)
+            line_end = n if end < 0 else end
+            line = text[i:line_end]
+            i = n if end < 0 else end + 1
+            check = line.lstrip("\t") if strip else line
+            if check == delim:
+                terminated = True
+                break
+            body.append(line)
+        heredocs[start] = HereDoc(delim, quoted, "\n".join(body), terminated)
+    return i
+
+
+def _dollar(
+    text: str,
+    i: int,
+    tok: Any,
+    modes: list[str],
+    depths: list[int],
+    *,
+    in_dq: bool,
+) -> int:
+    """Lex the ``$`` construct at ``i``; return the index after it, or 0 when
+    the ``$`` is literal there."""
+    nxt = text[i + 1 : i + 2]
+    if nxt == "(":
+        if text.startswith("$((", i):
+            end = _arith_end(text, i)
+            if end is not None:
+                tok("ARITH", i, end)
+                return end
+        tok("CMDSUB_OPEN", i, i + 2)
+        modes.append("n")
+        depths.append(0)
+        return i + 2
+    if nxt == "{":
+        end = _skip_braces(text, i + 1)
+        tok("PARAM_BRACE", i, end)
+        return end
+    if nxt == "[":
+        end = text.find("]", i)
+        if end < 0:
+            raise ShellSyntaxError(i, "unterminated $[...] expansion")
+        tok("LEGACY_ARITH", i, end + 1)
+        return end + 1
+    if not in_dq:
+        if nxt == "'":
+            m = _ANSIC.match(text, i)
+            if m is None:
+                raise ShellSyntaxError(i, "unterminated $'...' string")
+            tok("ANSIC", i, m.end())
+            return m.end()
+        if nxt == '"':
+            # $"..." (locale translation) is a double-quoted string to Charter.
+            tok("DQ_OPEN", i, i + 2)
+            modes.append("d")
+            depths.append(0)
+            return i + 2
+    m = _PARAM.match(text, i)
+    if m is not None:
+        tok("PARAM", i, m.end())
+        return m.end()
+    return 0
+
+
+# --- decoding -------------------------------------------------------------------------------
+
+_ANSI_SIMPLE = {
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
+_ANSI_ESC = re.compile(
+    r"\\(?:([abeEfnrtv\\'\"?])|([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})"
+    r"|U([0-9A-Fa-f]{1,8})|c(.)|(.))",
+    re.S,
+)
+
+
+def decode_ansi_c(body: str) -> str:
+    """Decode the inside of ``$'...'`` as bash does (so ``$'\\x72m'`` is ``rm``)."""
+
+    def one(m: re.Match[str]) -> str:
+        simple, octal, hx, u4, u8, ctrl, other = m.groups()
+        if simple is not None:
+            return _ANSI_SIMPLE[simple]
+        if octal is not None:
+            return chr(int(octal, 8) & 0xFF)
+        for h in (hx, u4, u8):
+            if h is not None:
+                code = int(h, 16)
+                return chr(code) if code < 0x110000 else "\ufffd"
+        if ctrl is not None:
+            return chr(ord(ctrl) & 0x1F)
+        return "\\" + other
+
+    return _ANSI_ESC.sub(one, body)
+
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _decode_lit(raw: str, start: int) -> Part:
+    """An unquoted fragment: drop escapes and note unescaped glob and brace
+    characters (which the shell would expand)."""
+    if "\\" not in raw:
+        glob = "*" in raw or "?" in raw or ("[" in raw and "]" in raw[raw.index("[") :])
+        brace = "{" in raw and "}" in raw and ("," in raw or ".." in raw)
+        return Part("lit", raw, start, start + len(raw), raw, glob=glob, brace=brace)
+    out: list[str] = []
+    plain: list[str] = []  # unescaped characters only, to look for glob syntax
+    i = 0
+    n = len(raw)
+    while i < n:
+        c = raw[i]
+        if c == "\\":
+            if i + 1 < n and raw[i + 1] != "\n":
+                out.append(raw[i + 1])
+                plain.append("\x00")
+            i += 2
+            continue
+        out.append(c)
+        plain.append(c)
+        i += 1
+    p = "".join(plain)
+    glob = "*" in p or "?" in p or ("[" in p and "]" in p[p.index("[") :])
+    brace = "{" in p and "}" in p and ("," in p or ".." in p)
+    return Part("lit", raw, start, start + n, "".join(out), glob=glob, brace=brace)
+
+
+def _decode_dq_text(raw: str) -> str:
+    if "\\" not in raw:
+        return raw
+    # Inside double quotes a backslash only escapes $ ` " \ and newline.
+    return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), raw)
+
+
+def _part_from_token(t: Tok, text: str) -> Part:
+    kind, start, end = t
+    raw = text[start:end]
+    if kind == "LIT":
+        return _decode_lit(raw, start)
+    if kind == "SQ":
+        return Part("sq", raw, start, end, raw[1:-1])
+    if kind == "ANSIC":
+        return Part("ansic", raw, start, end, decode_ansi_c(raw[2:-1]))
+    if kind == "DQ_TEXT":
+        return Part("dqtext", raw, start, end, _decode_dq_text(raw))
+    return Part(_KIND_OF_TOKEN[kind], raw, start, end)
+
+
+_KIND_OF_TOKEN = {
+    "PARAM": "param",
+    "PARAM_BRACE": "param_brace",
+    "ARITH": "arith",
+    "LEGACY_ARITH": "legacy_arith",
+    "BACKTICK": "backtick",
+    "DOLLAR": "dollar",
+}
+
+
+def _make_word(parts: list[Part], text: str) -> Word:
+    value_parts: list[str] = []
+    literal = True
+    quoted = False
+    glob = brace = False
+    for p in parts:
+        if p.value is None:
+            literal = False
+        else:
+            value_parts.append(p.value)
+        if p.kind == "lit":
+            glob = glob or p.glob
+            brace = brace or p.brace
+            if "\\" in p.raw:
+                quoted = True
+        else:
+            quoted = True
+    first = parts[0]
+    tilde = first.kind == "lit" and first.raw.startswith("~")
+    return Word(
+        tuple(parts),
+        first.start,
+        parts[-1].end,
+        "".join(value_parts) if literal else None,
+        quoted,
+        glob,
+        brace,
+        tilde,
+    )
+
+
+# --- the tree builder -------------------------------------------------------------------------
+#
+# Charter drives lark's LALR table with its own loop rather than calling
+# ``Lark.parse``: the table, and therefore the language accepted, is exactly
+# the one lark computes from ``bash.lark``, but skipping lark's per-token
+# objects and generic tree-building callbacks makes a parse several times
+# faster, which is what keeps a decision inside the guard's time budget.
+
+
+class _Splice(list[Any]):
+    """The children of a rule lark inlines (``_sep``, the ``+``/``*`` helper
+    rules): spliced into the parent's children."""
+
+
+class _Chain:
+    """Commands and operators collected by ``and_or`` and ``pipeline``."""
+
+    __slots__ = ("commands", "ops")
+
+    def __init__(self, commands: list[Command], ops: list[str]) -> None:
+        self.commands = commands
+        self.ops = ops
+
+
+def _flatten(children: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    for c in children:
+        if type(c) is _Splice:
+            out.extend(c)
+        else:
+            out.append(c)
+    return out
+
+
+def _build_chain(children: list[Any], text: str) -> _Chain:
+    commands: list[Command] = []
+    ops: list[str] = []
+    for c in _flatten(children):
+        if type(c) is tuple:
+            ops.append(text[c[1] : c[2]])
+        elif type(c) is _Chain:
+            commands.extend(c.commands)
+            ops.extend(c.ops)
+        else:
+            commands.append(c)
+    return _Chain(commands, ops)
+
+
+def _build_start(children: list[Any], text: str, ctx: _Ctx) -> Program:
+    chain = _build_chain(children, text)
+    commands = chain.commands
+    if commands:
+        return Program(tuple(commands), commands[0].start, commands[-1].end, tuple(chain.ops))
+    return Program((), 0, 0, tuple(chain.ops))
+
+
+def _build_simple(children: list[Any], text: str, ctx: _Ctx) -> SimpleCommand:
+    words, redirects = _group(_flatten(children), text, ctx)
+    starts = [w.start for w in words] + [r.start for r in redirects]
+    ends = [w.end for w in words] + [r.end for r in redirects]
+    return SimpleCommand(tuple(words), tuple(redirects), min(starts), max(ends))
+
+
+def _build_subshell(children: list[Any], text: str, ctx: _Ctx) -> Subshell:
+    flat = _flatten(children)
+    lparen, body, rparen = flat[0], flat[1], flat[2]
+    words, redirects = _group(flat[3:], text, ctx)
+    if words:
+        raise ShellSyntaxError(words[0].start, "a word after a subshell's closing parenthesis")
+    end = max([rparen[2]] + [r.end for r in redirects])
+    return Subshell(body, tuple(redirects), lparen[1], end)
+
+
+def _build_dq(children: list[Any], text: str, ctx: _Ctx) -> Part:
+    flat = _flatten(children)
+    start, end = flat[0][1], flat[-1][2]
+    inner = tuple(c if type(c) is Part else _part_from_token(c, text) for c in flat[1:-1])
+    literal = all(p.value is not None for p in inner)
+    value = "".join(p.value or "" for p in inner) if literal else None
+    return Part("dq", text[start:end], start, end, value, inner=inner)
+
+
+def _build_cmd_sub(children: list[Any], text: str, ctx: _Ctx) -> Part:
+    open_t, body, close_t = children
+    start, end = open_t[1], close_t[2]
+    return Part("cmdsub", text[start:end], start, end, None, body=body)
+
+
+def _build_proc_sub(children: list[Any], text: str, ctx: _Ctx) -> Part:
+    open_t, body, close_t = children
+    start, end = open_t[1], close_t[2]
+    return Part("procsub", text[start:end], start, end, None, body=body)
+
+
+def _group(children: list[Any], text: str, ctx: _Ctx) -> tuple[list[Word], list[Redirect]]:
+    """Glue adjacent fragments into words and attach each redirect operator
+    to the word that follows it."""
+    words: list[Word] = []
+    redirects: list[Redirect] = []
+    current: list[Part] = []
+    pending: Tok | None = None
+    for c in children:
+        if type(c) is tuple and c[0] == "REDIR":
+            if current:
+                _flush(current, pending, words, redirects, text, ctx)
+                current = []
+                pending = None
+            if pending is not None:
+                raise ShellSyntaxError(c[1], "a redirect without a target")
+            pending = c
+            continue
+        p = c if type(c) is Part else _part_from_token(c, text)
+        if current and current[-1].end != p.start:
+            _flush(current, pending, words, redirects, text, ctx)
+            current = []
+            pending = None
+        current.append(p)
+    if current:
+        _flush(current, pending, words, redirects, text, ctx)
+    elif pending is not None:
+        raise ShellSyntaxError(pending[1], "a redirect without a target")
+    return words, redirects
+
+
+def _flush(
+    parts: list[Part],
+    pending: Tok | None,
+    words: list[Word],
+    redirects: list[Redirect],
+    text: str,
+    ctx: _Ctx,
+) -> None:
+    w = _make_word(parts, text)
+    if pending is None:
+        words.append(w)
+        return
+    m = _REDIR.match(text, pending[1], pending[2])
+    assert m is not None
+    start = pending[1]
+    redirects.append(Redirect(m.group(2), m.group(1), w, start, w.end, ctx.heredocs.get(start)))
+
+
+@dataclass(slots=True)
+class _Ctx:
+    heredocs: dict[int, HereDoc]
+
+
+_BUILDERS: dict[str, Any] = {
+    "start": _build_start,
+    "simple": _build_simple,
+    "subshell": _build_subshell,
+    "dq": _build_dq,
+    "cmd_sub": _build_cmd_sub,
+    "proc_sub": _build_proc_sub,
+}
+
+
+def _build_and_or(children: list[Any], text: str, ctx: _Ctx) -> _Chain:
+    return _build_chain(children, text)
+
+
+_BUILDERS["and_or"] = _build_and_or
+_BUILDERS["pipeline"] = _build_and_or
+
+
+@dataclass(frozen=True, slots=True)
+class _Table:
+    """lark's LALR table, re-keyed for a tight loop: ``actions[state][terminal]``
+    is ``(True, next_state)`` for a shift or ``(False, rule)`` for a reduce,
+    where ``rule`` is ``(origin, length, builder)``; ``gotos[state][origin]``
+    is the state after a reduction."""
+
+    actions: dict[int, dict[str, tuple[bool, Any]]]
+    gotos: dict[int, dict[str, int]]
+    start: int
+    end: int
+
+
+class _NoLexer(Lexer):
+    """lark requires a lexer for declared terminals; Charter never asks lark
+    to lex or parse (see :func:`tokenize` and :func:`_drive`)."""
+
+    __future_interface__ = 0
+
+    def __init__(self, lexer_conf: Any) -> None:
+        self.conf = lexer_conf
+
+    def lex(self, lexer_state: Any, parser_state: Any = None) -> Iterator[Token]:
+        raise NotImplementedError("Charter drives the LALR table itself")
+
+
+@functools.cache
+def build_parser() -> _Table:
+    """Build the LALR table from ``bash.lark`` once per process. No grammar
+    cache file is written or read: lark's cache is a pickle in a shared temp
+    directory, which a security tool must not load."""
+    grammar = resources.files("charter.runtime.shell").joinpath("bash.lark").read_text("utf-8")
+    lark = Lark(grammar, parser="lalr", lexer=_NoLexer, maybe_placeholders=False)
+    table = lark.parser.parser.parser.parse_table
+    nonterminals: set[str] = set()
+    for state in table.states.values():
+        for _sym, (action, arg) in state.items():
+            if action.name == "Reduce":
+                nonterminals.add(str(arg.origin.name))
+    actions: dict[int, dict[str, tuple[bool, Any]]] = {}
+    gotos: dict[int, dict[str, int]] = {}
+    rules: dict[Any, tuple[str, int, Any]] = {}
+    for state_id, state in table.states.items():
+        acts: dict[str, tuple[bool, Any]] = {}
+        goto: dict[str, int] = {}
+        for sym_key, (action, arg) in state.items():
+            # lark's keys are str subclasses with a slow __eq__; plain str
+            # keys make every lookup in the loop below a fast one.
+            sym = str(sym_key)
+            if action.name == "Shift":
+                if sym in nonterminals:
+                    goto[sym] = arg
+                else:
+                    acts[sym] = (True, arg)
+            else:
+                if arg not in rules:
+                    name = str(arg.origin.name)
+                    if name.startswith("_"):
+                        builder: Any = None  # spliced into the parent
+                    elif arg.options.expand1:
+                        builder = "expand1"
+                    else:
+                        builder = _BUILDERS[name]
+                    rules[arg] = (name, len(arg.expansion), builder)
+                acts[sym] = (False, rules[arg])
+        actions[state_id] = acts
+        gotos[state_id] = goto
+    return _Table(actions, gotos, table.start_states["start"], table.end_states["start"])
+
+
+def _drive(tokens: list[Tok], text: str, ctx: _Ctx) -> Program:
+    table = build_parser()
+    actions = table.actions
+    gotos = table.gotos
+    states = [table.start]
+    values: list[Any] = []
+    end_tok: Tok = ("$END", len(text), len(text))
+    for t in [*tokens, end_tok]:
+        kind = t[0]
+        while True:
+            act = actions[states[-1]].get(kind)
+            if act is None:
+                raise ShellSyntaxError(t[1], _unexpected(t, text))
+            if act[0]:
+                states.append(act[1])
+                values.append(t)
+                break
+            name, size, builder = act[1]
+            if builder is None and size == 2 and type(values[-2]) is _Splice:
+                # the hot path: a `+`/`*` helper rule growing by one element
+                last = values.pop()
+                states.pop()
+                states.pop()
+                value: Any = values.pop()
+                if type(last) is _Splice:
+                    value.extend(last)
+                else:
+                    value.append(last)
+            else:
+                if size:
+                    children = values[-size:]
+                    del values[-size:]
+                    del states[-size:]
+                else:
+                    children = []
+                if builder is None:
+                    value = _Splice(_flatten(children))
+                elif builder == "expand1":
+                    value = children[0]
+                else:
+                    value = builder(children, text, ctx)
+                if name == "start" and len(states) == 1 and kind == "$END":
+                    assert isinstance(value, Program)
+                    return value
+            states.append(gotos[states[-1]][name])
+            values.append(value)
+    raise ShellSyntaxError(len(text), "the command ends too early")
+
+
+def _unexpected(t: Tok, text: str) -> str:
+    if t[0] == "$END":
+        return "the command ends too early"
+    return f"unexpected {text[t[1] : t[2]]!r}"
+
+
+@dataclass(slots=True)
+class ParseResult:
+    program: Program | None
+    error: ShellSyntaxError | None
+    comments: tuple[tuple[int, int], ...] = ()
+
+
+def parse(text: str) -> ParseResult:
+    """Parse ``text``; never raises on any input."""
+    try:
+        lexed = tokenize(text)
+        program = _drive(lexed.tokens, text, _Ctx(lexed.heredocs))
+    except ShellSyntaxError as exc:
+        return ParseResult(None, exc)
+    except RecursionError:
+        return ParseResult(None, ShellSyntaxError(0, "nesting too deep"))
+    return ParseResult(program, None, tuple(lexed.comments))
