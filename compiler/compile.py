@@ -492,8 +492,6 @@ def _permission_map(
     for key, value in perms.items():
         path = (*prefix, key)
         name = table.canonical(key)
-        if resolve_builtin(key) is not None:
-            name = resolve_builtin(key).name  # type: ignore[union-attr]
         known = name in table.tools or resolve_builtin(key) is not None or table.is_dynamic_mcp(key)
         if check_names and not known:
             hint = did_you_mean(key, [*table.tools, *all_builtin_names()])
@@ -634,7 +632,7 @@ def _core_inputs(ctx: _Ctx, entry: ToolEntry, ref: ToolRef) -> CoreInputs | None
 
 def _default_permission(ref: ToolRef) -> Permission:
     if ref.builtin is not None:
-        return cast(Permission, ref.builtin.default_permission)
+        return ref.builtin.default_permission
     return "ask"  # authored and MCP tools: "everything else" asks
 
 
@@ -726,12 +724,7 @@ def _compile_stage(
     for name in stage_perms:
         if name not in offered and (name in table.tools or resolve_builtin(name) is not None):
             path = (*entry.prefix, "tool_permissions")
-            key = next(
-                k
-                for k in st.tool_permissions
-                if table.canonical(k) == name
-                or (resolve_builtin(k) is not None and resolve_builtin(k).name == name)
-            )  # type: ignore[union-attr]
+            key = next(k for k in st.tool_permissions if table.canonical(k) == name)
             ctx.diags.append(
                 diag(
                     "orphan-stage-permission",
@@ -963,7 +956,11 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
             if ctx.core is not None and entries[name].capability is not None:
                 cap = entries[name].capability
                 assert cap is not None
-                if not _granted(cap, grants, None) and _enabled(ctx, name) and not _denied(ctx, name):
+                if (
+                    not _granted(cap, grants, None)
+                    and _enabled(ctx, name)
+                    and not _denied(ctx, name)
+                ):
                     ctx.diags.append(
                         diag(
                             "capability-not-granted",

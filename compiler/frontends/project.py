@@ -28,6 +28,7 @@ import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from charter.compiler.diagnostics import Diagnostic, Span
 from charter.compiler.frontends.agent_yaml import AgentCore, load_agent_yaml
@@ -145,7 +146,7 @@ class _Collector:
         except ValueError:
             return path.as_posix()
 
-    def note_file(self, path: Path, display: str, loaded: Loaded[object]) -> None:
+    def note_file(self, path: Path, display: str, loaded: Loaded[Any]) -> None:
         self.diags.extend(loaded.diagnostics)
         if loaded.smap.lines:
             self.sources[display] = loaded.smap.lines
