@@ -112,9 +112,11 @@ def _excerpt(d: Diagnostic, sources: Mapping[str, Sequence[str]]) -> list[tuple[
         return []
     end_line, end_col = d.span.end
     last = max(first, end_line)
-    while last > first and source_line(sources, d.span.path, last) is None:
-        last -= 1  # a span running past the end of the file
-        end_col = 0
+    if last > first and source_line(sources, d.span.path, last) is None:
+        # A span running past the end of the file: underline to the end.
+        while source_line(sources, d.span.path, last) is None:
+            last -= 1
+        end_col = len(source_line(sources, d.span.path, last) or "") + 1
     rows: list[tuple[int, str, str]] = []
     before = source_line(sources, d.span.path, first - 1)
     if before is not None and before.strip():

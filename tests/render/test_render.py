@@ -217,3 +217,23 @@ def test_plain_formats_do_not_import_rich() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("span", "expected_marks"),
+    [
+        # A span running past the end of the file is underlined to the end.
+        (Span("a.toml", 2, 3, 9, 2), ["2 | yyyyy", "  |   ^^^", "3 | zzzz", "  | ^^^^"]),
+        # A point just after the last character still gets a caret.
+        (Span("a.toml", 3, 5), ["3 | zzzz", "  |     ^"]),
+        # A line the file does not have: no excerpt, but the location.
+        (Span("a.toml", 7, 5), [" --> a.toml:7:5"]),
+    ],
+)
+def test_full_excerpt_edges(span: Span, expected_marks: list[str]) -> None:
+    out = render(
+        [diag("unknown-key", "m", span)], "full", sources={"a.toml": ["x", "yyyyy", "zzzz"]}
+    )
+    lines = out.splitlines()
+    start = lines.index(expected_marks[0])
+    assert lines[start : start + len(expected_marks)] == expected_marks
