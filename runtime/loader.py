@@ -54,7 +54,9 @@ def load_plan_bytes(data: bytes, name: str = "<plan>") -> Plan:
             f"(it reads version {SCHEMA_VERSION}); recompile the plan with this Charter"
         )
     try:
-        plan = Plan.model_validate(raw)
+        # strict=False: JSON arrays arrive as lists, and the plan's frozen
+        # models hold tuples; the types are otherwise checked as declared.
+        plan = Plan.model_validate(raw, strict=False)
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in first["loc"])
