@@ -288,6 +288,10 @@ def _parse_ipv4_number(part: str) -> int | None:
     digits = {10: "0123456789", 16: "0123456789abcdefABCDEF", 8: "01234567"}[radix]
     if not all(c in digits for c in part):
         return None
+    if len(part.lstrip("0")) > 16:
+        # Far beyond any IPv4 value; also keeps int() away from its limit on
+        # very long decimal strings.
+        return 1 << 64
     return int(part, radix)
 
 

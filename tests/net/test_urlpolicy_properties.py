@@ -75,3 +75,11 @@ def test_refused_ipv4_stays_refused_inside_every_ipv6_embedding(value: int) -> N
             assert got == "public-address"
         else:
             assert got == expected, (str(v6), got, expected)
+
+
+def test_huge_numeric_hosts_are_refused_not_crashing() -> None:
+    for host in ("1" * 5000, "0x" + "f" * 5000, "0" + "7" * 5000, "1." + "9" * 40):
+        decision = UrlPolicy().check(f"http://{host}/")
+        assert (decision.verdict, decision.reason) == ("deny", "invalid-host")
+    # Leading zeros only select octal; they do not make a part too large.
+    assert UrlPolicy().check("http://" + "0" * 40 + "10.8.8.8/").normalized == "http://8.8.8.8/"
