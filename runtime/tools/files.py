@@ -1,0 +1,448 @@
+"""The file tools: read, write, exact replacement, listing and search.
+
+Every path goes through :func:`charter.runtime.workspace.confine` first and
+the tool then works on the *resolved* real path it returns, opening the
+final component with ``O_NOFOLLOW`` where the platform has it, so a symlink
+swapped in after the check is not followed. A ``deny`` from confinement is
+always a refusal; an ``ask`` is a refusal unless the gate pipeline says the
+call was approved.
+
+Text is UTF-8. Reads replace undecodable bytes (the model still sees the
+rest); edits refuse a file that is not valid UTF-8, because writing it back
+would silently change bytes the model never saw.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import os
+import stat
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from charter.runtime.results import ToolResult, refusal
+from charter.runtime.workspace import PathOp, confine, is_sensitive
+
+if TYPE_CHECKING:
+    from charter.runtime.tools.registry import ToolRuntime
+
+__all__ = [
+    "READ_CAP_BYTES",
+    "run_list",
+    "run_read",
+    "run_replace",
+    "run_search",
+    "run_write",
+]
+
+READ_CAP_BYTES = 256 * 1024
+_SKIP_CHUNK = 1 << 20
+_LIST_MAX = 1000
+_DIFF_MAX_CHARS = 64_000
+# search_files bounds: it walks a tree the model chose, so each is a guard
+# against a huge checkout, not a tuning knob.
+_SEARCH_MAX_FILES = 20_000
+_SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024
+_SEARCH_MAX_TOTAL_BYTES = 64 * 1024 * 1024
+_SEARCH_MAX_SECONDS = 10.0
+_SEARCH_LINE_CHARS = 300
+_SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+def _error(rule: str, message: str, **data: Any) -> ToolResult:
+    return refusal("error", "dispatch", rule, message, **data)
+
+
+def _ok(content: str, **data: Any) -> ToolResult:
+    return ToolResult("ok", content, data=dict(data))
+
+
+def _confined(rt: ToolRuntime, path: str, op: PathOp, approved: bool) -> Path | ToolResult:
+    d = confine(rt.workspace, path, op=op)
+    if d.decision == "deny" or d.resolved is None:
+        return refusal("denied", "dispatch", d.rule, d.message)
+    if d.decision == "ask" and not approved:
+        return refusal("denied", "dispatch", d.rule, f"{d.message}; it needs a person's approval")
+    return d.resolved
+
+
+def _display(rt: ToolRuntime, resolved: Path) -> str:
+    rel = resolved.relative_to(os.path.realpath(rt.workspace))
+    return rel.as_posix() or "."
+
+
+def _open_read(resolved: Path) -> int:
+    return os.open(resolved, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_BINARY", 0))
+
+
+def _looks_binary(fd: int) -> bool:
+    head = os.pread(fd, 8192, 0) if hasattr(os, "pread") else b""
+    return b"\x00" in head
+
+
+def _read_text(
+    resolved: Path, offset: int, limit: int | None
+) -> tuple[str, bool, int] | ToolResult:
+    """Up to READ_CAP_BYTES of text from character ``offset``; returns the
+    text, whether more follows, and the file's size in bytes."""
+    try:
+        fd = _open_read(resolved)
+    except FileNotFoundError:
+        return _error("file-not-found", f"{resolved.name}: no such file")
+    except IsADirectoryError:
+        return _error("is-directory", f"{resolved.name} is a directory; use list_dir")
+    except OSError as exc:
+        return _error("file-unreadable", f"{resolved.name}: {exc.strerror or exc}")
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            return _error("is-directory", f"{resolved.name} is a directory; use list_dir")
+        if not stat.S_ISREG(info.st_mode):
+            return _error("not-regular", f"{resolved.name} is not a regular file")
+        if _looks_binary(fd):
+            return _error(
+                "binary-file", f"{resolved.name} looks binary ({info.st_size} bytes); not shown"
+            )
+        with os.fdopen(fd, "r", encoding="utf-8", errors="replace", newline="") as f:
+            fd = -1
+            skipped = 0
+            while skipped < offset:
+                got = len(f.read(min(_SKIP_CHUNK, offset - skipped)))
+                if got == 0:
+                    break
+                skipped += got
+            want = READ_CAP_BYTES if limit is None else min(limit, READ_CAP_BYTES)
+            text = f.read(want)
+            encoded = text.encode("utf-8")
+            cut = len(encoded) > READ_CAP_BYTES
+            if cut:
+                text = encoded[:READ_CAP_BYTES].decode("utf-8", errors="ignore")
+            more = cut or f.read(1) != ""
+            return text, more, info.st_size
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def _read_one(
+    rt: ToolRuntime, path: str, offset: int, limit: int | None, approved: bool
+) -> ToolResult:
+    resolved = _confined(rt, path, "read", approved)
+    if isinstance(resolved, ToolResult):
+        return resolved
+    got = _read_text(resolved, offset, limit)
+    if isinstance(got, ToolResult):
+        return got
+    text, more, size = got
+    end = offset + len(text)
+    capped_by_limit = limit is not None and len(text) >= limit
+    if more and not capped_by_limit:
+        note = (
+            f"\n[truncated: showed characters {offset}-{end} of {path} ({size} bytes); "
+            f"read on with offset={end}]"
+        )
+    elif more:
+        note = f"\n[more follows: continue with offset={end}]"
+    else:
+        note = ""
+    if not text and offset > 0 and not more:
+        return _ok(f"(offset {offset} is past the end of {path})", size=size)
+    return _ok(text + note, size=size, truncated=bool(more), next_offset=end if more else None)
+
+
+def run_read(
+    args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, approved: bool
+) -> ToolResult:
+    if tool == "read_files" or (tool is None and "paths" in args):
+        paths = list(args["paths"])
+        # Confinement first, for all of them: one refused path refuses the call
+        # before any file is read.
+        for p in paths:
+            checked = _confined(rt, p, "read", approved)
+            if isinstance(checked, ToolResult):
+                return checked
+        parts = []
+        for p in paths:
+            one = _read_one(rt, p, 0, None, approved)
+            parts.append(f"=== {p} ===\n{one.content}")
+        return _ok("\n\n".join(parts), files=len(paths))
+    return _read_one(rt, args["path"], int(args.get("offset", 0)), args.get("limit"), approved)
+
+
+def _atomic_write(resolved: Path, text: str) -> None:
+    """Write through a temporary file and rename, so a reader never sees half
+    a file and a crash never leaves one."""
+    mode = None
+    try:
+        info = os.lstat(resolved)
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
+            raise IsADirectoryError(f"{resolved.name} is not a regular file")
+        mode = stat.S_IMODE(info.st_mode)
+    except FileNotFoundError:
+        pass
+    fd, tmp = tempfile.mkstemp(prefix=f".{resolved.name}.", suffix=".tmp", dir=resolved.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, resolved)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def run_write(
+    args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, approved: bool
+) -> ToolResult:
+    path, content = args["path"], args["content"]
+    resolved = _confined(rt, path, "write", approved)
+    if isinstance(resolved, ToolResult):
+        return resolved
+    existed = resolved.exists()
+    try:
+        resolved.parent.mkdir(parents=True, exist_ok=True)
+        # Re-check after creating parents: the directories created are new,
+        # but an existing part of the path could have been swapped meanwhile.
+        again = _confined(rt, path, "write", approved)
+        if isinstance(again, ToolResult) or again != resolved:
+            return refusal("denied", "dispatch", "path-changed", f"{path} changed while writing")
+        _atomic_write(resolved, content)
+    except IsADirectoryError:
+        return _error("is-directory", f"{path} is a directory or special file")
+    except NotADirectoryError:
+        return _error("not-directory", f"a parent of {path} is a file, not a directory")
+    except OSError as exc:
+        return _error("write-failed", f"could not write {path}: {exc.strerror or exc}")
+    size = len(content.encode("utf-8"))
+    verb = "replaced" if existed else "created"
+    return _ok(f"{verb} {path} ({size} bytes)", bytes=size, created=not existed)
+
+
+def _load_for_edit(resolved: Path, path: str) -> str | ToolResult:
+    try:
+        fd = _open_read(resolved)
+    except FileNotFoundError:
+        return _error("file-not-found", f"{path}: no such file")
+    except OSError as exc:
+        return _error("file-unreadable", f"{path}: {exc.strerror or exc}")
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            return _error("not-regular", f"{path} is not a regular file")
+        data = f.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return _error(
+            "not-utf8", f"{path} is not valid UTF-8 (byte {exc.start}); it cannot be edited as text"
+        )
+
+
+def _line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+def run_replace(
+    args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, approved: bool
+) -> ToolResult:
+    is_patch = tool == "patch" or (tool is None and "old" in args)
+    path = args["path"]
+    old = args["old"] if is_patch else args["old_str"]
+    new = args["new"] if is_patch else args["new_str"]
+    want = int(args.get("count", 1)) if is_patch else 1
+    if old == "":
+        return _error("replace-empty", "the text to replace must not be empty")
+    if want == 0 or want < -1:
+        return _error("replace-bad-count", "count must be a positive number or -1 (all)")
+    resolved = _confined(rt, path, "write", approved)
+    if isinstance(resolved, ToolResult):
+        return resolved
+    text = _load_for_edit(resolved, path)
+    if isinstance(text, ToolResult):
+        return text
+    found = text.count(old)
+    what = "old" if is_patch else "old_str"
+    if found == 0:
+        return _error("replace-no-match", f"{what} was not found in {path}; nothing was changed")
+    if want == 1 and found > 1:
+        lines = []
+        start = 0
+        for _ in range(min(found, 5)):
+            at = text.index(old, start)
+            lines.append(str(_line_of(text, at)))
+            start = at + 1
+        return _error(
+            "replace-ambiguous",
+            f"{what} occurs {found} times in {path} (lines {', '.join(lines)}"
+            f"{', ...' if found > 5 else ''}); include more surrounding text so it matches "
+            "exactly once. Nothing was changed.",
+            matches=found,
+        )
+    if want > 1 and found != want:
+        return _error(
+            "replace-count-mismatch",
+            f"{what} occurs {found} times in {path}, not the {want} expected; nothing was changed",
+            matches=found,
+        )
+    first_line = _line_of(text, text.index(old))
+    updated = text.replace(old, new)
+    try:
+        _atomic_write(resolved, updated)
+    except OSError as exc:
+        return _error("write-failed", f"could not write {path}: {exc.strerror or exc}")
+    if not is_patch:
+        return _ok(f"edited {path}: replaced 1 occurrence at line {first_line}", replaced=1)
+    diff = "".join(
+        difflib.unified_diff(
+            text.splitlines(keepends=True),
+            updated.splitlines(keepends=True),
+            fromfile=f"a/{path}",
+            tofile=f"b/{path}",
+        )
+    )
+    if len(diff) > _DIFF_MAX_CHARS:
+        diff = diff[:_DIFF_MAX_CHARS] + f"\n[diff truncated at {_DIFF_MAX_CHARS} characters]"
+    return _ok(f"replaced {found} occurrence(s) in {path}\n{diff}", replaced=found)
+
+
+def run_list(
+    args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, approved: bool
+) -> ToolResult:
+    path = args.get("path", ".")
+    resolved = _confined(rt, path, "read", approved)
+    if isinstance(resolved, ToolResult):
+        return resolved
+    if not resolved.exists():
+        return _error("dir-not-found", f"{path}: no such directory")
+    if not resolved.is_dir():
+        return _error("not-directory", f"{path} is a file; use read_file")
+    try:
+        with os.scandir(resolved) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        return _error("dir-unreadable", f"{path}: {exc.strerror or exc}")
+    lines = []
+    for entry in entries[:_LIST_MAX]:
+        if entry.is_symlink():
+            lines.append(f"{entry.name}@ (symbolic link)")
+        elif entry.is_dir(follow_symlinks=False):
+            lines.append(f"{entry.name}/")
+        else:
+            try:
+                size = entry.stat(follow_symlinks=False).st_size
+            except OSError:
+                size = -1
+            lines.append(f"{entry.name} ({size} bytes)" if size >= 0 else entry.name)
+    if len(entries) > _LIST_MAX:
+        lines.append(f"[{len(entries) - _LIST_MAX} more entries not shown]")
+    shown = _display(rt, resolved)
+    return _ok(
+        f"{shown}:\n" + ("\n".join(lines) if lines else "(empty directory)"), entries=len(entries)
+    )
+
+
+def run_search(
+    args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, approved: bool
+) -> ToolResult:
+    query = args["query"]
+    path = args.get("path", ".")
+    target = args.get("target", "content")
+    pattern = args.get("pattern", "*")
+    case = bool(args.get("case_sensitive", True))
+    limit = int(args.get("max_results", 50))
+    if target not in ("content", "name", "both"):
+        return _error("search-bad-target", f"target must be content, name or both, not {target!r}")
+    resolved = _confined(rt, path, "read", approved)
+    if isinstance(resolved, ToolResult):
+        return resolved
+    if not resolved.is_dir():
+        return _error("not-directory", f"{path} is not a directory")
+    root = Path(os.path.realpath(rt.workspace))
+    needle = query if case else query.casefold()
+    results: list[str] = []
+    scanned_files = scanned_bytes = 0
+    skipped_sensitive = 0
+    stopped: str | None = None
+    deadline = time.monotonic() + _SEARCH_MAX_SECONDS
+
+    def matches(s: str) -> bool:
+        return needle in (s if case else s.casefold())
+
+    # os.walk with followlinks=False never descends through a symlinked
+    # directory; symlinked files are skipped below, so nothing outside the
+    # workspace is ever opened.
+    for dirpath, dirnames, filenames in os.walk(resolved, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+        here = Path(dirpath)
+        for name in sorted(filenames):
+            if len(results) >= limit:
+                stopped = f"stopped at {limit} results"
+                break
+            if rt.cancel.is_set():
+                stopped = "cancelled"
+                break
+            if time.monotonic() > deadline:
+                stopped = f"stopped after {_SEARCH_MAX_SECONDS:.0f} s"
+                break
+            if scanned_files >= _SEARCH_MAX_FILES:
+                stopped = f"stopped after {_SEARCH_MAX_FILES} files"
+                break
+            full = here / name
+            rel = full.relative_to(root).as_posix()
+            if is_sensitive(rel):
+                skipped_sensitive += 1
+                continue
+            if not fnmatch.fnmatchcase(name, pattern):
+                continue
+            scanned_files += 1
+            if target in ("name", "both") and matches(name):
+                results.append(rel)
+                if target == "name":
+                    continue
+            if target == "name":
+                continue
+            try:
+                info = os.lstat(full)
+                if not stat.S_ISREG(info.st_mode) or info.st_size > _SEARCH_MAX_FILE_BYTES:
+                    continue
+                if scanned_bytes + info.st_size > _SEARCH_MAX_TOTAL_BYTES:
+                    stopped = f"stopped after {_SEARCH_MAX_TOTAL_BYTES // (1024 * 1024)} MB read"
+                    break
+                fd = os.open(full, os.O_RDONLY | _NOFOLLOW)
+                with os.fdopen(fd, "rb") as f:
+                    data = f.read(_SEARCH_MAX_FILE_BYTES)
+            except OSError:
+                continue
+            scanned_bytes += len(data)
+            if b"\x00" in data[:8192]:
+                continue
+            for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+                if matches(line):
+                    shown = line.strip()
+                    if len(shown) > _SEARCH_LINE_CHARS:
+                        shown = shown[:_SEARCH_LINE_CHARS] + "..."
+                    results.append(f"{rel}:{n}: {shown}")
+                    if len(results) >= limit:
+                        break
+        if stopped:
+            break
+    lines = results[:limit] or [f"no matches for {query!r}"]
+    notes = []
+    if stopped:
+        notes.append(f"[search {stopped}; narrow path or pattern for more]")
+    if skipped_sensitive:
+        notes.append(f"[{skipped_sensitive} sensitive file(s) not searched]")
+    return _ok(
+        "\n".join(lines + notes),
+        matches=len(results[:limit]),
+        files_scanned=scanned_files,
+        complete=stopped is None,
+    )

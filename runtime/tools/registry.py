@@ -1,0 +1,211 @@
+"""Which code runs a built-in tool, and what that code may use.
+
+:data:`IMPLEMENTATIONS` maps the catalog's ``impl`` keys to callables
+``run(call_args, rt, *, tool=None, approved=False) -> ToolResult``. Several
+catalog tools share one key (``read_file``/``read_files`` are ``fs.read``,
+``edit_file``/``patch`` are ``fs.replace``, the five context tools are
+``context``), so the dispatcher should pass ``tool=`` the canonical tool name.
+File and shell tools can tell their shapes apart without it; the context
+tools cannot (write and append take the same arguments) and refuse.
+
+``approved=True`` tells the tool that the gate pipeline already obtained a
+person's approval for this call, so a confinement ``ask`` (a credential file
+inside the workspace) is honoured; a confinement ``deny`` is refused whatever
+was approved.
+
+Every callable here is wrapped the same way: secrets the arguments reveal are
+collected first, exceptions become error results (never tracebacks), and the
+result's model text (``content``) and operator text (``display``) are
+redacted for their views.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol
+
+from charter.runtime.redact import FAILED_MARKER, Redactor
+from charter.runtime.results import ToolResult, refusal
+from charter.runtime.tools import context, files, shell
+from charter.runtime.tools.context import RunStore
+from charter.runtime.workspace import PathOp
+
+if TYPE_CHECKING:
+    from charter.runtime.plan import OutputSpec
+
+__all__ = [
+    "IMPLEMENTATIONS",
+    "Implementation",
+    "RunStore",
+    "ToolRuntime",
+    "dispatch",
+    "path_args",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRuntime:
+    """What built-in tools of one run work with. Frozen: a tool cannot swap
+    its workspace or widen its environment; the store it shares is mutable."""
+
+    workspace: Path
+    store: RunStore = field(default_factory=RunStore)
+    redactor: Redactor = field(default_factory=Redactor)
+    shell: str = "/bin/sh"  # the plan's resolved shell
+    timeout_s: int = 60  # the shell tool's timeout (plan limits.shell_timeout_secs)
+    output_cap: int = 1_000_000  # bytes kept per stream
+    cancel: threading.Event = field(default_factory=threading.Event)
+    env: Mapping[str, str] = field(default_factory=dict)  # built by charter.runtime.env
+    grants: frozenset[str] = frozenset()  # the agent's capabilities (secret.bind:NAME)
+    # Where secret-binding sources are read from: the runtime's own environment.
+    secret_env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    output: OutputSpec | None = None  # the stage's declared output, for submit_output
+
+
+class Implementation(Protocol):
+    def __call__(
+        self,
+        call_args: Mapping[str, Any],
+        rt: ToolRuntime,
+        *,
+        tool: str | None = None,
+        approved: bool = False,
+    ) -> ToolResult: ...
+
+
+_Raw = Callable[[Mapping[str, Any], ToolRuntime, str | None, bool], ToolResult]
+
+
+def _safe_views(result: ToolResult, redactor: Redactor) -> ToolResult:
+    content = redactor.redact(result.content, "model")
+    display = redactor.redact(
+        result.display if result.display is not None else result.content, "operator"
+    )
+    if FAILED_MARKER in (content, display):
+        # One failed view means the values could not be checked anywhere.
+        return ToolResult(
+            "error",
+            FAILED_MARKER,
+            gate=result.gate,
+            rule="redaction-failed",
+            display=FAILED_MARKER,
+        )
+    data = redactor.redact_value(result.data, "stored")
+    return ToolResult(
+        result.status,
+        content,
+        gate=result.gate,
+        rule=result.rule,
+        display=None if display == content else display,
+        data=data if isinstance(data, dict) else {},
+    )
+
+
+def _wrap(impl: str, raw: _Raw) -> Implementation:
+    def run(
+        call_args: Mapping[str, Any],
+        rt: ToolRuntime,
+        *,
+        tool: str | None = None,
+        approved: bool = False,
+    ) -> ToolResult:
+        try:
+            rt.redactor.discover_value(dict(call_args))
+            result = raw(call_args, rt, tool, approved)
+        except Exception as exc:  # noqa: BLE001 - a tool bug must not crash the run
+            result = refusal(
+                "error",
+                "dispatch",
+                "tool-crashed",
+                f"{tool or impl} failed: {type(exc).__name__}: {exc}",
+            )
+        return _safe_views(result, rt.redactor)
+
+    run.__name__ = f"run_{impl.replace('.', '_')}"
+    run.__qualname__ = run.__name__
+    return run
+
+
+def _context(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bool) -> ToolResult:
+    return context.run_context(args, rt, tool)
+
+
+def _checklist(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bool) -> ToolResult:
+    return context.run_checklist(args, rt, tool)
+
+
+def _submit(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bool) -> ToolResult:
+    return context.run_submit_output(args, rt, tool)
+
+
+IMPLEMENTATIONS: Mapping[str, Implementation] = MappingProxyType(
+    {
+        "fs.read": _wrap("fs.read", files.run_read),
+        "fs.write": _wrap("fs.write", files.run_write),
+        "fs.replace": _wrap("fs.replace", files.run_replace),
+        "fs.list": _wrap("fs.list", files.run_list),
+        "fs.search": _wrap("fs.search", files.run_search),
+        "exec.command": _wrap("exec.command", shell.run_shell),
+        "context": _wrap("context", _context),
+        "checklist": _wrap("checklist", _checklist),
+        "output.submit": _wrap("output.submit", _submit),
+    }
+)
+
+
+def dispatch(
+    tool: str, call_args: Mapping[str, Any], rt: ToolRuntime, *, approved: bool = False
+) -> ToolResult:
+    """Run the built-in ``tool`` (a canonical name or alias). Performs no
+    permission checks: the gate pipeline decides before this is called."""
+    from charter.runtime.catalog import resolve_builtin
+
+    entry = resolve_builtin(tool)
+    impl = None if entry is None else IMPLEMENTATIONS.get(entry.impl)
+    if entry is None or impl is None:
+        return refusal(
+            "unavailable",
+            "dispatch",
+            "no-implementation",
+            f"{tool!r} has no built-in implementation in this runtime",
+        )
+    return impl(call_args, rt, tool=entry.name, approved=approved)
+
+
+def path_args(tool_name: str, args: Mapping[str, Any]) -> list[tuple[str, PathOp]]:
+    """The workspace paths a call would touch and how, so confinement can be
+    consulted before approval. Unknown tools and tools without paths give []."""
+    from charter.runtime.catalog import resolve_builtin
+
+    entry = resolve_builtin(tool_name)
+    if entry is None:
+        return []
+    name = entry.name
+    out: list[tuple[str, PathOp]] = []
+
+    def add(value: Any, op: PathOp) -> None:
+        # A wrongly typed argument is the schema gate's to report; here it is
+        # kept (as text) so confinement can still refuse it rather than skip it.
+        out.append((value if isinstance(value, str) else str(value), op))
+
+    if name in ("read_file",):
+        if "path" in args:
+            add(args["path"], "read")
+    elif name == "read_files":
+        paths = args.get("paths")
+        if isinstance(paths, list | tuple):
+            for p in paths:
+                add(p, "read")
+    elif name in ("write_file", "edit_file", "patch"):
+        if "path" in args:
+            add(args["path"], "write")
+    elif name in ("list_dir", "search_files"):
+        add(args.get("path", "."), "read")
+    elif name == "terminal":
+        add(args.get("cwd", "."), "read")
+    return out

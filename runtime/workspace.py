@@ -1,0 +1,265 @@
+"""Workspace confinement: may a tool touch this path, and which real file is it?
+
+Every path a built-in tool receives is judged here before anything is opened.
+The judgement is made on the *real* location (symlinks resolved by the
+operating system's rules), compared component by component with the real
+workspace root, so ``/ws-evil`` is never taken to be inside ``/ws`` and a
+symlink planted inside the workspace cannot lead out of it.
+
+Some spellings are refused before any resolution because they mean different
+things to different layers (a percent-encoded ``..`` that some later decoder
+may expand, a fullwidth dot that NFKC folds to ``.``, a Windows drive or UNC
+prefix, a NUL byte that C code truncates at). What cannot be read one way only
+is refused: confinement fails closed.
+
+Paths that stay inside but hold credentials (``.env``, ``.ssh/``, ...) are
+``ask``: a person decides, and no automatic rule reads them silently.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = [
+    "PathDecision",
+    "PathOp",
+    "SENSITIVE_DIRS",
+    "SENSITIVE_FILES",
+    "confine",
+    "decide_path",
+    "is_sensitive",
+]
+
+PathOp = Literal["read", "write"]
+Verdict = Literal["allow", "ask", "deny"]
+
+# Longer than any real path a model needs; also bounds the work done here.
+_MAX_PATH = 4096
+
+# Directory names whose whole subtree holds credentials.
+SENSITIVE_DIRS: frozenset[str] = frozenset(
+    {".ssh", ".aws", ".kube", ".gnupg", ".azure", ".docker", ".gcloud", ".password-store"}
+)
+# File names that hold credentials wherever they sit.
+SENSITIVE_FILES: frozenset[str] = frozenset(
+    {
+        ".netrc",
+        "_netrc",
+        ".npmrc",
+        ".pypirc",
+        ".pgpass",
+        ".git-credentials",
+        ".htpasswd",
+        ".boto",
+        ".s3cfg",
+        "id_rsa",
+        "id_dsa",
+        "id_ecdsa",
+        "id_ed25519",
+        "credentials.json",
+        "service-account.json",
+    }
+)
+# Key material by extension.
+_SENSITIVE_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".jks", ".keystore")
+
+# "C:", "C:\x", "C:/x", "c:x": drive-relative and drive-absolute forms.
+_DRIVE = re.compile(r"^[A-Za-z]:")
+# "%2e", "%2f", "%5c", "%00", "%25" (double encoding), in any letter case.
+_PERCENT = re.compile(r"%(2e|2f|5c|00|25)", re.IGNORECASE)
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+# Characters that matter to path syntax; a non-ASCII character folding to one
+# of these under NFKC is a disguised separator or dot.
+_SYNTAX = frozenset("./\\:%~")
+
+
+@dataclass(frozen=True, slots=True)
+class PathDecision:
+    decision: Verdict
+    rule: str  # stable key, e.g. "path-outside"
+    message: str
+    resolved: Path | None = None  # the real path, when the path could be judged
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision == "allow"
+
+
+def _deny(rule: str, message: str) -> PathDecision:
+    return PathDecision("deny", rule, message)
+
+
+def _spelling_problem(path: str) -> PathDecision | None:
+    """Refuse spellings whose meaning depends on who reads them."""
+    shown = repr(path[:200])
+    if "\x00" in path:
+        return _deny("path-nul", f"path {shown} contains a NUL byte")
+    if any(unicodedata.category(c) == "Cc" for c in path):
+        return _deny("path-control", f"path {shown} contains a control character")
+    if len(path) > _MAX_PATH:
+        return _deny("path-too-long", f"path is longer than {_MAX_PATH} characters")
+    if path.startswith("~"):
+        return _deny(
+            "path-home",
+            f"path {shown} starts with '~'; home-directory expansion is not done, "
+            "give a path relative to the workspace",
+        )
+    if _PERCENT.search(path):
+        return _deny(
+            "path-encoded",
+            f"path {shown} holds a percent-encoded dot, separator or NUL; give the plain path",
+        )
+    for c in path:
+        if ord(c) > 127:
+            folded = unicodedata.normalize("NFKC", c)
+            if any(f in _SYNTAX for f in folded):
+                return _deny(
+                    "path-encoded",
+                    f"path {shown} holds {c!r} (U+{ord(c):04X}), which folds to {folded!r}; "
+                    "look-alike dots and separators are refused",
+                )
+    if path.startswith(("\\\\", "//")):
+        return _deny("path-unc", f"path {shown} is a UNC or network path")
+    if _DRIVE.match(path):
+        return _deny("path-drive", f"path {shown} names a Windows drive")
+    if "\\" in path:
+        # On POSIX a backslash is an ordinary file-name character, on Windows a
+        # separator: the same text would name different files, so neither is assumed.
+        return _deny("path-backslash", f"path {shown} contains a backslash; use '/'")
+    if _SCHEME.match(path):
+        return _deny("path-url", f"path {shown} is a URL, not a file path")
+    return None
+
+
+def _sensitive_reason(parts: tuple[str, ...]) -> str | None:
+    for n, part in enumerate(parts):
+        name = part.casefold()  # case-insensitive file systems make .ENV the same file
+        if name in SENSITIVE_DIRS:
+            return f"'{part}/' holds credentials"
+        if name == ".config" and n + 1 < len(parts) and parts[n + 1].casefold() == "gcloud":
+            return "'.config/gcloud/' holds credentials"
+        if name.startswith(".env"):
+            return f"'{part}' is an environment file that usually holds secrets"
+        if name in SENSITIVE_FILES:
+            return f"'{part}' holds credentials"
+        if n == len(parts) - 1 and name.endswith(_SENSITIVE_SUFFIXES):
+            return f"'{part}' looks like key material"
+    return None
+
+
+def is_sensitive(relative: str | Path) -> bool:
+    """Whether a workspace-relative path names a credential file or directory."""
+    return _sensitive_reason(Path(relative).parts) is not None
+
+
+def _nearest_existing(candidate: Path) -> tuple[Path, tuple[str, ...]]:
+    """Split ``candidate`` into its longest existing prefix (a symlink counts as
+    existing, even a dangling one) and the components that do not exist yet."""
+    missing: list[str] = []
+    current = candidate
+    while True:
+        try:
+            os.lstat(current)
+            break
+        except FileNotFoundError:
+            pass
+        except NotADirectoryError:
+            pass  # a file in the middle of the path: keep walking up
+        if current.parent == current:
+            break
+        missing.append(current.name)
+        current = current.parent
+    return current, tuple(reversed(missing))
+
+
+def confine(workspace: Path, path: str, *, op: PathOp) -> PathDecision:
+    """Judge ``path`` (as a tool received it) against ``workspace`` for ``op``.
+
+    Relative paths are taken from the workspace root; absolute paths must
+    resolve inside it. The result's ``resolved`` is the real path the tool
+    must use (never the text it was given, which may still name a symlink).
+    """
+    if op not in ("read", "write"):
+        return _deny("path-op", f"unknown path operation {op!r}")
+    if not isinstance(path, str) or path == "":
+        return _deny("path-empty", "an empty path names no file")
+    problem = _spelling_problem(path)
+    if problem is not None:
+        return problem
+    try:
+        root = Path(os.path.realpath(workspace, strict=True))
+    except OSError:
+        return _deny("workspace-missing", f"the workspace {str(workspace)!r} does not exist")
+    if not root.is_dir():
+        return _deny("workspace-missing", f"the workspace {str(workspace)!r} is not a directory")
+
+    given = Path(path)
+    candidate = given if given.is_absolute() else root / given
+    # Where the path points by text alone; used only to name the reason when
+    # the real location differs (a symlink), never to decide.
+    lexical = Path(os.path.normpath(candidate))
+    lexical_inside = lexical == root or lexical.is_relative_to(root)
+    existing, missing = _nearest_existing(candidate)
+    if ".." in missing:
+        # makedirs would create the missing directory and then climb out of it;
+        # such a path is never needed, so it is refused rather than reasoned about.
+        return _deny(
+            "path-traversal",
+            f"path {path!r} climbs with '..' out of a directory that does not exist",
+        )
+    try:
+        real_parent = Path(os.path.realpath(existing))
+    except (OSError, RuntimeError, ValueError):
+        return _deny("path-unresolvable", f"path {path!r} cannot be resolved (symlink loop?)")
+    resolved = real_parent.joinpath(*missing) if missing else real_parent
+    inside = resolved == root or resolved.is_relative_to(root)
+    if not inside:
+        if lexical_inside:
+            return _deny(
+                "path-symlink-escape",
+                f"path {path!r} leads outside the workspace through a symbolic link",
+            )
+        if given.is_absolute():
+            return _deny("path-outside", f"absolute path {path!r} is outside the workspace")
+        return _deny("path-traversal", f"path {path!r} climbs out of the workspace with '..'")
+
+    relative = resolved.relative_to(root)
+    reason = _sensitive_reason(relative.parts)
+    if reason is None and lexical_inside:
+        # A symlink with an innocent name may point at a credential file; the
+        # text the model used is checked as well as the target.
+        reason = _sensitive_reason(lexical.relative_to(root).parts)
+    if reason is not None:
+        return PathDecision(
+            "ask", "path-sensitive", f"path {path!r} is sensitive: {reason}", resolved
+        )
+    if op == "write" and relative.parts[:1] == (".git",):
+        # Writing under .git/ can plant hooks that run on the next git command.
+        return PathDecision(
+            "ask",
+            "path-vcs-internal",
+            f"path {path!r} is inside .git/, where a write can change what git executes",
+            resolved,
+        )
+    return PathDecision("allow", "path-inside", f"path {path!r} is inside the workspace", resolved)
+
+
+def decide_path(workspace: str | Path, path: str, op: str) -> dict[str, Any]:
+    """``confine`` as a JSON-ready dict, for ``charter check-path``."""
+    if op not in ("read", "write"):
+        decision = _deny("path-op", f"op must be 'read' or 'write', not {op!r}")
+    else:
+        decision = confine(Path(workspace), path, op=op)  # type: ignore[arg-type]
+    return {
+        "decision": decision.decision,
+        "rule": decision.rule,
+        "message": decision.message,
+        "path": path,
+        "op": op,
+        "resolved": None if decision.resolved is None else str(decision.resolved),
+    }
