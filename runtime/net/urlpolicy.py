@@ -446,6 +446,10 @@ def parse_url(url: str) -> ParsedUrl:
     # so no reader of this URL can see a different host than we judged.
     if len(url) > MAX_URL_LENGTH:
         raise UrlError("invalid-url", f"the URL is longer than {MAX_URL_LENGTH} characters")
+    try:
+        url.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates, e.g. from a JSON "\ud800" escape
+        raise UrlError("invalid-url", "the URL is not valid Unicode") from None
     text = url.strip(_C0_AND_SPACE)
     if re.search(r"[\t\n\r]", text):
         raise UrlError("invalid-url", "the URL contains a tab or newline")

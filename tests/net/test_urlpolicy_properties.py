@@ -83,3 +83,17 @@ def test_huge_numeric_hosts_are_refused_not_crashing() -> None:
         assert (decision.verdict, decision.reason) == ("deny", "invalid-host")
     # Leading zeros only select octal; they do not make a part too large.
     assert UrlPolicy().check("http://" + "0" * 40 + "10.8.8.8/").normalized == "http://8.8.8.8/"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(exclude_categories=()), max_size=80))
+def test_any_code_points_including_surrogates(text: str) -> None:
+    for url in (text, "http://" + text, "http://a.example/" + text):
+        assert UrlPolicy().check(url).reason in REASONS
+
+
+def test_lone_surrogates_are_refused() -> None:
+    # json.loads turns a "\ud800" escape into a lone surrogate, which has no UTF-8 form.
+    for url in ("http://a\ud800.example/", "http://a.example/\udfff", "\udc80http://a/"):
+        decision = UrlPolicy().check(url)
+        assert (decision.verdict, decision.reason) == ("deny", "invalid-url")
