@@ -28,6 +28,17 @@ VERBS: dict[str, tuple[str, str]] = {
     "rules": ("charter.compiler.cli.rules_cmd", "List every rule Charter checks."),
     "rule": ("charter.compiler.cli.rules_cmd", "Explain one rule: what, why, example, fix."),
     "check-url": ("charter.compiler.cli.check_url", "Decide whether a URL may be fetched."),
+    "check": ("charter.compiler.cli.check", "Decide one tool call against a plan, no execution."),
+    "check-path": (
+        "charter.compiler.cli.check_path",
+        "Decide whether a path is inside the workspace.",
+    ),
+    "hook": ("charter.compiler.cli.hook", "Answer another agent's permission hook from a plan."),
+    "audit": ("charter.compiler.cli.audit_cmd", "Show an audit log as a table."),
+    "check-shell": (
+        "charter.compiler.cli.check_shell",
+        "Judge a shell command as the guard would: allow, ask or deny.",
+    ),
 }
 
 

@@ -1,0 +1,149 @@
+"""``charter check-shell``: judge shell commands as the runtime's guard does.
+
+``charter check-shell 'CMD'`` prints the decision, rule key, span and message
+(and any file the command writes through a redirect). Exit codes: 0 allow,
+1 deny, 3 ask, 2 usage errors or a bad ``--config``.
+
+``charter check-shell --jsonl`` reads ``{"id": ..., "command": ..., "cwd": ...}``
+objects (``id`` and ``cwd`` optional), one a line, from stdin and writes one
+``{"id", "decision", "rule", "message"}`` line per input: the batch form for
+auditing transcripts. A malformed line yields ``{"id", "error"}`` and exit 2;
+otherwise the exit code is 0.
+
+The verdict shown is the guard's alone. How it meets the shell tool's
+permission (a guard allow lifts the tool's ask; redirects answer to
+write_file; launch flags lift a remaining ask; nothing lifts deny) is
+described in ``docs/shell-guard.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from charter.runtime.shell import ShellPolicy, Verdict
+
+__all__ = ["add_arguments", "run"]
+
+_EXIT = {"allow": 0, "deny": 1, "ask": 3}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("command", nargs="?", metavar="CMD", help="the shell command to judge")
+    p.add_argument("--cwd", metavar="DIR", help="directory the command runs in (default: the workspace)")
+    p.add_argument("--workspace", metavar="DIR", help="the workspace root (default: the current directory)")
+    p.add_argument("--config", metavar="FILE", help="a config.toml whose [safe_commands] applies")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    p.add_argument(
+        "--jsonl",
+        action="store_true",
+        help='read {"id", "command", "cwd"} lines from stdin; write {"id", "decision", "rule", '
+        '"message"} lines',
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if (args.command is None) == (not args.jsonl):
+        print("charter check-shell: give either a command or --jsonl", file=sys.stderr)
+        return 2
+    policy = _policy(args.config)
+    if policy is None:
+        return 2
+    workspace = os.path.abspath(args.workspace or os.getcwd())
+    cwd = os.path.join(workspace, args.cwd) if args.cwd else workspace
+    if args.jsonl:
+        return _batch(policy, workspace, cwd)
+    from charter.runtime.shell import evaluate
+
+    verdict = evaluate(args.command, cwd=cwd, workspace=workspace, policy=policy)
+    if args.format == "json":
+        print(json.dumps({"command": args.command, **verdict.to_json()}, ensure_ascii=False))
+    else:
+        print(_render(args.command, verdict))
+    return _EXIT[verdict.decision]
+
+
+def _policy(config: str | None) -> ShellPolicy | None:
+    from charter.runtime.shell import ShellPolicy
+
+    if config is None:
+        return ShellPolicy()
+    from pathlib import Path
+
+    from charter.compiler.frontends.config_toml import load_user_config
+    from charter.compiler.shell_policy import compile_shell_policy
+
+    loaded = load_user_config(Path(config), config)
+    diags = list(loaded.diagnostics)
+    policy = ShellPolicy()
+    if loaded.model is not None:
+        policy, more = compile_shell_policy(
+            loaded.model.safe_commands, source=loaded.display, smap=loaded.smap
+        )
+        diags.extend(more)
+    for d in diags:
+        print(
+            f"{d.span.path}:{d.span.line}:{d.span.col}: {d.severity.value} {d.code} "
+            f"[{d.name}] {d.message}",
+            file=sys.stderr,
+        )
+    if loaded.model is None or any(d.is_error for d in diags):
+        return None
+    return policy
+
+
+def _render(command: str, v: Verdict) -> str:
+    start, end = v.span
+    lines = [f"{v.decision}  [{v.rule}]  {v.message}"]
+    if "\n" not in command and end > start:
+        lines.append(f"  {command}")
+        lines.append("  " + " " * start + "^" * max(1, end - start))
+    else:
+        lines.append(f"  at characters {start}-{end}")
+    for w in v.writes:
+        if w.path is None:
+            lines.append("  writes: a target only known at run time")
+        else:
+            where = "inside the workspace" if w.inside_workspace else "OUTSIDE the workspace"
+            lines.append(f"  writes: {w.path} ({where})")
+    if v.ungrantable:
+        lines.append("  ungrantable: an approval of this command is never reused")
+    others = [f for f in v.findings if (f.rule, f.span) != (v.rule, v.span)]
+    for f in others:
+        lines.append(f"  also {f.decision} [{f.rule}] at {f.span[0]}-{f.span[1]}: {f.message}")
+    return "\n".join(lines)
+
+
+def _batch(policy: ShellPolicy, workspace: str, default_cwd: str) -> int:
+    from charter.runtime.shell import evaluate
+
+    status = 0
+    out = sys.stdout
+    for n, line in enumerate(sys.stdin, 1):
+        if not line.strip():
+            continue
+        ident: Any = None
+        try:
+            obj = json.loads(line)
+            if not isinstance(obj, dict):
+                raise ValueError("each line must be a JSON object")
+            ident = obj.get("id")
+            command = obj.get("command")
+            cwd = obj.get("cwd")
+            if not isinstance(command, str):
+                raise ValueError('"command" must be a string')
+            if cwd is not None and not isinstance(cwd, str):
+                raise ValueError('"cwd" must be a string')
+        except ValueError as exc:  # json.JSONDecodeError is a ValueError
+            out.write(json.dumps({"id": ident, "error": f"line {n}: {exc}"}) + "\n")
+            status = 2
+            continue
+        run_cwd = os.path.join(workspace, cwd) if cwd else default_cwd
+        v = evaluate(command, cwd=run_cwd, workspace=workspace, policy=policy)
+        record = {"id": ident, "decision": v.decision, "rule": v.rule, "message": v.message}
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return status
