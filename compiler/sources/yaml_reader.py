@@ -302,6 +302,9 @@ def read_yaml(src: SourceText) -> tuple[Any, SourceMap, list[Diagnostic]]:
         col = mark.column + 1 if mark else 1
         problem = exc.problem or "invalid YAML"
         context = f" ({exc.context})" if exc.context else ""
+        if "nesting depth" in problem:  # libyaml's own depth limit
+            b.diags.append(diag("nesting-too-deep", problem, Span(src.display, line, col)))
+            return None, b.smap, b.diags
         b.diags.append(
             diag("yaml-syntax-error", f"{problem}{context}", Span(src.display, line, col))
         )
