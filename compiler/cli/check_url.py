@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_one(decision: Decision, fmt: str, out: IO[str]) -> None:
     if fmt == "json":
-        out.write(json.dumps(decision.as_dict(), ensure_ascii=False) + "\n")
+        out.write(json.dumps(decision.as_dict()) + "\n")
         return
     out.write(f"{decision.verdict}: {decision.reason}\n")
     if decision.normalized is not None:
@@ -126,7 +126,7 @@ def _run_jsonl(
             "reason": decision.reason,
             "normalized": decision.normalized,
         }
-        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        out.write(json.dumps(row) + "\n")
         worst = max(worst, _EXIT[decision.verdict], key=_SEVERITY.__getitem__)
     out.flush()
     return 2 if malformed else worst

@@ -152,3 +152,15 @@ def test_no_http_stack_imported(tmp_path: Path) -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout.splitlines()[-1] == "1 []"
+
+
+def test_jsonl_odd_ids_and_surrogates(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = '{"id": "\\ud800", "url": "http://8.8.8.8/"}\n{"id": [1], "url": "http://\\ud800/"}\n'
+    code, rows, _ = _jsonl(capsys, monkeypatch, text)
+    assert [(r["id"], r["decision"], r["reason"]) for r in rows] == [
+        ("\ud800", "allow", "public-address"),
+        ([1], "deny", "invalid-url"),
+    ]
+    assert code == 1
