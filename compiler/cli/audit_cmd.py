@@ -1,0 +1,79 @@
+"""``charter audit LOG``: show an audit log as a table.
+
+A rich table on a terminal, aligned plain text otherwise, or ``--format
+json`` (one JSON array of the events). Unreadable lines (a torn last line of
+a killed run) are reported on stderr and skipped. Exit 0, or 2 when the log
+cannot be read. Imports only ``charter.runtime``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["add_arguments", "run"]
+
+_COLUMNS = ("time", "event", "agent", "stage", "tool", "decision", "gate", "rule", "status", "ms")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("log", help="audit log (JSON lines)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
+
+def _row(e: dict[str, Any]) -> tuple[str, ...]:
+    timings = e.get("timings") or {}
+    ms = ""
+    if isinstance(timings, dict):
+        if "run_ms" in timings:
+            ms = str(timings["run_ms"])
+        elif "decide_us" in timings:
+            ms = f"{timings['decide_us'] / 1000:.2f}"
+    ts = str(e.get("ts", ""))
+    return (
+        ts[11:23] if len(ts) >= 23 else ts,
+        str(e.get("event", "")),
+        str(e.get("agent", "")),
+        str(e.get("stage", "")),
+        str(e.get("tool", "")),
+        str(e.get("decision", "")),
+        str(e.get("gate", "")),
+        str(e.get("rule", "")),
+        str(e.get("status", "")),
+        ms,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from charter.runtime.audit import read_events
+
+    try:
+        found = read_events(args.log)
+    except OSError as exc:
+        print(f"charter audit: cannot read {args.log}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    for problem in found.problems:
+        print(f"charter audit: {args.log}: {problem}", file=sys.stderr)
+    if args.format == "json":
+        print(json.dumps(found.events, ensure_ascii=False, indent=2))
+        return 0
+    rows = [_row(e) for e in found.events]
+    if sys.stdout.isatty():
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"{args.log}: {len(rows)} events")
+        for c in _COLUMNS:
+            table.add_column(c, justify="right" if c == "ms" else "left")
+        for r in rows:
+            style = {"deny": "red", "ask": "yellow"}.get(r[5])
+            table.add_row(*r, style=style)
+        Console().print(table)
+        return 0
+    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(_COLUMNS)]
+    print("  ".join(c.ljust(w) for c, w in zip(_COLUMNS, widths, strict=True)).rstrip())
+    for r in rows:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip())
+    return 0

@@ -1,0 +1,212 @@
+"""``charter check``: what the gates would decide for one tool call, and why.
+
+Decides and never executes. Exit codes: 0 allow, 1 deny, 3 ask, 2 usage or
+plan errors. With ``--jsonl`` every stdin line ``{"id", "tool", "args",
+"stage"}`` gets one decision object on stdout (a line that cannot be read is
+answered ``deny`` with gate ``input``); the exit code is then 0 once every
+line was answered.
+
+This module imports only ``charter.runtime`` (the runtime half of Charter),
+so a policy check never loads the compiler.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["add_arguments", "run"]
+
+_EXIT = {"allow": 0, "deny": 1, "ask": 3}
+
+
+def _intermixed(parser: argparse.ArgumentParser) -> None:
+    """Let options come between the positionals (``PLAN --agent A TOOL ARGS``).
+
+    Plain argparse matches every optional positional (``TOOL`` is absent in
+    ``--jsonl`` mode) in the first run of positionals, so ``TOOL`` after
+    ``--agent`` would be rejected; intermixed parsing reads options first."""
+    busy = False
+    plain = argparse.ArgumentParser.parse_known_args
+
+    def parse_known_args(
+        args: Any = None, namespace: Any = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        nonlocal busy
+        if busy:  # the intermixed parser calls back in for each of its passes
+            return plain(parser, args, namespace)
+        busy = True
+        try:
+            return parser.parse_known_intermixed_args(args, namespace)
+        finally:
+            busy = False
+
+    parser.parse_known_args = parse_known_args  # type: ignore[method-assign]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    _intermixed(p)
+    p.add_argument("plan", help="compiled plan (plan.json)")
+    p.add_argument("tool", nargs="?", help="tool name as the model would call it")
+    p.add_argument("args_json", nargs="?", default="{}", help="arguments as a JSON object")
+    p.add_argument("--agent", required=True, help="agent in the plan")
+    p.add_argument("--stage", help="stage (default: the agent's entry stage)")
+    p.add_argument("--unattended", action="store_true", help="use the unattended tool set")
+    p.add_argument("--yolo", action="store_true", help="lift every liftable ask")
+    p.add_argument(
+        "--allow", action="append", default=[], metavar="TOOL", help="lift TOOL's ask (repeatable)"
+    )
+    p.add_argument("--workspace", default=".", help="workspace directory (default: .)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--jsonl", action="store_true", help="read calls as JSON lines from stdin")
+
+
+def _text(out: dict[str, Any]) -> str:
+    lines = [
+        f"decision: {out['decision']}",
+        f"gate:     {out['gate']}",
+        f"rule:     {out['rule']}",
+        f"reason:   {out['reason']}",
+    ]
+    prov = out.get("provenance") or {}
+    if prov:
+        lines.append("provenance:")
+        for s in prov.get("scopes", []):
+            where = f" ({s['source']})" if s.get("source") else ""
+            value = s["value"] if s["value"] is not None else "-"
+            lines.append(f"  {s['scope']:<16} {value}{where}")
+        for c in prov.get("clamps", []):
+            lines.append(f"  clamp {c['rule']}: {c['before']} -> {c['after']} ({c['reason']})")
+        flags = prov.get("flags", {})
+        if flags:
+            lines.append(
+                f"  flags            yolo={flags.get('yolo')} allow={flags.get('allow')} "
+                f"unattended={flags.get('unattended')}"
+            )
+        if "shell_guard" in prov:
+            g = prov["shell_guard"]
+            lines.append(f"  shell guard      {g['decision']} ({g['rule']})")
+        if "write_file" in prov:
+            lines.append(f"  write_file       {prov['write_file']}")
+        if "dataflow" in prov:
+            d = prov["dataflow"]
+            lines.append(f"  data flow        {d['decision']} ({d['rule']}) targets={d['targets']}")
+    for p in out.get("paths", []):
+        lines.append(f"path {p['arg']} ({p['op']}): {p['decision']} [{p['rule']}] {p['message']}")
+    if "fingerprint" in out:
+        lines.append(f"fingerprint: {out['fingerprint']}")
+    return "\n".join(lines)
+
+
+def _input_error(line_id: Any, message: str) -> dict[str, Any]:
+    return {
+        "id": line_id,
+        "decision": "deny",
+        "gate": "input",
+        "rule": "malformed-request",
+        "reason": message,
+        "provenance": {},
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from charter.runtime.gates import decide
+    from charter.runtime.loader import PlanError, load_plan
+    from charter.runtime.results import ToolCall
+    from charter.runtime.session import Session, SessionError, open_session, prepare
+
+    try:
+        plan = load_plan(args.plan)
+    except PlanError as exc:
+        print(f"charter check: {exc}", file=sys.stderr)
+        return 2
+    prepared = prepare(plan, agents=[args.agent])
+    sessions: dict[str | None, Session] = {}
+
+    def session_for(stage: str | None) -> Session:
+        if stage not in sessions:
+            sessions[stage] = open_session(
+                prepared,
+                args.agent,
+                workspace=args.workspace,
+                stage=stage,
+                unattended=args.unattended,
+                yolo=args.yolo,
+                allow=args.allow,
+            )
+        return sessions[stage]
+
+    try:
+        session_for(args.stage)
+    except SessionError as exc:
+        print(f"charter check: {exc}", file=sys.stderr)
+        return 2
+
+    if args.jsonl:
+        if args.tool is not None:
+            print("charter check: --jsonl reads calls from stdin; give no TOOL", file=sys.stderr)
+            return 2
+        for n, line in enumerate(sys.stdin, 1):
+            if not line.strip():
+                continue
+            try:
+                req = json.loads(line)
+            except json.JSONDecodeError as exc:
+                out = _input_error(None, f"line {n}: not JSON ({exc.msg})")
+            else:
+                out = _one_line(req, n, session_for, args.stage, decide, ToolCall, SessionError)
+            sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
+            sys.stdout.flush()
+        return 0
+
+    if args.tool is None:
+        print("charter check: name the TOOL to check (or use --jsonl)", file=sys.stderr)
+        return 2
+    try:
+        call_args = json.loads(args.args_json)
+    except json.JSONDecodeError as exc:
+        print(
+            f"charter check: ARGS_JSON is not JSON (column {exc.colno}: {exc.msg})",
+            file=sys.stderr,
+        )
+        return 2
+    if not isinstance(call_args, dict):
+        print("charter check: ARGS_JSON must be a JSON object", file=sys.stderr)
+        return 2
+    outcome = decide(session_for(args.stage), ToolCall(args.tool, call_args))
+    result = outcome.to_json()
+    if args.format == "json":
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+    else:
+        print(_text(result))
+    return _EXIT[outcome.decision]
+
+
+def _one_line(
+    req: Any,
+    n: int,
+    session_for: Any,
+    default_stage: str | None,
+    decide: Any,
+    call_cls: Any,
+    session_error: type[Exception],
+) -> dict[str, Any]:
+    if not isinstance(req, dict):
+        return _input_error(None, f"line {n}: not a JSON object")
+    line_id = req.get("id")
+    tool, call_args, stage = req.get("tool"), req.get("args", {}), req.get("stage", default_stage)
+    if not isinstance(tool, str) or not tool:
+        return _input_error(line_id, f"line {n}: 'tool' must be a non-empty string")
+    if not isinstance(call_args, dict):
+        return _input_error(line_id, f"line {n}: 'args' must be a JSON object")
+    if stage is not None and not isinstance(stage, str):
+        return _input_error(line_id, f"line {n}: 'stage' must be a string")
+    try:
+        session = session_for(stage)
+    except session_error as exc:
+        return _input_error(line_id, f"line {n}: {exc}")
+    out: dict[str, Any] = {"id": line_id}
+    out.update(decide(session, call_cls(tool, call_args, str(line_id or ""))).to_json())
+    return out

@@ -1,0 +1,853 @@
+"""The gate pipeline: every tool call passes the same gates, in the same order.
+
+1. **visibility**: does the stage offer the tool (attended or unattended
+   set; an alias such as ``bash`` resolves to ``shell`` through the catalog)?
+2. **schema**: do the arguments fit the schema the plan advertised? Each
+   violation names its JSON path; three are shown, then "and N more".
+3. **capability**: for an agent that declares grants (one with an agent.yaml
+   core), is the tool's capability covered? Secret bindings need their exact
+   ``secret.bind:NAME`` grant whatever the agent's kind.
+4. **permission**: the plan's decision for the tool in this stage. For the
+   shell the guard's verdict is combined with it (``charter.runtime.shell.
+   combine``), a writing redirect answering to write_file's decision. Path
+   arguments are confined to the workspace here: outside is a deny no flag
+   lifts; a credential path inside asks, and only a person can answer that.
+   ``--allow TOOL`` and ``--yolo`` lift a liftable ask, never a deny.
+5. **approval**: a remaining ask goes to the approval provider (or is
+   answered from the run's approval cache).
+6. **dataflow**: with data-flow tracking on, an outbound call after a
+   sensitive read must match the allowlist on its actual target.
+7. **dispatch**: the built-in implementation runs.
+
+:func:`decide` runs gates 1-4 and 6 without side effects and reports what
+would happen (``charter check`` and the Claude Code hook use it);
+:func:`execute` also asks, runs the tool and writes the audit log. A refused
+or malformed call never reaches the approval provider and never counts as
+work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from charter.runtime.approval import (
+    ApprovalAnswer,
+    ApprovalProvider,
+    ApprovalRequest,
+    call_key,
+)
+from charter.runtime.capabilities import is_granted
+from charter.runtime.catalog import default_permission
+from charter.runtime.plan import Decision, ToolEntry
+from charter.runtime.results import Status, ToolCall, ToolResult, refusal
+from charter.runtime.session import SHELL_IMPLS, Session, usable_grants
+from charter.runtime.taint import TaintVerdict, outbound_targets
+from charter.runtime.workspace import PathDecision, confine
+
+if TYPE_CHECKING:
+    from charter.runtime.audit import AuditLog
+    from charter.runtime.shell import Verdict
+
+__all__ = ["Outcome", "PathCheck", "decide", "execute"]
+
+Permission = Literal["allow", "ask", "deny"]
+_MAX_VIOLATIONS = 3
+_MAX_VIOLATION_TEXT = 256
+_PREVIEW = 600
+
+
+@dataclass(frozen=True, slots=True)
+class PathCheck:
+    arg: str
+    op: Literal["read", "write"]
+    path: str
+    result: PathDecision
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the gates say about one call.
+
+    ``gate`` is the gate that settled the outcome: for a deny the one that
+    refused, for an ask the one that wants a person (``approval`` or
+    ``dataflow``), for an allow the last gate that had a say.
+    """
+
+    decision: Permission
+    gate: str
+    rule: str
+    reason: str
+    tool: str  # the name the model used
+    canonical: str | None = None  # the plan's name, once visibility resolved it
+    status: Status | None = None  # the refusal status, for a deny
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    fingerprint: str | None = None
+    cache_key: str | None = None  # None: an approval cannot be remembered
+    liftable_by: str = ""  # the launch flag that would lift this ask
+    paths: tuple[PathCheck, ...] = ()
+    shell: Verdict | None = None
+    dataflow: TaintVerdict | None = None
+    # The permission-level ask still needs a person (the dataflow ask is separate).
+    needs_approval: bool = False
+    secret_targets: tuple[str, ...] = ()
+    entry: ToolEntry | None = None
+
+    def refusal(self) -> ToolResult:
+        return refusal(self.status or "denied", self.gate, self.rule, self.reason)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "decision": self.decision,
+            "gate": self.gate,
+            "rule": self.rule,
+            "reason": self.reason,
+            "tool": self.tool,
+            "resolved_tool": self.canonical,
+            "provenance": dict(self.provenance),
+        }
+        if self.fingerprint is not None:
+            out["fingerprint"] = self.fingerprint
+        if self.paths:
+            out["paths"] = [
+                {
+                    "arg": p.arg,
+                    "op": p.op,
+                    "decision": p.result.decision,
+                    "rule": p.result.rule,
+                    "message": p.result.message,
+                }
+                for p in self.paths
+            ]
+        if self.shell is not None:
+            out["shell_guard"] = {
+                "decision": self.shell.decision,
+                "rule": self.shell.rule,
+                "message": self.shell.message,
+                "ungrantable": self.shell.ungrantable,
+            }
+        if self.dataflow is not None:
+            out["dataflow"] = {
+                "decision": self.dataflow.decision,
+                "rule": self.dataflow.rule,
+                "targets": list(self.dataflow.targets),
+                "labels": [str(lb) for lb in self.dataflow.labels],
+            }
+        return out
+
+
+def _deny(
+    call: ToolCall,
+    gate: str,
+    rule: str,
+    reason: str,
+    status: Status = "denied",
+    **kw: Any,
+) -> Outcome:
+    return Outcome("deny", gate, rule, reason, call.tool, status=status, **kw)
+
+
+# -- 1. visibility ------------------------------------------------------------
+
+
+def _visibility(session: Session, call: ToolCall) -> Outcome | str:
+    stage = session.stage
+    offered = stage.offered(unattended=session.unattended)
+    name = session.agent.resolve_name(call.tool, offered)
+    if name is not None:
+        return name
+    listed = ", ".join(sorted(offered)) or "nothing"
+    where = f"stage '{stage.stage.name}'"
+    if session.unattended and session.agent.resolve_name(call.tool, stage.attended) is not None:
+        rule, why = "not-offered-unattended", f"is not offered in {where} when nobody is watching"
+    elif session.agent.resolve_name(call.tool, frozenset(session.agent.tools)) is not None:
+        rule, why = "not-offered-in-stage", f"is not offered in {where}"
+    else:
+        rule, why = "unknown-tool", "is not a tool of this agent"
+    return _deny(
+        call, "visibility", rule, f"'{call.tool}' {why}. You may call: {listed}", "unavailable"
+    )
+
+
+# -- 2. schema ----------------------------------------------------------------
+
+
+def _schema(session: Session, call: ToolCall, name: str) -> Outcome | None:
+    if not isinstance(call.args, dict):
+        return _deny(
+            call,
+            "schema",
+            "arguments-not-object",
+            f"invalid arguments for '{name}': the arguments must be a JSON object",
+            "invalid",
+            canonical=name,
+        )
+    check = session.agent.checks.get(name)
+    if check is None or check.unusable:
+        why = check.unusable if check is not None else "the plan has no schema entry for it"
+        return _deny(
+            call,
+            "schema",
+            "schema-unusable",
+            f"'{name}' cannot be called: {why}",
+            "unavailable",
+            canonical=name,
+        )
+    if check.validator is None:
+        return None  # validation is off for this tool by the plan's decision
+    errors = list(check.validator.iter_errors(call.args))
+    if not errors:
+        return None
+    errors.sort(key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    shown = []
+    for e in errors[:_MAX_VIOLATIONS]:
+        text = f"{e.json_path}: {e.message}"
+        if len(text) > _MAX_VIOLATION_TEXT:
+            text = text[: _MAX_VIOLATION_TEXT - 3] + "..."
+        shown.append(text)
+    more = len(errors) - _MAX_VIOLATIONS
+    tail = f" (and {more} more)" if more > 0 else ""
+    return _deny(
+        call,
+        "schema",
+        "schema-violation",
+        f"invalid arguments for '{name}': " + "; ".join(shown) + tail,
+        "invalid",
+        canonical=name,
+    )
+
+
+# -- 3. capability ------------------------------------------------------------
+
+
+def _bindings(args: Mapping[str, Any]) -> list[Any]:
+    raw = args.get("secret_bindings") or []
+    if not raw:
+        return []
+    from charter.runtime.env import SecretBinding
+
+    return [
+        SecretBinding(
+            source=str(b.get("source", "")),
+            target=b.get("target"),
+            expires_in_seconds=b.get("expires_in_seconds"),
+        )
+        for b in raw
+        if isinstance(b, dict)
+    ]
+
+
+def _capability(
+    session: Session, call: ToolCall, name: str, entry: ToolEntry
+) -> Outcome | tuple[str, ...]:
+    agent = session.agent
+    grants = usable_grants(agent, entry)
+    if agent.checks_capabilities and entry.capability is not None:
+        if not is_granted(entry.capability, grants):
+            return _deny(
+                call,
+                "capability",
+                "capability-not-granted",
+                f"'{name}' needs the capability '{entry.capability}', which this agent is "
+                "not granted (grant it under capabilities in agent.yaml)",
+                canonical=name,
+            )
+    if entry.impl not in SHELL_IMPLS:
+        return ()
+    bindings = _bindings(call.args)
+    if not bindings:
+        return ()
+    from charter.runtime.env import validate_bindings
+
+    problems = validate_bindings(bindings, grants)
+    if call.args.get("background"):
+        problems.append("secret bindings are for foreground commands only")
+    if problems:
+        return _deny(
+            call,
+            "capability",
+            "secret-binding-refused",
+            "the secret bindings cannot be honoured: " + "; ".join(problems),
+            canonical=name,
+        )
+    return tuple(b.target_name or "" for b in bindings)
+
+
+# -- 4. permission ------------------------------------------------------------
+
+
+def _provenance(decision: Decision, session: Session, name: str) -> dict[str, Any]:
+    return {
+        "permission": decision.permission,
+        "liftable": decision.liftable,
+        "explain": decision.explain(),
+        "scopes": [
+            {
+                "scope": s.scope,
+                "value": s.value,
+                "source": str(s.source) if s.source is not None else None,
+                "detail": s.detail or None,
+            }
+            for s in decision.scopes
+        ],
+        "clamps": [
+            {"rule": c.rule, "before": c.before, "after": c.after, "reason": c.reason}
+            for c in decision.clamps
+        ],
+        "flags": {
+            "yolo": session.yolo,
+            "allow": sorted(session.allow),
+            "unattended": session.unattended,
+        },
+        "stage": session.stage_name,
+        "agent": session.agent.agent.name,
+    }
+
+
+def _path_checks(session: Session, name: str, args: Mapping[str, Any]) -> tuple[PathCheck, ...]:
+    from charter.runtime.tools.registry import path_args
+
+    return tuple(
+        PathCheck("path", op, value, confine(session.workspace, value, op=op))
+        for value, op in path_args(name, args)
+    )
+
+
+def _shell_permission(
+    session: Session,
+    call: ToolCall,
+    name: str,
+    decision: Decision,
+    prov: dict[str, Any],
+    secrets: tuple[str, ...],
+) -> Outcome:
+    from charter.runtime.shell import combine, evaluate, fingerprint
+
+    args = call.args
+    command = str(args.get("command", ""))
+    cwd_text = str(args.get("cwd", "."))
+    cwd_check = confine(session.workspace, cwd_text, op="read")
+    paths = (PathCheck("cwd", "read", cwd_text, cwd_check),)
+    if cwd_check.decision == "deny" or cwd_check.resolved is None:
+        return _deny(
+            call,
+            "permission",
+            cwd_check.rule,
+            f"the working directory is refused: {cwd_check.message}; no flag lifts this",
+            canonical=name,
+            provenance=prov,
+            paths=paths,
+        )
+    cwd = cwd_check.resolved
+    env = args.get("env") or {}
+    if env:
+        from charter.runtime.env import validate_overlay
+
+        problems = validate_overlay(env)
+        if problems:
+            return _deny(
+                call,
+                "permission",
+                "env-overlay-refused",
+                "the environment overlay is refused: " + "; ".join(problems),
+                canonical=name,
+                provenance=prov,
+                paths=paths,
+            )
+    verdict = evaluate(
+        command, cwd=cwd, workspace=session.workspace, policy=session.agent.agent.shell
+    )
+    stage = session.stage
+    write_decision = stage.decisions.get("write_file")
+    if write_decision is not None and "write_file" in stage.offered(unattended=session.unattended):
+        write_perm: Permission = write_decision.permission
+        prov["write_file"] = write_perm
+    else:
+        # The stage does not offer write_file: the catalog default stands in.
+        write_perm = default_permission("write_file")
+        prov["write_file"] = f"{write_perm} (built-in default; the stage does not offer write_file)"
+    lifted = decision.liftable and session.lifted(name)
+    final, why = combine(decision.permission, verdict, write_perm, lifted_by_flag=lifted)
+    timeout = args.get("timeout_seconds", session.agent.agent.limits.shell_timeout_secs)
+    fp = fingerprint(
+        command,
+        str(cwd),
+        {str(k): str(v) for k, v in env.items()},
+        background=bool(args.get("background", False)),
+        timeout_s=int(timeout),
+    )
+    prov["shell_guard"] = {"decision": verdict.decision, "rule": verdict.rule}
+    cache_key = None if (verdict.ungrantable or secrets) else f"shell:{name}:{fp}"
+    if final == "deny":
+        return _deny(
+            call,
+            "permission",
+            verdict.rule if verdict.decision == "deny" else "shell-deny",
+            f"{why}: {verdict.message}" if verdict.decision == "deny" else why,
+            canonical=name,
+            provenance=prov,
+            fingerprint=fp,
+            paths=paths,
+            shell=verdict,
+        )
+    rule = "launch-flag" if (lifted and final == "allow" and "flag" in why) else verdict.rule
+    if final == "allow" and (env or secrets):
+        # An explicit overlay or a bound secret always needs a person: the
+        # command may behave differently with them, and the guard cannot see how.
+        final, rule = "ask", "env-overlay-needs-approval"
+        why = "the call sets environment variables or binds secrets, which a person must approve"
+    liftable = "" if (env or secrets) else ("--allow " + name if decision.liftable else "")
+    return Outcome(
+        final,
+        "approval" if final == "ask" else "permission",
+        rule,
+        why if final != "ask" else f"{why}: {verdict.message}",
+        call.tool,
+        canonical=name,
+        provenance=prov,
+        fingerprint=fp,
+        cache_key=cache_key,
+        liftable_by=liftable if final == "ask" else "",
+        paths=paths,
+        shell=verdict,
+        needs_approval=final == "ask",
+        secret_targets=secrets,
+    )
+
+
+def _permission(
+    session: Session,
+    call: ToolCall,
+    name: str,
+    entry: ToolEntry,
+    secrets: tuple[str, ...],
+) -> Outcome:
+    decision = session.stage.decisions.get(name)
+    if decision is None:
+        return _deny(
+            call,
+            "permission",
+            "no-decision",
+            f"the plan holds no permission for '{name}' in stage '{session.stage_name}'",
+            canonical=name,
+        )
+    prov = _provenance(decision, session, name)
+    if decision.permission == "deny":
+        return _deny(
+            call,
+            "permission",
+            "plan-deny",
+            f"'{name}' is denied in stage '{session.stage_name}' ({decision.explain()}); "
+            "no launch flag lifts a deny",
+            canonical=name,
+            provenance=prov,
+        )
+    if entry.impl in SHELL_IMPLS and entry.source == "builtin":
+        return _shell_permission(session, call, name, decision, prov, secrets)
+
+    paths = _path_checks(session, name, call.args) if entry.source == "builtin" else ()
+    sensitive = [p for p in paths if p.result.decision == "ask"]
+    for p in paths:
+        if p.result.decision == "deny":
+            return _deny(
+                call,
+                "permission",
+                p.result.rule,
+                f"{p.result.message}; workspace confinement is not a permission, "
+                "and no flag lifts it",
+                canonical=name,
+                provenance=prov,
+                paths=paths,
+            )
+    key = call_key(name, call.args)
+    if sensitive:
+        first = sensitive[0].result
+        return Outcome(
+            "ask",
+            "approval",
+            first.rule,
+            f"{first.message}; only a person can approve this (launch flags do not)",
+            call.tool,
+            canonical=name,
+            provenance=prov,
+            cache_key=key,
+            paths=paths,
+            needs_approval=True,
+        )
+    if decision.permission == "ask":
+        if decision.liftable and session.lifted(name):
+            flag = "--yolo" if session.yolo else f"--allow {name}"
+            return Outcome(
+                "allow",
+                "permission",
+                "launch-flag",
+                f"'{name}' asks ({decision.explain()}); {flag} lifts the ask",
+                call.tool,
+                canonical=name,
+                provenance=prov,
+                paths=paths,
+            )
+        why = f"'{name}' needs approval in stage '{session.stage_name}' ({decision.explain()})"
+        if not decision.liftable:
+            why += "; a launch flag cannot lift it"
+        return Outcome(
+            "ask",
+            "approval",
+            "plan-ask",
+            why,
+            call.tool,
+            canonical=name,
+            provenance=prov,
+            cache_key=key,
+            liftable_by=f"--allow {name}" if decision.liftable else "",
+            paths=paths,
+            needs_approval=True,
+        )
+    return Outcome(
+        "allow",
+        "permission",
+        "plan-allow",
+        f"'{name}' is allowed in stage '{session.stage_name}' ({decision.explain()})",
+        call.tool,
+        canonical=name,
+        provenance=prov,
+        paths=paths,
+    )
+
+
+# -- 6. data flow -------------------------------------------------------------
+
+
+def _dataflow(session: Session, call: ToolCall, entry: ToolEntry, out: Outcome) -> Outcome:
+    tracker = session.taint
+    if tracker is None:
+        return out
+    guard_allowed = out.shell is not None and out.shell.decision == "allow"
+    targets = outbound_targets(
+        entry, call.args, workspace=session.workspace, guard_allowed=guard_allowed
+    )
+    verdict = tracker.check(out.canonical or call.tool, targets)
+    prov = dict(out.provenance)
+    prov["dataflow"] = {
+        "decision": verdict.decision,
+        "rule": verdict.rule,
+        "targets": list(verdict.targets),
+        "labels": [str(lb) for lb in verdict.labels],
+    }
+    if verdict.decision == "deny":
+        return dataclasses.replace(
+            out,
+            decision="deny",
+            gate="dataflow",
+            rule=verdict.rule,
+            reason=verdict.reason,
+            status="blocked",
+            provenance=prov,
+            dataflow=verdict,
+        )
+    if verdict.decision == "ask" and out.decision == "allow":
+        return dataclasses.replace(
+            out,
+            decision="ask",
+            gate="dataflow",
+            rule=verdict.rule,
+            reason=verdict.reason,
+            provenance=prov,
+            dataflow=verdict,
+            liftable_by="",
+        )
+    return dataclasses.replace(out, provenance=prov, dataflow=verdict)
+
+
+def decide(session: Session, call: ToolCall) -> Outcome:
+    """Every gate's answer for ``call`` short of asking anyone or running it."""
+    visible = _visibility(session, call)
+    if isinstance(visible, Outcome):
+        return visible
+    name = visible
+    entry = session.agent.tools.get(name)
+    if entry is None:
+        return _deny(
+            call,
+            "visibility",
+            "no-tool-entry",
+            f"the plan offers '{name}' but holds no entry for it",
+            "unavailable",
+            canonical=name,
+        )
+    bad = _schema(session, call, name)
+    if bad is not None:
+        return bad
+    cap = _capability(session, call, name, entry)
+    if isinstance(cap, Outcome):
+        return cap
+    out = _permission(session, call, name, entry, cap)
+    out = dataclasses.replace(out, entry=entry)
+    if out.decision == "deny":
+        return out
+    return _dataflow(session, call, entry, out)
+
+
+# -- execution ------------------------------------------------------------------
+
+
+# A built-in implementation: run(call_args, rt, *, tool=..., approved=...).
+Impl = Callable[..., ToolResult]
+
+
+def _preview(args: Mapping[str, Any], redact: Callable[[str], str]) -> str:
+    import json
+
+    shown = {k: v for k, v in args.items() if k != "env"}
+    if "env" in args and isinstance(args["env"], dict):
+        shown["env"] = {k: "<hidden>" for k in args["env"]}
+    text = redact(json.dumps(shown, ensure_ascii=False, sort_keys=True, default=str))
+    return text if len(text) <= _PREVIEW else text[:_PREVIEW] + "..."
+
+
+def _ask(
+    session: Session,
+    out: Outcome,
+    call: ToolCall,
+    provider: ApprovalProvider,
+    *,
+    reason: str,
+    rule: str,
+    cache_key: str | None,
+    liftable_by: str,
+    redact: Callable[[str], str],
+) -> ApprovalAnswer:
+    if session.approvals is not None:
+        hit = session.approvals.lookup(cache_key)
+        if hit is not None:
+            return ApprovalAnswer(hit, "", "cache")
+    command = call.args.get("command") if out.shell is not None else None
+    req = ApprovalRequest(
+        request_id=call.call_id or uuid.uuid4().hex,
+        agent=session.agent.agent.name,
+        stage=session.stage_name,
+        tool=out.canonical or call.tool,
+        args_preview=_preview(call.args, redact),
+        reason=redact(reason),
+        rule=rule,
+        cache_key=cache_key,
+        command=redact(str(command)) if command is not None else None,
+        cwd=str(call.args.get("cwd", ".")) if out.shell is not None else None,
+        env_keys=tuple(sorted(call.args.get("env") or {})) if out.shell is not None else (),
+        liftable_by=liftable_by,
+    )
+    try:
+        answer = provider.request(req)
+    except Exception as exc:  # a broken provider is a denial, never a pass
+        return ApprovalAnswer("deny", f"the approval provider failed: {exc}", "error")
+    if answer.approved and session.approvals is not None:
+        session.approvals.remember(cache_key, answer.kind)
+    return answer
+
+
+def _audit(
+    audit: AuditLog | None,
+    event: str,
+    session: Session,
+    call: ToolCall,
+    out: Outcome,
+    redact: Callable[[str], str],
+    **extra: Any,
+) -> None:
+    if audit is None:
+        return
+    from charter.runtime.audit import args_digest
+
+    prov = out.provenance
+    audit.write(
+        event,
+        run=session.run_id or None,
+        call_id=call.call_id or None,
+        agent=session.agent.agent.name,
+        stage=session.stage_name,
+        tool=out.canonical or call.tool,
+        args_digest=args_digest(call.args if isinstance(call.args, dict) else {}, redact),
+        gate=out.gate,
+        rule=out.rule,
+        decision=out.decision,
+        reason=out.reason,
+        provenance=prov.get("explain") if prov else None,
+        fingerprint=out.fingerprint,
+        **extra,
+    )
+
+
+def execute(
+    session: Session,
+    call: ToolCall,
+    registry: Mapping[str, Impl] | None,
+    provider: ApprovalProvider,
+    audit: AuditLog | None = None,
+    *,
+    runtime: Any,
+) -> ToolResult:
+    """Run ``call`` through every gate and, when all pass, its built-in
+    implementation (``registry`` by the catalog ``impl`` key; the package's
+    own ``IMPLEMENTATIONS`` when None). ``runtime`` is the ToolRuntime the
+    implementation receives. Never raises for anything the call contains."""
+    redactor = getattr(runtime, "redactor", None)
+
+    def redact(text: str) -> str:
+        return redactor.redact(text, "event") if redactor is not None else text
+
+    t0 = time.perf_counter()
+    out = decide(session, call)
+    decide_us = round((time.perf_counter() - t0) * 1e6)
+    timings: dict[str, int] = {"decide_us": decide_us}
+    if out.decision == "deny":
+        _audit(audit, "decision", session, call, out, redact, timings=timings)
+        return out.refusal()
+    if redactor is not None and isinstance(call.args, dict):
+        redactor.discover_value(call.args)
+
+    approved_by = "policy"
+    if out.needs_approval:
+        t1 = time.perf_counter()
+        ans = _ask(
+            session,
+            out,
+            call,
+            provider,
+            reason=out.reason,
+            rule=out.rule,
+            cache_key=out.cache_key,
+            liftable_by=out.liftable_by,
+            redact=redact,
+        )
+        timings["approval_ms"] = round((time.perf_counter() - t1) * 1000)
+        if not ans.approved:
+            denied = _refused_by_person(out, ans, "approval")
+            _audit(
+                audit,
+                "decision",
+                session,
+                call,
+                denied,
+                redact,
+                timings=timings,
+                approved_by=ans.source,
+            )
+            return denied.refusal()
+        approved_by = f"{ans.source}:{ans.kind}"
+    if out.dataflow is not None and out.dataflow.decision == "ask":
+        t1 = time.perf_counter()
+        ans = _ask(
+            session,
+            out,
+            call,
+            provider,
+            reason=out.dataflow.reason,
+            rule=out.dataflow.rule,
+            cache_key=None,  # labels change as the run goes on: never remembered
+            liftable_by="",
+            redact=redact,
+        )
+        timings["dataflow_ms"] = round((time.perf_counter() - t1) * 1000)
+        if not ans.approved:
+            denied = _refused_by_person(out, ans, "dataflow")
+            _audit(
+                audit,
+                "decision",
+                session,
+                call,
+                denied,
+                redact,
+                timings=timings,
+                approved_by=ans.source,
+            )
+            return denied.refusal()
+        approved_by += f"+dataflow:{ans.source}"
+    allowed = dataclasses.replace(out, decision="allow")
+    _audit(
+        audit, "decision", session, call, allowed, redact, timings=timings, approved_by=approved_by
+    )
+
+    t2 = time.perf_counter()
+    result = _dispatch(session, call, out, registry, runtime, approved=out.needs_approval)
+    timings["run_ms"] = round((time.perf_counter() - t2) * 1000)
+    entry = out.entry
+    if result.executed and session.taint is not None:
+        session.taint.observe(
+            entry,
+            out.canonical or call.tool,
+            call_id=call.call_id,
+            sensitive_paths=[
+                p.path for p in out.paths if p.result.decision == "ask" and p.op == "read"
+            ],
+            secret_targets=out.secret_targets,
+        )
+    work = bool(entry is not None and entry.counts_as_work and result.ok)
+    result = dataclasses.replace(result, data={**result.data, "counts_as_work": work})
+    _audit(
+        audit,
+        "execution",
+        session,
+        call,
+        allowed,
+        redact,
+        status=result.status,
+        timings=timings,
+        counts_as_work=work,
+    )
+    return result
+
+
+def _refused_by_person(out: Outcome, ans: ApprovalAnswer, gate: str) -> Outcome:
+    if ans.source == "expiry":
+        rule = "approval-expired"
+    elif ans.source == "flags":
+        rule = "approval-unavailable"
+    else:
+        rule = "approval-denied"
+    reason = "the call was not approved"
+    if ans.message:
+        reason += f": {ans.message}"
+    return dataclasses.replace(
+        out, decision="deny", gate=gate, rule=rule, reason=reason, status="denied"
+    )
+
+
+def _dispatch(
+    session: Session,
+    call: ToolCall,
+    out: Outcome,
+    registry: Mapping[str, Impl] | None,
+    runtime: Any,
+    *,
+    approved: bool,
+) -> ToolResult:
+    entry = out.entry
+    if entry is None or entry.source != "builtin":
+        return refusal(
+            "unavailable",
+            "dispatch",
+            "no-builtin-implementation",
+            f"'{call.tool}' is not a built-in tool; this runtime dispatches built-ins only",
+        )
+    if registry is None:
+        from charter.runtime.tools.registry import IMPLEMENTATIONS
+
+        registry = IMPLEMENTATIONS
+    impl = registry.get(entry.impl)
+    if impl is None:
+        return refusal(
+            "unavailable",
+            "dispatch",
+            "no-implementation",
+            f"'{entry.name}' (implementation '{entry.impl}') is not available in this runtime",
+        )
+    try:
+        # ``approved``: a person said yes, which is what a credential path
+        # inside the workspace needs before the tool opens it.
+        return impl(call.args, runtime, tool=entry.name, approved=approved)
+    except Exception as exc:  # a tool bug becomes an error result the model can read
+        return ToolResult("error", f"[error] {entry.name} failed: {type(exc).__name__}: {exc}")

@@ -1,0 +1,290 @@
+"""A loaded plan made ready for deciding tool calls, and the session that uses it.
+
+Loading a plan (``charter.runtime.loader``) proves it is intact; preparing it
+(:func:`prepare`) builds what every decision needs so no call pays for it:
+lookup maps from names to tool entries and stage decisions, and one compiled
+argument validator per distinct schema text. Validators use a closed
+``referencing.Registry()``: a ``$ref`` to anything outside the schema itself
+fails to resolve instead of fetching from the network or the disk.
+
+A :class:`Session` is one agent running in one stage with the launch flags and
+the workspace it was started with; it also carries the run-scoped state the
+gates keep (approval cache, data-flow labels).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from charter.runtime.catalog import resolve_builtin
+from charter.runtime.plan import AgentPlan, Decision, Plan, Stage, ToolEntry
+
+if TYPE_CHECKING:
+    from charter.runtime.approval import ApprovalCache
+    from charter.runtime.taint import TaintTracker
+
+__all__ = [
+    "PreparedAgent",
+    "PreparedPlan",
+    "PreparedStage",
+    "SchemaCheck",
+    "Session",
+    "SessionError",
+    "open_session",
+    "prepare",
+]
+
+# Shell-like implementations: their calls go through the shell guard.
+SHELL_IMPLS = frozenset({"exec.command"})
+
+
+class SessionError(Exception):
+    """The session cannot be opened (unknown agent or stage); the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaCheck:
+    """The argument check for one tool: a compiled validator, or the reason
+    there is none. ``unusable`` means the schema could not be compiled, and a
+    call to such a tool is refused (fail closed) rather than let through."""
+
+    validator: Any | None  # a jsonschema validator instance
+    off_note: str = ""  # validation is off by the plan's decision, and why
+    unusable: str = ""  # the schema would not compile, and why
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedStage:
+    stage: Stage
+    attended: frozenset[str]
+    unattended: frozenset[str]
+    decisions: Mapping[str, Decision]
+
+    def offered(self, *, unattended: bool) -> frozenset[str]:
+        return self.unattended if unattended else self.attended
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedAgent:
+    agent: AgentPlan
+    tools: Mapping[str, ToolEntry]
+    checks: Mapping[str, SchemaCheck]
+    stages: Mapping[str, PreparedStage]
+    # Capabilities usable by every tool, and per authored-tool slot.
+    grants: frozenset[str]
+    slot_grants: Mapping[str, frozenset[str]]
+    # Whether the capability gate applies: an agent with an agent.yaml core
+    # declares grants; a blueprint-only agent declares none and is not checked.
+    checks_capabilities: bool
+
+    def resolve_name(self, name: str, offered: frozenset[str]) -> str | None:
+        """The plan's name for what the model called ``name``: the name itself
+        when the stage offers it, else the canonical built-in an alias names
+        (``bash`` -> ``shell``) when that is offered."""
+        if name in offered:
+            return name
+        builtin = resolve_builtin(name)
+        if builtin is not None and builtin.name in offered:
+            return builtin.name
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedPlan:
+    plan: Plan
+    agents: Mapping[str, PreparedAgent]
+
+    @property
+    def shell(self) -> str:
+        return self.plan.body.shell
+
+
+def _compile_validator(text: str) -> SchemaCheck:
+    # Imported here: `import charter.runtime.session` stays cheap for callers
+    # that only need the types.
+    from jsonschema import SchemaError, validators
+    from referencing import Registry
+
+    try:
+        schema = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return SchemaCheck(None, unusable=f"the plan's schema is not JSON ({exc.msg})")
+    if not isinstance(schema, dict):
+        return SchemaCheck(None, unusable="the plan's schema is not a JSON object")
+    try:
+        cls = validators.validator_for(schema, default=validators.Draft202012Validator)
+        cls.check_schema(schema)
+        # A closed, empty registry: no remote or file retrieval for $ref.
+        validator = cls(schema, registry=Registry())
+    except SchemaError as exc:
+        return SchemaCheck(None, unusable=f"the plan's schema is invalid: {exc.message}")
+    except Exception as exc:  # any compile failure must refuse, not crash the gate
+        return SchemaCheck(None, unusable=f"the plan's schema cannot be compiled: {exc}")
+    return SchemaCheck(validator)
+
+
+def _slot_of(agent: AgentPlan, entry: ToolEntry) -> str | None:
+    if entry.authored is None:
+        return None
+    prefix = "" if agent.root in ("", ".") else agent.root.rstrip("/") + "/"
+    return entry.authored.directory.removeprefix(prefix)
+
+
+def _prepare_agent(agent: AgentPlan, cache: dict[str, SchemaCheck]) -> PreparedAgent:
+    tools = {t.name: t for t in agent.tools}
+    checks: dict[str, SchemaCheck] = {}
+    for t in agent.tools:
+        if t.input_schema is None:
+            checks[t.name] = SchemaCheck(None, off_note=t.validation_note or "off in the plan")
+            continue
+        # Agents and tools share schema texts; compile each distinct text once.
+        check = cache.get(t.input_schema)
+        if check is None:
+            check = cache[t.input_schema] = _compile_validator(t.input_schema)
+        checks[t.name] = check
+    stages = {
+        s.name: PreparedStage(
+            stage=s,
+            attended=frozenset(s.attended),
+            unattended=frozenset(s.unattended),
+            decisions=MappingProxyType({st.name: st.decision for st in s.tools}),
+        )
+        for s in agent.stages
+    }
+    slots: dict[str, set[str]] = {}
+    for g in agent.grants:
+        if g.slot is not None:
+            slots.setdefault(g.slot, set()).add(g.capability)
+    return PreparedAgent(
+        agent=agent,
+        tools=MappingProxyType(tools),
+        checks=MappingProxyType(checks),
+        stages=MappingProxyType(stages),
+        grants=frozenset(g.capability for g in agent.grants if g.slot is None),
+        slot_grants=MappingProxyType({k: frozenset(v) for k, v in slots.items()}),
+        checks_capabilities=agent.kind != "blueprint",
+    )
+
+
+def prepare(plan: Plan, *, agents: Iterable[str] | None = None) -> PreparedPlan:
+    """Build lookup maps and argument validators for ``plan`` (all agents, or
+    only the named ones: a one-shot CLI decision needs just one)."""
+    wanted = None if agents is None else set(agents)
+    cache: dict[str, SchemaCheck] = {}
+    prepared = {
+        a.name: _prepare_agent(a, cache)
+        for a in plan.body.agents
+        if wanted is None or a.name in wanted
+    }
+    return PreparedPlan(plan=plan, agents=MappingProxyType(prepared))
+
+
+def usable_grants(agent: PreparedAgent, entry: ToolEntry) -> frozenset[str]:
+    slot = _slot_of(agent.agent, entry)
+    if slot is None:
+        return agent.grants
+    return agent.grants | agent.slot_grants.get(slot, frozenset())
+
+
+@dataclass(slots=True)
+class Session:
+    """One agent in one stage, with its launch flags and workspace.
+
+    ``allow`` holds canonical tool names from ``--allow``; ``yolo`` lifts every
+    liftable ask. Neither ever lifts a deny. ``unattended`` selects the
+    stage's unattended tool set (nobody is watching, blocking tools removed).
+    """
+
+    prepared: PreparedPlan
+    agent: PreparedAgent
+    stage_name: str
+    workspace: Path
+    unattended: bool = False
+    yolo: bool = False
+    allow: frozenset[str] = frozenset()
+    approvals: ApprovalCache | None = None
+    taint: TaintTracker | None = None
+    run_id: str = ""
+    _stage: PreparedStage | None = field(default=None, repr=False)
+
+    @property
+    def stage(self) -> PreparedStage:
+        if self._stage is None or self._stage.stage.name != self.stage_name:
+            self._stage = self.agent.stages[self.stage_name]
+        return self._stage
+
+    @property
+    def shell(self) -> str:
+        return self.prepared.shell
+
+    def enter_stage(self, name: str) -> None:
+        """Move to another stage; approvals granted "for this stage" lapse."""
+        if name not in self.agent.stages:
+            raise SessionError(_unknown("stage", name, self.agent.stages))
+        if name != self.stage_name and self.approvals is not None:
+            self.approvals.stage_changed(name)
+        self.stage_name = name
+        self._stage = None
+
+    def lifted(self, tool: str) -> bool:
+        """Whether a launch flag covers ``tool`` (only liftable asks use it)."""
+        return self.yolo or tool in self.allow
+
+
+def _unknown(what: str, name: str, known: Iterable[str]) -> str:
+    names = sorted(known)
+    listed = ", ".join(names) if names else "none"
+    return f"no {what} named {name!r} in the plan (known: {listed})"
+
+
+def normalise_allow(names: Iterable[str]) -> frozenset[str]:
+    """``--allow`` values as canonical tool names (``bash`` -> ``shell``)."""
+    out: set[str] = set()
+    for n in names:
+        builtin = resolve_builtin(n)
+        out.add(builtin.name if builtin is not None else n)
+    return frozenset(out)
+
+
+def open_session(
+    plan: Plan | PreparedPlan,
+    agent: str,
+    *,
+    workspace: str | Path,
+    stage: str | None = None,
+    unattended: bool = False,
+    yolo: bool = False,
+    allow: Iterable[str] = (),
+    run_id: str = "",
+    approvals: ApprovalCache | None = None,
+) -> Session:
+    """A session for ``agent`` (its entry stage unless ``stage`` is given).
+    Data-flow tracking is attached when the agent's plan turns it on."""
+    prepared = plan if isinstance(plan, PreparedPlan) else prepare(plan, agents=[agent])
+    found = prepared.agents.get(agent)
+    if found is None:
+        raise SessionError(_unknown("agent", agent, (a.name for a in prepared.plan.body.agents)))
+    stage_name = stage if stage is not None else found.agent.entry_stage
+    if stage_name not in found.stages:
+        raise SessionError(_unknown("stage", stage_name, found.stages))
+    from charter.runtime.approval import ApprovalCache
+    from charter.runtime.taint import TaintTracker
+
+    taint = TaintTracker(found.agent.taint) if found.agent.taint.enabled else None
+    return Session(
+        prepared=prepared,
+        agent=found,
+        stage_name=stage_name,
+        workspace=Path(workspace),
+        unattended=unattended,
+        yolo=yolo,
+        allow=normalise_allow(allow),
+        approvals=approvals if approvals is not None else ApprovalCache(stage_name),
+        taint=taint,
+        run_id=run_id,
+    )
