@@ -10,6 +10,7 @@ only when there is no error.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import platform as _platform
@@ -21,6 +22,7 @@ from typing import Any, Literal, cast
 from charter.compiler.describe import render_description, shell_hint_block
 from charter.compiler.diagnostics import Diagnostic, Span, did_you_mean, format_key_path
 from charter.compiler.frontends.agent_yaml import AgentCore
+from charter.compiler.frontends.base import salvage
 from charter.compiler.frontends.blueprint import Blueprint
 from charter.compiler.frontends.blueprint import Stage as StageModel
 from charter.compiler.frontends.config_toml import UserConfig
@@ -934,11 +936,12 @@ def _warning() -> Any:
 
 
 def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan | None:
+    _salvage_invalid(ctx)
     bp, bsm = ctx.blueprint, ctx.bp_smap
     stages: dict[str, StageEntry] = {}
     if ctx.agent.blueprint is not None:
         if bp is None:
-            return None  # the blueprint did not load; its diagnostics say why
+            return None  # nothing of the blueprint could be read
         stages, _dups = combine_stages(ctx.agent.blueprint, list(ctx.agent.stage_files))
     if ctx.agent.core is not None and ctx.core is None:
         return None
@@ -1054,6 +1057,23 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
         allow_local_network=bool(cfg and cfg.security.allow_local_network),
         origin=_ref(ctx.agent_span()),
     )
+
+
+def _salvage_invalid(ctx: _Ctx) -> None:
+    """Files that failed validation keep their errors, but what is valid in
+    them is still checked (see :func:`salvage`)."""
+    agent = ctx.agent
+    bp = agent.blueprint
+    if bp is not None and bp.model is None and bp.raw is not None:
+        model = salvage(Blueprint, bp.raw)
+        if model is not None:
+            agent = dataclasses.replace(agent, blueprint=dataclasses.replace(bp, model=model))
+    core = agent.core
+    if core is not None and core.model is None and core.raw is not None:
+        cmodel = salvage(AgentCore, core.raw)
+        if cmodel is not None:
+            agent = dataclasses.replace(agent, core=dataclasses.replace(core, model=cmodel))
+    ctx.agent = agent
 
 
 def compile_project(project: Project, options: CompileOptions | None = None) -> CompileResult:

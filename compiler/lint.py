@@ -91,7 +91,10 @@ def lint_agent(agent: AgentPlan) -> list[Diagnostic]:
     root = agent.root
     stages = {s.name: s for s in agent.stages}
     reachable = _reachable(agent)
-    for s in agent.stages:
+    # With an unknown entry stage (already an error) nothing is reachable;
+    # reporting every stage as unreachable would bury the one real mistake.
+    graph_known = agent.entry_stage in stages
+    for s in agent.stages if graph_known else ():
         if s.name not in reachable and s.name in stages:
             out.append(
                 diag(
@@ -104,7 +107,7 @@ def lint_agent(agent: AgentPlan) -> list[Diagnostic]:
             )
     outputs = [s for s in agent.stages if s.mode == "output"]
     for s in outputs:
-        if s.name not in reachable and agent.entry_stage in stages:
+        if s.name not in reachable and graph_known:
             out.append(
                 diag(
                     "output-unreachable",

@@ -8,17 +8,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from charter.compiler.diagnostics import Diagnostic, Severity, Span, format_key_path
-from charter.compiler.frontends.validation import validate_model
+from charter.compiler.frontends.validation import _is_union_tag, freeze, validate_model
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
 from charter.compiler.sources.text import read_source
 from charter.compiler.sources.toml_reader import read_toml
 from charter.compiler.sources.yaml_reader import read_yaml
 
-__all__ = ["Loaded", "load_document", "parse_document"]
+__all__ = ["Loaded", "load_document", "parse_document", "salvage"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -92,3 +92,70 @@ def at(smap: SourceMap, *path: str | int, key: bool = False) -> tuple[Span, str]
     """The span and rendered key path of ``path`` in ``smap``."""
     span = smap.key_span(path) if key else smap.value_span(path)
     return span, format_key_path(path)
+
+
+_GONE = object()
+
+
+def salvage(model: type[M], raw: Any, *, rounds: int = 8) -> M | None:
+    """A model built from ``raw`` with every invalid part removed, or None.
+
+    When a file has an error, its diagnostics are already reported; salvaging
+    lets the compiler and linter still check everything else in it, so one
+    run reports every problem instead of one file-level failure at a time.
+    The result is never used to produce a plan (the file's errors stop that).
+    """
+    if not isinstance(raw, dict):
+        return None
+    data = _copy(raw)
+    for _ in range(rounds):
+        try:
+            return model.model_validate(freeze(data))
+        except ValidationError as exc:
+            progress = False
+            for err in exc.errors(include_url=False):
+                loc = [p for p in err["loc"] if not _is_union_tag(p)]
+                if err["type"] == "missing":
+                    loc = loc[:-1]
+                if not loc:
+                    return None
+                progress |= _remove(data, loc)
+            data = _compact(data)
+            if not progress:
+                return None
+    return None
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_copy(v) for v in value]
+    return value
+
+
+def _remove(data: Any, loc: list[str | int]) -> bool:
+    node = data
+    for part in loc[:-1]:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+        else:
+            return False
+    last = loc[-1]
+    if isinstance(node, dict) and last in node:
+        del node[last]
+        return True
+    if isinstance(node, list) and isinstance(last, int) and 0 <= last < len(node):
+        node[last] = _GONE  # indexes of later errors stay valid until compaction
+        return True
+    return False
+
+
+def _compact(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _compact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_compact(v) for v in value if v is not _GONE]
+    return value
