@@ -58,7 +58,7 @@ _DISCARD = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "NU
 _FD_PATH = re.compile(r"^/dev/fd/[0-9]+$")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _FORK_BOMB = re.compile(
-    r"([^\s(){};|&<>]+)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*&?\s*\1\b"
+    r"([^\s(){};|&<>]+)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*&?\s*\1(?![^\s;&|}])"
 )
 _SALVAGE_SPLIT = re.compile(r"[;&|(){}\n`]|\$\(")
 
@@ -160,7 +160,12 @@ def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Ve
         else:
             rule, msg = "read-only", "every command is a recognised read-only command"
         return Verdict("allow", rule, span_all, msg, tuple(writes), ungrantable, tuple(findings))
-    top = next(f for f in findings if f.decision == decision)
+    # A redirect-write finding only names the verdict when nothing else at
+    # the same level does: it is the part combine() hands to write_file.
+    top = next(
+        (f for f in findings if f.decision == decision and f.rule != REDIRECT_WRITE_RULE),
+        next(f for f in findings if f.decision == decision),
+    )
     return Verdict(decision, top.rule, top.span, top.message, tuple(writes), ungrantable,
                    tuple(findings))
 
@@ -224,17 +229,15 @@ def _program(st: _State, program: Program) -> None:
             st.cwd = saved
             for r in cmd.redirects:
                 _redirect(st, r)
+            for r in cmd.redirects:
                 _word_expansions(st, r.target)
 
 
 def _simple(st: _State, cmd: SimpleCommand) -> None:
+    # Order matters only for which finding names the verdict (the first one
+    # at the strictest decision): the program's own reason, then redirects,
+    # then the expansions inside words.
     st.commands += 1
-    for w in cmd.words:
-        _word_expansions(st, w)
-    for r in cmd.redirects:
-        # the redirect's own finding first: it names what is at stake
-        _redirect(st, r)
-        _word_expansions(st, r.target)
     words = cmd.words
     i = 0
     while i < len(words) and _is_assignment(words[i]):
@@ -243,6 +246,12 @@ def _simple(st: _State, cmd: SimpleCommand) -> None:
                "LD_PRELOAD and similar change what runs); drop it to run unprompted")
         i += 1
     _argv(st, words[i:])
+    for r in cmd.redirects:
+        _redirect(st, r)
+    for w in words:
+        _word_expansions(st, w)
+    for r in cmd.redirects:
+        _word_expansions(st, r.target)
 
 
 def _is_assignment(w: Word) -> bool:
@@ -323,7 +332,9 @@ def _redirect(st: _State, r: Redirect) -> None:
         return  # duplicating or closing a file descriptor
     if op in ("<", "<&"):
         if v is not None:
-            if sensitive_path(v):
+            if v.startswith(("/dev/tcp/", "/dev/udp/")):
+                st.add("ask", "network", span, f"reading {v} opens a network connection")
+            elif sensitive_path(v):
                 st.add("ask", "credential-path", span,
                        f"{v} looks like a credential file; reading it needs approval")
             elif _outside(st, v, target.tilde):
@@ -412,6 +423,12 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
                    "run the commands one by one")
             _generic_args(st, words[1:], frozenset(range(len(words) - 1)))
             return
+    if w0.glob or w0.brace:
+        st.add("ask", "filename-expansion", (w0.start, w0.end),
+               f"the program name {_clip(w0.raw)} is expanded by the shell; name the program "
+               "literally")
+        _generic_args(st, words[1:], frozenset())
+        return
     prog = name.rsplit("/", 1)[-1] if "/" in name else name
     if "/" in name or w0.tilde:
         st.add("ask", "non-bare-executable", (w0.start, w0.end),

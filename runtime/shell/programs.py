@@ -409,7 +409,7 @@ def _git(args: Sequence[str]) -> Checked:
         # git's parse-options accepts abbreviated long options.
         bad = long_given(s, _GIT_EXEC_OPTS, exact_options=_GIT_EXACT)
         if bad is not None:
-            rule = "embedded-write" if bad.name.startswith("--o") else "exec-option"
+            rule = "embedded-write" if "output".startswith(bad.name[2:]) else "exec-option"
             return _one(rule, bad.index + offset,
                         f"git {sub} {bad.name} runs a helper program or writes a file; "
                         "drop it to run unprompted")
@@ -695,6 +695,9 @@ def critical_target(target: str, cwd: str | None, workspace: str) -> str | None:
 
 
 _RECURSIVE_RM = ("recursive",)
+# find expression words that do not narrow which files -delete removes
+_FIND_UNFILTERED = frozenset({"-delete", "-depth", "-xdev", "-mount", "-mindepth", "-maxdepth",
+                              "-ignore_readdir_race", "-noleaf", "-daystart", "-follow"})
 
 
 def destructive(
@@ -755,11 +758,17 @@ def destructive(
                              "deny")
         return None
     if prog == "find":
-        # `find / -delete` is `rm -rf /` by another name
+        # `find / -delete` is `rm -rf /` by another name; with a test in the
+        # expression (-name, -type, ...) it deletes only some files
         if "-delete" in args:
-            for i, a in enumerate(args):
-                if a.startswith("-") or a in ("(", "!"):
-                    break
+            starts = 0
+            while starts < len(args) and not (args[starts].startswith("-") or
+                                              args[starts] in ("(", "!")):
+                starts += 1
+            expr = [a for a in args[starts:] if not a.isdigit()]
+            if not set(expr) <= _FIND_UNFILTERED:
+                return None
+            for i, a in enumerate(args[:starts]):
                 why = critical_target(a, cwd, workspace)
                 if why is not None:
                     return Issue("destructive-rm", i, f"find -delete on {why} is never run",
