@@ -199,7 +199,17 @@ def _schema(session: Session, call: ToolCall, name: str) -> Outcome | None:
         )
     if check.validator is None:
         return None  # validation is off for this tool by the plan's decision
-    errors = list(check.validator.iter_errors(call.args))
+    try:
+        errors = list(check.validator.iter_errors(call.args))
+    except Exception as exc:  # e.g. a $ref the closed registry cannot resolve
+        return _deny(
+            call,
+            "schema",
+            "schema-unusable",
+            f"'{name}' cannot be called: its schema cannot be evaluated ({type(exc).__name__})",
+            "unavailable",
+            canonical=name,
+        )
     if not errors:
         return None
     errors.sort(key=lambda e: (list(map(str, e.absolute_path)), e.message))
