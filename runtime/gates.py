@@ -380,7 +380,9 @@ def _shell_permission(
         # The stage does not offer write_file: the catalog default stands in.
         write_perm = default_permission("write_file")
         prov["write_file"] = f"{write_perm} (built-in default; the stage does not offer write_file)"
-    lifted = decision.liftable and session.lifted(name)
+    # A flag lifts what remains an ask unless the plan made the tool's own ask
+    # unliftable; a tool allowed outright leaves only the guard's ask to lift.
+    lifted = (decision.liftable or decision.permission == "allow") and session.lifted(name)
     final, why = combine(decision.permission, verdict, write_perm, lifted_by_flag=lifted)
     timeout = args.get("timeout_seconds", session.agent.agent.limits.shell_timeout_secs)
     fp = fingerprint(
@@ -410,7 +412,8 @@ def _shell_permission(
         # command may behave differently with them, and the guard cannot see how.
         final, rule = "ask", "env-overlay-needs-approval"
         why = "the call sets environment variables or binds secrets, which a person must approve"
-    liftable = "" if (env or secrets) else ("--allow " + name if decision.liftable else "")
+    can_lift = decision.liftable or decision.permission == "allow"
+    liftable = "" if (env or secrets) else ("--allow " + name if can_lift else "")
     return Outcome(
         final,
         "approval" if final == "ask" else "permission",

@@ -101,6 +101,11 @@ _GIT_REMOTE_VERBS = frozenset({"push", "fetch", "pull", "clone", "ls-remote", "s
 _WRAPPERS = frozenset({"sudo", "env", "nohup", "time", "exec", "command", "nice", "timeout"})
 _OPS = frozenset({";", "&&", "||", "|", "&", "|&", ";;", "(", ")", "\n"})
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_BARE_HOST = re.compile(
+    r"^(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?::\d+)?(?:/\S*)?$|^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?:/\S*)?$"
+)
+# git options that take the next word as their value.
+_GIT_VALUE_OPTS = frozenset({"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path"})
 _SCP_HOST = re.compile(r"^(?:[^@/\s]+@)?(\[[^\]]+\]|[^:/\s]+):")
 
 LabelKind = Literal["sensitive-path", "secret", "untrusted-result"]
@@ -189,8 +194,15 @@ def _program_target(prog: str, args: Sequence[str]) -> str:
         if prog in ("ssh", "mosh") and operands:
             return operands[0].lower()
         return "unknown"
+    # A URL names its host plainly; otherwise a bare host[:port][/path] word.
+    # Option values (``-d @file``, ``-o out.txt``) are neither.
     for a in operands:
-        if "://" in a or "." in a:
+        if "://" in a:
+            host = _host_of(a)
+            if host:
+                return host
+    for a in operands:
+        if _BARE_HOST.match(a):
             host = _host_of(a)
             if host:
                 return host
@@ -235,9 +247,11 @@ def shell_targets(
         if prog in _NET_PROGRAMS:
             targets.append(_program_target(prog, args))
         elif prog == "git":
-            verbs = [a for a in args if not a.startswith("-")]
-            if verbs and verbs[0] in _GIT_REMOTE_VERBS:
-                targets.append(_git_target(args[args.index(verbs[0]) + 1 :], workspace))
+            j = 0
+            while j < len(args) and args[j].startswith("-"):
+                j += 2 if args[j] in _GIT_VALUE_OPTS else 1
+            if j < len(args) and args[j] in _GIT_REMOTE_VERBS:
+                targets.append(_git_target(args[j + 1 :], workspace))
     if targets:
         return tuple(dict.fromkeys(targets))
     return None if guard_allowed else ("unknown",)

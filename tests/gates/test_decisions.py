@@ -52,6 +52,8 @@ def standard_plan(kit: SimpleNamespace) -> Plan:
             },
             "readonly": {"read_file": "allow", "shell": "ask", "write_file": "deny"},
             "denyshell": {"shell": "deny"},
+            "shellallow": {"shell": "allow", "write_file": "allow"},
+            "shellpinned": {"shell": d("ask", liftable=False)},
         },
         tools=[loose],
         unattended={
