@@ -27,7 +27,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DEFAULT_OUTPUT_CAP", "GRACE_S", "ProcResult", "run_command"]
+from charter.runtime.redact import FAILED_MARKER
+
+__all__ = ["DEFAULT_OUTPUT_CAP", "GRACE_S", "ProcResult", "group_running", "run_command"]
 
 DEFAULT_OUTPUT_CAP = 1_000_000
 GRACE_S = 2.0
@@ -88,14 +90,30 @@ class _Drain:
                 pass
 
 
-def _group_alive(pgid: int) -> bool:
+def group_running(pgid: int) -> bool:
+    """Whether any process of the group still runs. Zombies do not count: they
+    run nothing, and whether they are reaped soon depends on the init process
+    of the machine, not on us."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True  # exists but is not ours to signal: treat as alive
-    return True
+    proc_root = Path("/proc")
+    if not proc_root.is_dir():
+        return True
+    for entry in proc_root.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # After the command name: state, ppid, pgrp, ...
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            return True
+    return False
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -120,7 +138,7 @@ def _stop_tree(proc: subprocess.Popen[bytes], pgid: int | None) -> None:
     deadline = time.monotonic() + GRACE_S
     while time.monotonic() < deadline:
         proc.poll()  # reap the leader so a zombie does not look alive
-        if not _group_alive(pgid):
+        if not group_running(pgid):
             break
         time.sleep(_POLL_S)
     else:
@@ -129,7 +147,7 @@ def _stop_tree(proc: subprocess.Popen[bytes], pgid: int | None) -> None:
     # SIGKILL is delivered asynchronously; wait (briefly) until the group is empty
     # so the caller never returns while a member still runs.
     end = time.monotonic() + GRACE_S
-    while _group_alive(pgid) and time.monotonic() < end:
+    while group_running(pgid) and time.monotonic() < end:
         _signal_group(pgid, signal.SIGKILL)
         time.sleep(_POLL_S)
 
@@ -138,7 +156,10 @@ def _text(drain: _Drain, name: str, cap: int, redact: Callable[[str], str] | Non
     text = drain.kept.decode("utf-8", errors="replace")
     truncated = drain.total > cap
     if redact is not None:
-        text = redact(text)
+        try:
+            text = redact(text)
+        except Exception:  # noqa: BLE001 - unredacted text must never come back
+            return FAILED_MARKER
     if truncated:
         if text and not text.endswith("\n"):
             text += "\n"
@@ -213,7 +234,7 @@ def run_command(
     finally:
         # Also on normal exit: whatever the command left running in its group
         # (a backgrounded child holding the pipes open) is stopped with it.
-        if timed_out or cancelled or _IS_WINDOWS or _group_alive(pgid or proc.pid):
+        if timed_out or cancelled or _IS_WINDOWS or group_running(pgid or proc.pid):
             _stop_tree(proc, pgid)
     for drain in (out, err):
         drain.thread.join(timeout=GRACE_S)

@@ -213,6 +213,9 @@ def confine(workspace: Path, path: str, *, op: PathOp) -> PathDecision:
             f"path {path!r} climbs with '..' out of a directory that does not exist",
         )
     try:
+        real_parent = Path(os.path.realpath(existing, strict=True))
+    except FileNotFoundError:
+        # A dangling symlink: follow its text to where a write would land.
         real_parent = Path(os.path.realpath(existing))
     except (OSError, RuntimeError, ValueError):
         return _deny("path-unresolvable", f"path {path!r} cannot be resolved (symlink loop?)")

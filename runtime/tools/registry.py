@@ -82,10 +82,15 @@ _Raw = Callable[[Mapping[str, Any], ToolRuntime, str | None, bool], ToolResult]
 
 
 def _safe_views(result: ToolResult, redactor: Redactor) -> ToolResult:
-    content = redactor.redact(result.content, "model")
-    display = redactor.redact(
-        result.display if result.display is not None else result.content, "operator"
-    )
+    try:
+        content = redactor.redact(result.content, "model")
+        display = redactor.redact(
+            result.display if result.display is not None else result.content, "operator"
+        )
+        data = redactor.redact_value(result.data, "stored")
+    except Exception:  # noqa: BLE001 - a failing redactor must hide, never show
+        content = display = FAILED_MARKER
+        data = {}
     if FAILED_MARKER in (content, display):
         # One failed view means the values could not be checked anywhere.
         return ToolResult(
@@ -95,7 +100,6 @@ def _safe_views(result: ToolResult, redactor: Redactor) -> ToolResult:
             rule="redaction-failed",
             display=FAILED_MARKER,
         )
-    data = redactor.redact_value(result.data, "stored")
     return ToolResult(
         result.status,
         content,

@@ -29,6 +29,7 @@ from charter.runtime.env import (
     validate_overlay,
 )
 from charter.runtime.proc import ProcResult, run_command
+from charter.runtime.redact import FAILED_MARKER
 from charter.runtime.results import ToolResult, refusal
 from charter.runtime.workspace import confine
 
@@ -166,6 +167,15 @@ def run_shell(
         env.pop(b.target_name or "", None)
     del env
 
+    if FAILED_MARKER in (proc.stdout, proc.stderr):
+        # One stream could not be redacted: nothing of the output is shown.
+        return ToolResult(
+            "error",
+            FAILED_MARKER,
+            rule="redaction-failed",
+            display=FAILED_MARKER,
+            data={"exit_code": proc.exit_code, "redaction_failed": True},
+        )
     status, operator_text = _format(proc, timeout)
     # The output was redacted for the operator (secret names kept); the model
     # sees the same text without the names.

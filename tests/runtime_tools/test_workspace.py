@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from charter.runtime.workspace import confine, decide_path, is_sensitive
+
+CASES = Path(__file__).resolve().parent.parent / "fixtures" / "paths" / "cases.txt"
+
+
+def _cases() -> list[tuple[str, str, str, str]]:
+    rows = []
+    for n, line in enumerate(CASES.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        assert len(cols) == 4, f"cases.txt:{n}: expected 4 tab-separated columns"
+        rows.append((cols[0], cols[1], cols[2], cols[3]))
+    return rows
+
+
+@pytest.mark.parametrize(("op", "path", "decision", "rule"), _cases())
+def test_case(layout: Path, op: str, path: str, decision: str, rule: str) -> None:
+    path = path.replace("{ws}", str(layout)).replace("{tmp}", str(layout.parent))
+    got = confine(layout, path, op=op)  # type: ignore[arg-type]
+    assert (got.decision, got.rule) == (decision, rule), got.message
+    if decision == "deny":
+        assert got.resolved is None
+    else:
+        real = Path(os.path.realpath(layout))
+        assert got.resolved is not None
+        assert got.resolved == real or got.resolved.is_relative_to(real)
+
+
+def test_cases_cover_every_rule() -> None:
+    rules = {row[3] for row in _cases()}
+    assert {
+        "path-inside",
+        "path-traversal",
+        "path-outside",
+        "path-symlink-escape",
+        "path-sensitive",
+        "path-encoded",
+        "path-home",
+        "path-nul",
+        "path-drive",
+        "path-unc",
+    } - rules == {"path-nul"}  # NUL cannot be written in a text data file: tested below
+
+
+def test_nul_byte(layout: Path) -> None:
+    got = confine(layout, "src/app.py\x00.txt", op="read")
+    assert (got.decision, got.rule) == ("deny", "path-nul")
+
+
+def test_resolved_is_the_real_target(layout: Path) -> None:
+    got = confine(layout, "link_in/app.py", op="read")
+    assert got.resolved == layout / "src" / "app.py"
+
+
+def test_workspace_given_through_a_symlink(layout: Path) -> None:
+    alias = layout.parent / "alias"
+    alias.symlink_to(layout)
+    assert confine(alias, "src/app.py", op="read").decision == "allow"
+    assert confine(alias, str(layout / "src" / "app.py"), op="read").decision == "allow"
+    assert confine(alias, "link_out/file.txt", op="read").rule == "path-symlink-escape"
+
+
+def test_missing_workspace_fails_closed(tmp_path: Path) -> None:
+    got = confine(tmp_path / "nope", "a.txt", op="read")
+    assert (got.decision, got.rule) == ("deny", "workspace-missing")
+
+
+def test_unknown_op_fails_closed(layout: Path) -> None:
+    assert confine(layout, "src/app.py", op="exec").decision == "deny"  # type: ignore[arg-type]
+
+
+def test_decide_path_is_json_ready(layout: Path) -> None:
+    got = decide_path(layout, "../ws-evil/secret.txt", "read")
+    assert got == {
+        "decision": "deny",
+        "rule": "path-traversal",
+        "message": got["message"],
+        "path": "../ws-evil/secret.txt",
+        "op": "read",
+        "resolved": None,
+    }
+    assert decide_path(str(layout), "src/app.py", "write")["resolved"] == str(
+        layout / "src" / "app.py"
+    )
+    assert decide_path(layout, "src/app.py", "delete")["rule"] == "path-op"
+
+
+@pytest.mark.parametrize(
+    ("rel", "sensitive"),
+    [
+        (".env", True),
+        ("a/b/.env.test", True),
+        (".ssh", True),
+        ("x/.aws/config", True),
+        (".config/gcloud/credentials.db", True),
+        ("keys/deploy.key", True),
+        ("src/main.py", False),
+        ("keys.md", False),
+        ("docs/ssh.md", False),
+    ],
+)
+def test_is_sensitive(rel: str, sensitive: bool) -> None:
+    assert is_sensitive(rel) is sensitive
