@@ -56,17 +56,12 @@ def _candidates(tool: str, inp: Mapping[str, Any]) -> list[list[tuple[str, dict[
         terminal_args: dict[str, Any] = {"command": command}
         if background:
             terminal_args["background"] = True
-        # `shell` has no background mode; a background Bash call is only the
-        # terminal tool's, so it is decided as that.
-        alts = (
-            [("terminal", terminal_args)]
-            if background
-            else [
-                ("shell", shell_args),
-                ("terminal", terminal_args),
-            ]
-        )
-        return [alts]
+        # Only `terminal` can express background mode, so a background call
+        # prefers it; where the stage offers `shell` alone, the command itself
+        # is what the guard judges either way.
+        if background:
+            return [[("terminal", terminal_args), ("shell", shell_args)]]
+        return [[("shell", shell_args), ("terminal", terminal_args)]]
     if tool == "Read":
         return [[("read_file", {"path": inp.get("file_path")})]]
     if tool == "Write":
