@@ -1,0 +1,145 @@
+"""The runtime stands alone: deciding never imports the compiler; the capability gate."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from charter.runtime.gates import decide
+from charter.runtime.plan import Grant, ToolEntry
+from charter.runtime.results import ToolCall
+
+REPO = Path(__file__).resolve().parents[2]
+
+PROBE = textwrap.dedent(
+    """
+    import json, sys
+    import charter.runtime.gates as gates
+    from charter.runtime.loader import load_plan
+    from charter.runtime.results import ToolCall
+    from charter.runtime.session import open_session
+    from charter.runtime.hooks.claude_code import decide_event
+
+    session = open_session(load_plan(sys.argv[1]), "a", workspace=sys.argv[2])
+    outs = [gates.decide(session, ToolCall(t, a)).decision for t, a in (
+        ("read_file", {"path": "notes.txt"}),
+        ("shell", {"command": "ls | wc -l"}),
+        ("write_file", {"path": "x", "content": ""}),
+    )]
+    event = json.dumps({"hook_event_name": "PreToolUse", "cwd": sys.argv[2],
+                        "tool_name": "Read", "tool_input": {"file_path": "notes.txt"}})
+    outs.append(decide_event(event.encode(), plan_path=sys.argv[1])
+                ["hookSpecificOutput"]["permissionDecision"])
+    bad = sorted(m for m in sys.modules if m.startswith("charter.compiler"))
+    heavy = sorted(m for m in ("httpx", "mcp", "anyio") if m in sys.modules)
+    print(json.dumps({"decisions": outs, "compiler": bad, "heavy": heavy}))
+    """
+)
+
+
+def test_deciding_never_imports_the_compiler(
+    kit: SimpleNamespace, workspace: Path, tmp_path: Path
+) -> None:
+    plan = kit.make_plan({"s": {"read_file": "allow", "shell": "ask", "write_file": "ask"}})
+    path = tmp_path / "plan.json"
+    path.write_text(plan.to_json())
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, str(path), str(workspace)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    import json
+
+    got = json.loads(proc.stdout)
+    assert got == {"decisions": ["allow", "allow", "ask", "allow"], "compiler": [], "heavy": []}
+
+
+def test_cli_verbs_import_only_the_runtime() -> None:
+    """check, check-path, hook and audit: no compiler module, no network stack."""
+    for name in ("check.py", "check_path.py", "hook.py", "audit_cmd.py"):
+        tree = ast.parse((REPO / "compiler" / "cli" / name).read_text())
+        for node in ast.walk(tree):
+            mods: list[str] = []
+            if isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                mods = [node.module]
+            for m in mods:
+                assert not m.startswith("charter.compiler"), (name, m)
+                assert m.split(".")[0] not in ("httpx", "mcp", "anyio"), (name, m)
+
+
+def test_capability_gate(kit: SimpleNamespace, session_for: Any) -> None:
+    perms = {"read_file": "allow", "write_file": "allow"}
+    core = kit.make_plan({"s": perms}, kind="core", grants=["fs.read"])
+    s = session_for(core)
+    assert decide(s, ToolCall("read_file", {"path": "notes.txt"})).decision == "allow"
+    out = decide(s, ToolCall("write_file", {"path": "x", "content": ""}))
+    assert (out.decision, out.gate, out.rule) == ("deny", "capability", "capability-not-granted")
+    wildcard = kit.make_plan({"s": perms}, kind="combined", grants=["fs.read", "fs.write:*"])
+    out = decide(session_for(wildcard), ToolCall("write_file", {"path": "x", "content": ""}))
+    assert out.gate == "capability"  # "fs.write:*" covers "fs.write:x", not "fs.write"
+    # A blueprint-only agent declares no grants and is not checked.
+    bp = kit.make_plan({"s": perms}, kind="blueprint")
+    assert decide(session_for(bp), ToolCall("write_file", {"path": "x", "content": ""})).gate != (
+        "capability"
+    )
+
+
+def test_slot_grants_cover_only_their_authored_tool(kit: SimpleNamespace, session_for: Any) -> None:
+    from charter.runtime.plan import AuthoredTool
+
+    def authored(name: str) -> ToolEntry:
+        return ToolEntry(
+            name=name,
+            source="authored",
+            impl=name,
+            description=name,
+            input_schema='{"type":"object"}',
+            capability="notes.write",
+            authored=AuthoredTool(
+                tool_id=name,
+                directory=f"tools/{name}",
+                module=f"tools/{name}/tool.py",
+                entrypoint="tool:run",
+                module_sha256="0" * 64,
+            ),
+        )
+
+    plan = kit.make_plan(
+        {"s": {"mine": "allow", "theirs": "allow"}},
+        tools=[authored("mine"), authored("theirs")],
+        kind="core",
+        grants=[Grant(capability="notes.write", slot="tools/mine")],
+    )
+    s = session_for(plan)
+    assert decide(s, ToolCall("mine", {})).decision == "allow"
+    assert decide(s, ToolCall("theirs", {})).rule == "capability-not-granted"
+
+
+def test_secret_bindings_need_the_exact_grant(kit: SimpleNamespace, session_for: Any) -> None:
+    perms = {"terminal": "ask"}
+    binding = {"command": "gh pr list", "secret_bindings": [{"source": "env:GH_TOKEN"}]}
+    exact = kit.make_plan(
+        {"s": perms}, kind="core", grants=["terminal.exec", "secret.bind:GH_TOKEN"]
+    )
+    assert decide(session_for(exact), ToolCall("terminal", binding)).decision == "ask"
+    wild = kit.make_plan({"s": perms}, kind="core", grants=["terminal.exec", "secret.bind:*"])
+    out = decide(session_for(wild), ToolCall("terminal", binding))
+    assert (out.decision, out.gate, out.rule) == ("deny", "capability", "secret-binding-refused")
+    bp = kit.make_plan({"s": perms})
+    out = decide(session_for(bp), ToolCall("terminal", binding))
+    assert out.rule == "secret-binding-refused"
+    forbidden = {"command": "ls", "secret_bindings": [{"source": "env:GH_TOKEN", "target": "PATH"}]}
+    out = decide(session_for(exact), ToolCall("terminal", forbidden))
+    assert out.rule == "secret-binding-refused" and "PATH" in out.reason
+    background = {**binding, "background": True}
+    out = decide(session_for(exact), ToolCall("terminal", background))
+    assert out.decision == "deny"
