@@ -557,6 +557,72 @@ _r(
     "entrypoint: module:exec   # module.py defines execute\n",
     "Point entrypoint at a function taking (ctx, args).",
 )
+_r(
+    "CH706",
+    "mcp-filter-matches-nothing",
+    W,
+    "A tools.include or tools.exclude pattern of an MCP manifest matches none of the server's "
+    "pinned tools.",
+    "A pattern that matches nothing is usually a typo or a tool the server dropped; an include "
+    "that selects nothing leaves the server without tools, an exclude that misses lets a tool "
+    "through.",
+    "tools: {include: [serch*]}   # the server has search_docs\n",
+    "Correct the pattern against the tools listed in charter.lock.json, or remove it.",
+)
+_r(
+    "CH707",
+    "mcp-lock-stale",
+    W,
+    "An MCP server has no usable entry in the agent's charter.lock.json: the manifest changed "
+    "after locking, or the server was never locked.",
+    "Its tools cannot be checked at compile time; at run time they are discovered unpinned and "
+    "every call is asked about.",
+    "command: docs-mcp-v2   # edited after charter mcp lock\n",
+    "Review the server, then run 'charter mcp lock PROJECT --server NAME'.",
+)
+_r(
+    "CH708",
+    "mcp-lock-invalid",
+    E,
+    "The agent's charter.lock.json cannot be read or is malformed (including digests that do "
+    "not match the recorded text).",
+    "The pins decide what the model is told about MCP tools; a lock that was edited by hand or "
+    "damaged cannot be trusted.",
+    '{"version": 1, "servers": {"docs": {"tools": "all"}}}\n',
+    "Delete the file and run 'charter mcp lock' again.",
+)
+
+# --- CH80x: policy self-tests --------------------------------------------------
+_r(
+    "CH801",
+    "policy-expectation-failed",
+    E,
+    "A policy self-test in charter.toml ([[expect]]) gets a different decision from the "
+    "compiled policy.",
+    "The expectations are the team's statement of what the agent may do; a change that breaks "
+    "one changed what the agent may do.",
+    '[[expect]]\ntool = "shell"\ncommand = "git push"\ndecision = "deny"   # but it is ask\n',
+    "Fix the policy, or update the expectation if the change was intended. The message shows "
+    "the gate, rule and provenance of the actual decision.",
+)
+_r(
+    "CH802",
+    "policy-expectation-invalid",
+    E,
+    "A policy self-test names an agent or stage that does not exist.",
+    "An expectation that cannot be evaluated proves nothing.",
+    '[[expect]]\nagent = "codr"\ntool = "read_file"\ndecision = "allow"\n',
+    "Name an existing agent and stage.",
+)
+_r(
+    "CH803",
+    "policy-expectations-skipped",
+    N,
+    "Policy self-tests were not run because the project has errors.",
+    "Expectations run against the compiled plan, which errors prevent.",
+    "Any project with an error and a [[expect]] table.",
+    "Fix the errors; the expectations then run.",
+)
 
 # --- CH89x: suppressions (compiler/suppress.py) -------------------------------
 _r(

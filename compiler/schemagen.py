@@ -37,6 +37,11 @@ SCHEMAS: dict[str, tuple[str, str, str]] = {
         "UserConfig",
         "Charter config.toml",
     ),
+    "charter.v1.json": (
+        "charter.compiler.frontends.charter_toml",
+        "ProjectSettings",
+        "Charter project settings (charter.toml)",
+    ),
     "plan.v1.json": ("charter.runtime.plan", "Plan", "Charter compiled plan"),
 }
 

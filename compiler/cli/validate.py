@@ -44,7 +44,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"charter validate: {args.config}: config file not found", file=sys.stderr)
         return 2
 
+    from charter.compiler.expectations import project_ignores
+
     findings: list[Diagnostic] = []
+    ignores: list[str] = list(args.ignore)
     sources: dict[str, tuple[str, ...]] = {}
     cwd = Path.cwd().resolve()
     for raw in args.paths:
@@ -53,13 +56,14 @@ def run(args: argparse.Namespace) -> int:
             root = root.parent
         project = load_project(root, config=args.config, use_default_config=not args.no_user_config)
         diags = [*project.diagnostics, *check_project(project)]
+        ignores.extend(project_ignores(project))
         prefix = _prefix(project.root, cwd)
         for d in diags:
             path = d.span.path
             findings.append(_rebase(d, prefix + path if path != "." else (prefix or ".")))
         for path, lines in project.sources.items():
             sources[prefix + path] = lines
-    kept, suppressed = apply_suppressions(findings, sources, args.ignore)
+    kept, suppressed = apply_suppressions(findings, sources, ignores)
     fmt = args.format or default_format(sys.stdout)
     sys.stdout.write(render(kept, fmt, sources=sources, suppressed=suppressed))
     return exit_code(kept, deny_warnings=args.deny_warnings)

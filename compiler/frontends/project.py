@@ -14,6 +14,8 @@ A project is a directory. The rules (documented in docs/projects.md):
   looking inside an agent directory) is one agent of the project.
 * Authored tools are read from ``slots.tools`` and MCP manifests from
   ``slots.mcp`` of agent.yaml; a core that names neither has none.
+* ``charter.toml`` at the root or in an agent directory holds the project's
+  lint ignores and policy self-tests.
 * The user's config is the file given with ``--config``, else the default
   location (see :func:`charter.compiler.frontends.config_toml.default_config_path`);
   a missing default file simply means no user config.
@@ -34,6 +36,7 @@ from charter.compiler.diagnostics import Diagnostic, Span
 from charter.compiler.frontends.agent_yaml import AgentCore, load_agent_yaml
 from charter.compiler.frontends.base import Loaded
 from charter.compiler.frontends.blueprint import Blueprint, Stage, load_blueprint
+from charter.compiler.frontends.charter_toml import SETTINGS_FILE, ProjectSettings, load_settings
 from charter.compiler.frontends.config_toml import (
     UserConfig,
     default_config_path,
@@ -99,6 +102,8 @@ class Project:
     sources: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # display path -> sha256 of the bytes read, for the plan
     digests: dict[str, str] = field(default_factory=dict)
+    # charter.toml files: (the agent they belong to, or None at the root; the file)
+    settings: tuple[tuple[str | None, Loaded[ProjectSettings]], ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -278,6 +283,19 @@ def load_project(
     for adir in dirs:
         agents.append(_load_agent(c, adir))
 
+    settings: list[tuple[str | None, Loaded[ProjectSettings]]] = []
+    root_settings = root / SETTINGS_FILE
+    if root_settings.is_file() and not is_agent_dir(root):
+        loaded_settings = load_settings(root_settings, SETTINGS_FILE)
+        c.note_file(root_settings, SETTINGS_FILE, loaded_settings)
+        settings.append((None, loaded_settings))
+    for adir, agent in zip(dirs, agents, strict=True):
+        spath = adir / SETTINGS_FILE
+        if spath.is_file():
+            loaded_settings = load_settings(spath, c.display(spath))
+            c.note_file(spath, c.display(spath), loaded_settings)
+            settings.append((agent.name, loaded_settings))
+
     seen: dict[str, AgentSources] = {}
     for agent in agents:
         if agent.name in seen:
@@ -291,7 +309,7 @@ def load_project(
             )
         else:
             seen[agent.name] = agent
-    return Project(root, tuple(agents), user, tuple(c.diags), c.sources, c.digests)
+    return Project(root, tuple(agents), user, tuple(c.diags), c.sources, c.digests, tuple(settings))
 
 
 def _config_display(path: Path, root: Path) -> str:

@@ -53,6 +53,7 @@ EXAMPLES = [
     ("mcp-server.v1.json", "blueprints/notes-core/agent/mcp/docs.yaml"),
     ("blueprint.v1.json", "blueprints/coder/agent.leviath"),
     ("stage.v1.json", "blueprints/coder/stages/review.toml"),
+    ("charter.v1.json", "blueprints/coder/charter.toml"),
 ]
 
 
