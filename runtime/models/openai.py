@@ -232,12 +232,16 @@ class OpenAIProvider:
             try:
                 return self._attempt(payload, headers, attempt)
             except _Retry as retry:
-                if attempt >= self._retry.attempts:
-                    retry.error.attempts = attempt
-                    if attempt > 1:
-                        retry.error.args = (f"{retry.error} (gave up after {attempt} attempts)",)
-                    raise retry.error from None
-                self._sleep(self._retry.delay(attempt, retry.retry_after, self._rng))
+                failure = retry
+            # Raised out here, not in the handler, so that the error chains to
+            # nothing: httpx's exceptions hold the request with its headers.
+            if attempt >= self._retry.attempts:
+                error = failure.error
+                error.attempts = attempt
+                if attempt > 1:
+                    error.args = (f"{error} (gave up after {attempt} attempts)",)
+                raise error
+            self._sleep(self._retry.delay(attempt, failure.retry_after, self._rng))
 
     def _attempt(self, payload: bytes, headers: dict[str, str], attempt: int) -> Any:
         try:

@@ -199,13 +199,18 @@ def _parse(text: str, display: str) -> _Loaded:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"{display}:{mark.line + 1}:{mark.column + 1}" if mark else display
-        raise ScriptError(f"{where}: not valid YAML: {exc.problem or exc.context}") from None
+        what = exc.problem or exc.context or "unreadable"
+        if exc.problem and exc.context and exc.context_mark is not None:
+            # Where the construct began helps more than where reading stopped.
+            start = exc.context_mark
+            what += f" ({exc.context} at {start.line + 1}:{start.column + 1})"
+        raise ScriptError(f"{where}: not valid YAML: {what}") from None
     except yaml.YAMLError as exc:
         raise ScriptError(f"{display}: not valid YAML: {exc}") from None
     finally:
         loader.dispose()
     if node is None:
-        raise ScriptError(f"script {display} is empty; it needs a list of turns")
+        raise ScriptError(f"{display}: the script is empty; it needs a list of turns")
 
     positions: dict[Loc, tuple[int, int]] = {}
     key_positions: dict[Loc, tuple[int, int]] = {}
