@@ -18,8 +18,10 @@ Paths that stay inside but hold credentials (``.env``, ``.ssh/``, ...) are
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import stat
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
@@ -157,24 +159,64 @@ def is_sensitive(relative: str | Path) -> bool:
     return _sensitive_reason(Path(relative).parts) is not None
 
 
-def _nearest_existing(candidate: Path) -> tuple[Path, tuple[str, ...]]:
-    """Split ``candidate`` into its longest existing prefix (a symlink counts as
-    existing, even a dangling one) and the components that do not exist yet."""
-    missing: list[str] = []
-    current = candidate
-    while True:
+def _nearest_existing(parts: list[str]) -> tuple[str, tuple[str, ...]]:
+    """Split an absolute path, given as its components, into its longest
+    existing prefix (a symlink counts as existing, even a dangling one) and
+    the components that do not exist yet."""
+    n = len(parts)
+    while n > 0:
         try:
-            os.lstat(current)
+            os.lstat(os.sep + os.sep.join(parts[:n]))
             break
-        except FileNotFoundError:
-            pass
-        except NotADirectoryError:
-            pass  # a file in the middle of the path: keep walking up
-        if current.parent == current:
-            break
-        missing.append(current.name)
-        current = current.parent
-    return current, tuple(reversed(missing))
+        except (FileNotFoundError, NotADirectoryError):
+            # NotADirectoryError: a file in the middle of the path; keep walking up.
+            n -= 1
+    return os.sep + os.sep.join(parts[:n]), tuple(parts[n:])
+
+
+def _walk(root: str, rel: list[str]) -> tuple[str, tuple[str, ...]] | None:
+    """Resolve ``rel`` below the real directory ``root`` the way the kernel
+    does: the real path of the longest existing part, and the components
+    that do not exist yet. None for a symlink loop."""
+    current = root
+    for n, comp in enumerate(rel):
+        if comp == "..":
+            # ``current`` holds no symlinks, so its textual parent is its real parent.
+            current = os.path.dirname(current)
+            continue
+        step = current + comp if current.endswith(os.sep) else current + os.sep + comp
+        try:
+            info = os.lstat(step)
+        except (FileNotFoundError, NotADirectoryError):
+            return current, tuple(rel[n:])
+        if stat.S_ISLNK(info.st_mode):
+            try:
+                step = os.path.realpath(step, strict=True)
+            except FileNotFoundError:
+                step = os.path.realpath(step)  # dangling: where a write would land
+            except (OSError, RuntimeError, ValueError):
+                return None
+        current = step
+    return current, ()
+
+
+@functools.lru_cache(maxsize=64)
+def _real_root(workspace: str) -> str:
+    # The workspace is fixed for a run; resolving it once keeps a decision
+    # to a handful of system calls (lru_cache never caches the OSError).
+    return os.path.realpath(workspace, strict=True)
+
+
+def _within(root_parts: list[str], parts: list[str]) -> bool:
+    # Component by component: "/ws-evil" shares a text prefix with "/ws" but
+    # not its components, so it is never inside.
+    return parts[: len(root_parts)] == root_parts
+
+
+def _components(path: str) -> list[str]:
+    # Like pathlib: empty and "." components vanish, ".." stays (its meaning
+    # depends on symlinks, which only the file system can resolve).
+    return [c for c in path.split(os.sep) if c and c != "."]
 
 
 def confine(workspace: Path, path: str, *, op: PathOp) -> PathDecision:
@@ -192,19 +234,35 @@ def confine(workspace: Path, path: str, *, op: PathOp) -> PathDecision:
     if problem is not None:
         return problem
     try:
-        root = Path(os.path.realpath(workspace, strict=True))
-    except OSError:
+        root = _real_root(os.fspath(workspace))
+    except (OSError, ValueError):
         return _deny("workspace-missing", f"the workspace {str(workspace)!r} does not exist")
-    if not root.is_dir():
+    if not os.path.isdir(root):
         return _deny("workspace-missing", f"the workspace {str(workspace)!r} is not a directory")
+    root_parts = _components(root)
 
-    given = Path(path)
-    candidate = given if given.is_absolute() else root / given
+    absolute = os.path.isabs(path)
+    parts = _components(path) if absolute else root_parts + _components(path)
     # Where the path points by text alone; used only to name the reason when
     # the real location differs (a symlink), never to decide.
-    lexical = Path(os.path.normpath(candidate))
-    lexical_inside = lexical == root or lexical.is_relative_to(root)
-    existing, missing = _nearest_existing(candidate)
+    lexical = _components(os.path.normpath(os.sep + os.sep.join(parts)))
+    lexical_inside = _within(root_parts, lexical)
+    if _within(root_parts, parts):
+        # The usual case: below the root, whose real path is known, so only the
+        # components under it need system calls.
+        walked = _walk(root, parts[len(root_parts) :])
+        if walked is None:
+            return _deny("path-unresolvable", f"path {path!r} cannot be resolved (symlink loop?)")
+        real_parent, missing = walked
+    else:
+        existing, missing = _nearest_existing(parts)
+        try:
+            real_parent = os.path.realpath(existing, strict=True)
+        except FileNotFoundError:
+            # A dangling symlink: follow its text to where a write would land.
+            real_parent = os.path.realpath(existing)
+        except (OSError, RuntimeError, ValueError):
+            return _deny("path-unresolvable", f"path {path!r} cannot be resolved (symlink loop?)")
     if ".." in missing:
         # makedirs would create the missing directory and then climb out of it;
         # such a path is never needed, so it is refused rather than reasoned about.
@@ -212,36 +270,29 @@ def confine(workspace: Path, path: str, *, op: PathOp) -> PathDecision:
             "path-traversal",
             f"path {path!r} climbs with '..' out of a directory that does not exist",
         )
-    try:
-        real_parent = Path(os.path.realpath(existing, strict=True))
-    except FileNotFoundError:
-        # A dangling symlink: follow its text to where a write would land.
-        real_parent = Path(os.path.realpath(existing))
-    except (OSError, RuntimeError, ValueError):
-        return _deny("path-unresolvable", f"path {path!r} cannot be resolved (symlink loop?)")
-    resolved = real_parent.joinpath(*missing) if missing else real_parent
-    inside = resolved == root or resolved.is_relative_to(root)
-    if not inside:
+    resolved_parts = _components(real_parent) + list(missing)
+    if not _within(root_parts, resolved_parts):
         if lexical_inside:
             return _deny(
                 "path-symlink-escape",
                 f"path {path!r} leads outside the workspace through a symbolic link",
             )
-        if given.is_absolute():
+        if absolute:
             return _deny("path-outside", f"absolute path {path!r} is outside the workspace")
         return _deny("path-traversal", f"path {path!r} climbs out of the workspace with '..'")
 
-    relative = resolved.relative_to(root)
-    reason = _sensitive_reason(relative.parts)
+    relative = tuple(resolved_parts[len(root_parts) :])
+    resolved = Path(os.sep + os.sep.join(resolved_parts))
+    reason = _sensitive_reason(relative)
     if reason is None and lexical_inside:
         # A symlink with an innocent name may point at a credential file; the
         # text the model used is checked as well as the target.
-        reason = _sensitive_reason(lexical.relative_to(root).parts)
+        reason = _sensitive_reason(tuple(lexical[len(root_parts) :]))
     if reason is not None:
         return PathDecision(
             "ask", "path-sensitive", f"path {path!r} is sensitive: {reason}", resolved
         )
-    if op == "write" and relative.parts[:1] == (".git",):
+    if op == "write" and relative[:1] == (".git",):
         # Writing under .git/ can plant hooks that run on the next git command.
         return PathDecision(
             "ask",

@@ -109,3 +109,51 @@ def test_decide_path_is_json_ready(layout: Path) -> None:
 )
 def test_is_sensitive(rel: str, sensitive: bool) -> None:
     assert is_sensitive(rel) is sensitive
+
+
+_PIECES = [
+    "..",
+    ".",
+    "src",
+    "app.py",
+    "link_in",
+    "link_out",
+    "deep",
+    "a",
+    "b",
+    "up",
+    "new",
+    "file.txt",
+]
+
+
+def test_agrees_with_the_kernel(layout: Path) -> None:
+    """Differential check: whenever a path exists, the decision's resolved path
+    is what the kernel opens, and anything not denied is inside the workspace."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    real_root = os.path.realpath(layout)
+
+    @settings(max_examples=400, deadline=None, database=None)
+    @given(st.lists(st.sampled_from(_PIECES), min_size=1, max_size=6), st.booleans())
+    def check(pieces: list[str], absolute: bool) -> None:
+        rel = "/".join(pieces)
+        path = f"{layout}/{rel}" if absolute else rel
+        got = confine(layout, path, op="read")
+        target = os.path.join(layout, rel)
+        if got.decision == "deny":
+            if os.path.exists(target):
+                real = os.path.realpath(target)
+                # only refused when the kernel would leave the workspace, or for '..'
+                # after a missing directory
+                assert not (real == real_root or real.startswith(real_root + os.sep)) or (
+                    got.rule == "path-traversal"
+                ), (path, got)
+            return
+        assert got.resolved is not None
+        assert str(got.resolved) == real_root or str(got.resolved).startswith(real_root + os.sep)
+        if os.path.exists(target):
+            assert str(got.resolved) == os.path.realpath(target), path
+
+    check()
