@@ -29,6 +29,7 @@ from charter.compiler.frontends.config_toml import UserConfig
 from charter.compiler.frontends.mcp_manifest import McpServer, server_id_from_path
 from charter.compiler.frontends.project import AgentSources, Project
 from charter.compiler.frontends.stage_toml import StageEntry, combine_stages
+from charter.compiler.mcp_lock import lock_display, pinned_schema, read_agent_lock, server_pins
 from charter.compiler.permissions import (
     APPROVAL_TO_PERMISSION,
     CoreInputs,
@@ -40,13 +41,16 @@ from charter.compiler.rules import diag
 from charter.compiler.schemacheck import check_schema
 from charter.compiler.sources.sourcemap import SourceMap
 from charter.compiler.tooltable import ToolRef, ToolTable, all_builtin_names
-from charter.runtime.capabilities import SECRET_PREFIX, is_granted, valid_capability
+from charter.runtime.capabilities import SECRET_PREFIX, grant_covers, is_granted, valid_capability
 from charter.runtime.catalog import (
     BLUEPRINT_LOOSENABLE,
     TOOLSETS,
     impl_siblings,
     resolve_builtin,
 )
+from charter.runtime.env import forbidden_target
+from charter.runtime.mcp.filters import select_tools, unmatched_patterns
+from charter.runtime.mcp.lock import ServerLock
 from charter.runtime.naming import mcp_safe_name
 from charter.runtime.plan import (
     AgentPlan,
@@ -57,6 +61,7 @@ from charter.runtime.plan import (
     Grant,
     Limits,
     McpServerPlan,
+    McpToolPin,
     OutputSpec,
     Permission,
     Plan,
@@ -161,7 +166,7 @@ class _Ctx:
 # tools
 
 
-def _collect_tools(ctx: _Ctx, stages: Mapping[str, StageEntry]) -> ToolTable:
+def _collect_tools(ctx: _Ctx, stages: Mapping[str, StageEntry], project_root: Path) -> ToolTable:
     table = ToolTable()
     core, csm = ctx.core, ctx.core_smap
     if core is not None and csm is not None:
@@ -171,10 +176,25 @@ def _collect_tools(ctx: _Ctx, stages: Mapping[str, StageEntry]) -> ToolTable:
                 table.add_builtin(name, where)
         for tool in ctx.agent.tools:
             table.add_authored(tool.tool_id, Span(tool.spec.display))
+        lock = read_agent_lock(project_root, ctx.agent.directory)
+        if lock.error is not None:
+            ctx.diags.append(
+                diag(
+                    "mcp-lock-invalid",
+                    f"{lock_display(ctx.agent.directory)}: {lock.error}",
+                    Span(lock_display(ctx.agent.directory)),
+                )
+            )
         for loaded in ctx.agent.mcp:
             server = server_id_from_path(Path(loaded.display))
             m = loaded.model
             if m is None or not m.enabled:
+                continue
+            pins = server_pins(lock, server, project_root / loaded.display)
+            if pins.stale is not None:
+                ctx.diags.append(diag("mcp-lock-stale", pins.stale, Span(loaded.display)))
+            if pins.entry is not None:
+                _add_pinned_tools(ctx, table, server, m, loaded.smap, pins.entry)
                 continue
             # Exact include entries name tools statically, so their
             # collisions are caught now; everything else is discovered when
@@ -191,6 +211,85 @@ def _collect_tools(ctx: _Ctx, stages: Mapping[str, StageEntry]) -> ToolTable:
             table.add_builtin(_SUBMIT, entry.span("mode"))
     ctx.diags.extend(table.diagnostics)
     return table
+
+
+def _add_pinned_tools(
+    ctx: _Ctx, table: ToolTable, server: str, m: McpServer, smap: SourceMap, entry: ServerLock
+) -> None:
+    """A locked server's tools, filtered, join the table like any other
+    tool; a filter pattern that selects none of them is reported."""
+    names = [t.name for t in entry.tools]
+    for key in ("include", "exclude"):
+        patterns = getattr(m.tools, key)
+        for pattern in unmatched_patterns(patterns, names):
+            i = patterns.index(pattern)
+            ctx.diags.append(
+                diag(
+                    "mcp-filter-matches-nothing",
+                    f"tools.{key} pattern '{pattern}' matches none of the tools locked for "
+                    f"MCP server '{server}'",
+                    smap.value_span(("tools", key, i)),
+                    key_path=format_key_path(("tools", key, i)),
+                )
+            )
+    selected = select_tools(names, m.tools.include, m.tools.exclude)
+    if selected:
+        where = smap.value_span(("tools", "include")) if m.tools.include else Span(smap.path)
+        table.add_mcp_tools(server, selected, where)
+
+
+def _mcp_entry(ctx: _Ctx, ref: ToolRef, project_root: Path) -> ToolEntry | None:
+    """A tool entry for an MCP tool the compiler knows by name: with its
+    pinned description and schema when the server is locked, else a bare
+    entry whose schema arrives when the server connects."""
+    loaded = next(
+        (x for x in ctx.agent.mcp if server_id_from_path(Path(x.display)) == ref.server), None
+    )
+    if loaded is None or loaded.model is None or ref.server is None or ref.server_tool is None:
+        return None
+    m = loaded.model
+    meta = _metadata(ctx, ref.name)
+    risk = meta[0].risk if meta is not None and meta[0].risk is not None else m.risk
+    pins = server_pins(
+        read_agent_lock(project_root, ctx.agent.directory),
+        ref.server,
+        project_root / loaded.display,
+    )
+    pin = pins.entry.tool(ref.server_tool) if pins.entry is not None else None
+    if pin is None:
+        description, schema_text = "", None
+        note = "not locked: the schema is known only when the server connects"
+        mcp = McpToolPin(server=ref.server, tool=ref.server_tool)
+    else:
+        description = pin.description
+        schema_text, note = pinned_schema(pin.input_schema)
+        if schema_text is None:
+            ctx.diags.append(
+                diag(
+                    "schema-does-not-compile",
+                    f"the locked schema of MCP tool '{ref.name}': {note}; argument validation "
+                    "is off for this tool",
+                    ref.where,
+                )
+            )
+        mcp = McpToolPin(
+            server=ref.server,
+            tool=ref.server_tool,
+            description_sha256=pin.description_sha256,
+            schema_sha256=pin.schema_sha256,
+        )
+    return ToolEntry(
+        name=ref.name,
+        source="mcp",
+        impl=ref.server,
+        description=description,
+        input_schema=schema_text,
+        validation_note=note,
+        capability=m.call_capability(ref.server),
+        risk=risk,
+        origin=_ref(Span(loaded.display)),
+        mcp=mcp,
+    )
 
 
 def _metadata(ctx: _Ctx, name: str) -> tuple[Any, tuple[str | int, ...]] | None:
@@ -304,6 +403,18 @@ def _grants(ctx: _Ctx) -> list[Grant]:
                 )
             )
             return
+        if cap.startswith(SECRET_PREFIX) and forbidden_target(cap[len(SECRET_PREFIX) :]):
+            name = cap[len(SECRET_PREFIX) :]
+            ctx.diags.append(
+                diag(
+                    "secret-binding-target-forbidden",
+                    f"'{cap}' would bind a secret into {name}, which controls what runs; a "
+                    "binding's target defaults to its source name",
+                    span,
+                    key_path=format_key_path(path),
+                )
+            )
+            return
         out.append(Grant(capability=cap, slot=slot, origin=_ref(span)))
 
     for cap in core.capabilities.defaults:
@@ -317,6 +428,73 @@ def _grants(ctx: _Ctx) -> list[Grant]:
 def _granted(cap: str, grants: list[Grant], slot: str | None) -> bool:
     usable = [g.capability for g in grants if g.slot is None or g.slot == slot]
     return is_granted(cap, usable)
+
+
+# Capabilities Charter's own gates check besides the tools' ones.
+_GATE_PREFIXES = ("mcp.connect:", "mcp.call:", "secret.bind:", "tool.call:")
+
+
+def _mcp_caps(ctx: _Ctx) -> list[str]:
+    caps: list[str] = []
+    for loaded in ctx.agent.mcp:
+        if loaded.model is not None and loaded.model.enabled:
+            server = server_id_from_path(Path(loaded.display))
+            caps += [f"mcp.connect:{server}", loaded.model.capability or f"mcp.call:{server}"]
+    return caps
+
+
+def _unused_grants(
+    ctx: _Ctx, grants: list[Grant], entries: Mapping[str, ToolEntry], extra: list[str]
+) -> None:
+    """A grant that covers no capability any tool or server of this agent
+    requires grants nothing; it is usually a typo of one that is needed."""
+    wanted = [e.capability for e in entries.values() if e.capability] + extra
+    for e in entries.values():
+        if e.authored is not None:
+            wanted += list(e.authored.capabilities)
+    for g in grants:
+        cap = g.capability
+        if cap.startswith(_GATE_PREFIXES) and cap.endswith(":*"):
+            continue  # a deliberate family grant (tool.call:*, mcp.call:*)
+        if cap.startswith("secret.bind:"):
+            continue  # consumed by terminal calls, not by a tool definition
+        if any(grant_covers(cap, w) for w in wanted):
+            continue
+        hint = did_you_mean(cap, wanted)
+        src = g.origin
+        ctx.diags.append(
+            diag(
+                "unknown-capability",
+                f"grant '{cap}' covers no capability a tool or server of this agent requires"
+                + (f"; did you mean '{hint}'?" if hint else ""),
+                Span(src.path, src.line, src.col) if src else ctx.agent_span(),
+            )
+        )
+
+
+def _inert_blueprint_safe_commands(ctx: _Ctx) -> None:
+    bp, bsm = ctx.blueprint, ctx.bp_smap
+    if bp is None or bsm is None or bp.safe_commands is None:
+        return
+    cfg = ctx.config
+    trusted = cfg is not None and (
+        cfg.security.allow_blueprint_safe_commands
+        or (
+            bp.agent.name in cfg.agent_safe_commands
+            and cfg.agent_safe_commands[bp.agent.name].allow_blueprint
+        )
+    )
+    if not trusted:
+        ctx.diags.append(
+            diag(
+                "blueprint-safe-commands-inert",
+                "this blueprint's [safe_commands] take no effect until your config trusts them "
+                f"([agent_safe_commands.{bp.agent.name}] allow_blueprint = true, or [security] "
+                "allow_blueprint_safe_commands = true)",
+                bsm.key_span(("safe_commands",)),
+                key_path="safe_commands",
+            )
+        )
 
 
 # ---------------------------------------------------------------------------
@@ -595,6 +773,18 @@ def _core_inputs(ctx: _Ctx, entry: ToolEntry, ref: ToolRef) -> CoreInputs | None
             _ref(src.spec.smap.value_span(("approval_policy",))),
             f"tool.yaml approval_policy: {spec.approval_policy}",
         )
+    elif ref.server is not None:
+        manifest = next(
+            (x for x in ctx.agent.mcp if server_id_from_path(Path(x.display)) == ref.server), None
+        )
+        if manifest is None or manifest.model is None:
+            return None
+        policy = manifest.model.approval_policy
+        registry = Said(
+            APPROVAL_TO_PERMISSION[policy],
+            _ref(manifest.smap.value_span(("approval_policy",))),
+            f"MCP manifest approval_policy: {policy}",
+        )
     else:
         return None
     overrides: list[tuple[str, Said]] = []
@@ -691,9 +881,17 @@ def _compile_stage(
                     key_path=format_key_path(("stages", entry.name, "available_tools", i)),
                 )
             )
-    if (st.mode == "output" or st.require_output) and _SUBMIT not in offered:
-        if st.mode == "output":
-            offered.append(_SUBMIT)
+    if st.mode == "output" and _SUBMIT not in offered:
+        offered.append(_SUBMIT)  # mode = "output" grants it
+    elif st.require_output and _SUBMIT not in offered:
+        ctx.diags.append(
+            diag(
+                "output-missing-submit-tool",
+                f"stage '{entry.name}' requires an output but does not offer submit_output",
+                entry.span("require_output"),
+                key_path=format_key_path(("stages", entry.name, "require_output")),
+            )
+        )
     offered = list(dict.fromkeys(offered))
 
     required: list[str] = []
@@ -775,6 +973,7 @@ def _compile_stage(
         unattended=tuple(unattended),
         required_tools=tuple(required),
         allow_blocking_tools=st.allow_blocking_tools,
+        allow_complete=bool(st.allow_complete),
         tools=tuple(decisions),
         edges=edges,
         max_iterations=st.max_iterations,
@@ -945,7 +1144,7 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
         stages, _dups = combine_stages(ctx.agent.blueprint, list(ctx.agent.stage_files))
     if ctx.agent.core is not None and ctx.core is None:
         return None
-    table = _collect_tools(ctx, stages)
+    table = _collect_tools(ctx, stages, project_root)
     _check_metadata_overrides(ctx, table)
     grants = _grants(ctx)
 
@@ -977,7 +1176,13 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
             authored = _authored_entry(ctx, ref, grants, project_root)
             if authored is not None:
                 entries[name] = authored
+        elif ref.source == "mcp":
+            pinned = _mcp_entry(ctx, ref, project_root)
+            if pinned is not None:
+                entries[name] = pinned
 
+    _unused_grants(ctx, grants, entries, _mcp_caps(ctx))
+    _inert_blueprint_safe_commands(ctx)
     if not stages:
         stages = _implicit_stage(ctx, table)
     stage_names = list(stages)

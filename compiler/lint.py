@@ -13,6 +13,7 @@ from charter.runtime.plan import AgentPlan, SourceRef, Stage
 __all__ = ["lint_agent"]
 
 _SHELL_NAMES = ("shell", "terminal")
+_RANK = {"allow": 0, "ask": 1, "deny": 2}
 
 
 def _span(ref: SourceRef | None, fallback: str) -> Span:
@@ -127,6 +128,17 @@ def lint_agent(agent: AgentPlan) -> list[Diagnostic]:
                 key_path=f"stages.{first.name}",
             )
         )
+    if len(agent.stages) > 1:
+        for s in agent.stages:
+            if not s.edges and s.mode != "output" and not s.allow_complete:
+                out.append(
+                    diag(
+                        "dead-end-stage",
+                        f"stage '{s.name}' has no edge out and is not an output stage",
+                        _span(s.origin, root),
+                        key_path=f"stages.{s.name}",
+                    )
+                )
     out.extend(_stage_checks(agent, agent.stages))
     return out
 
@@ -137,6 +149,19 @@ def _stage_checks(agent: AgentPlan, stages: Iterable[Stage]) -> list[Diagnostic]
     for s in stages:
         where = _span(s.origin, agent.root)
         decisions = {t.name: t.decision for t in s.tools}
+        for name, d in decisions.items():
+            said = {sv.scope: sv for sv in d.scopes}
+            st, ag = said.get("stage"), said.get("agent")
+            if st and ag and st.value and ag.value and _RANK[st.value] < _RANK[ag.value]:
+                out.append(
+                    diag(
+                        "stage-loosens-agent-permission",
+                        f"stage '{s.name}' sets '{name}' to {st.value}, looser than the "
+                        f"agent-wide {ag.value}",
+                        _span(st.source, agent.root),
+                        key_path=f"stages.{s.name}.tool_permissions.{name}",
+                    )
+                )
         for name in _SHELL_NAMES:
             d = decisions.get(name)
             if d is None:

@@ -411,7 +411,7 @@ _r(
     "do not round-trip, operators, expansions or globs would match something other than what "
     "it shows.",
     '[safe_commands]\nshell = ["cargo check; curl x"]\n',
-    "Write one program and its leading literal arguments, for example \"cargo check\".",
+    'Write one program and its leading literal arguments, for example "cargo check".',
 )
 _r(
     "CH502",
@@ -431,7 +431,7 @@ _r(
     "env, sudo, xargs, bash -c, python and friends run whatever follows them, so such an "
     "entry would pre-approve every command.",
     '[safe_commands]\nshell = ["xargs"]\n',
-    "Name the program that does the work instead (for example \"cargo check\").",
+    'Name the program that does the work instead (for example "cargo check").',
 )
 _r(
     "CH504",
@@ -452,6 +452,27 @@ _r(
     "that execute or write stay asked, so the entry does less than it seems to.",
     '[safe_commands]\nshell = ["rm -rf /"]\n',
     "Remove the entry, or narrow it to the read-only use it is meant for.",
+)
+
+_r(
+    "CH411",
+    "blueprint-safe-commands-inert",
+    N,
+    "A blueprint declares [safe_commands], which take no effect until the user's config "
+    "trusts them.",
+    "Declaring is not granting: a downloaded agent cannot pre-approve its own commands. The "
+    "author may expect them to apply.",
+    '[safe_commands]\nshell = ["make test"]\n',
+    "Nothing to fix; the user opts in with [agent_safe_commands.<agent>] allow_blueprint = true.",
+)
+_r(
+    "CH412",
+    "stage-loosens-agent-permission",
+    N,
+    "A stage sets a looser permission for a tool than the blueprint's agent-wide map.",
+    "The stage entry replaces the agent entry (narrowest scope wins), which reviewers can miss.",
+    '[tool_permissions]\nshell = "ask"\n[stages.build.tool_permissions]\nshell = "allow"\n',
+    "Nothing to fix if intended.",
 )
 
 # --- CH6xx: stage graph --------------------------------------------------------
@@ -508,6 +529,16 @@ _r(
     "A model that keeps choosing the loop runs until the iteration budget is exhausted.",
     "implement -> review -> implement with no max_revisits.",
     "Set max_revisits on a stage of the cycle.",
+)
+
+_r(
+    "CH607",
+    "dead-end-stage",
+    W,
+    "A stage of a multi-stage agent has no outgoing edge and is not an output stage.",
+    "A run that reaches it can neither move on nor deliver an answer.",
+    '[stages.review]\navailable_tools = ["read_file"]   # and no edges\n',
+    "Add an edge out of the stage, or make it an output stage.",
 )
 
 # --- CH7xx: tools and MCP ------------------------------------------------------

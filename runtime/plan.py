@@ -195,6 +195,7 @@ class Stage(_Frozen):
     unattended: tuple[str, ...]
     required_tools: tuple[str, ...] = ()
     allow_blocking_tools: bool = False
+    allow_complete: bool = False  # the run may end here without an output
     tools: tuple[StageTool, ...] = ()  # a decision for every offered tool
     edges: tuple[Edge, ...] = ()
     max_iterations: int | None = None
