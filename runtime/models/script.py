@@ -23,6 +23,10 @@ The file is either a list of turns or a mapping::
       summarizer:
         - tool_calls: [{name: submit_output, arguments: {answer: done}}]
 
+A turn may also wait before answering (``delay_s: 2``, to watch a spinner or
+cancel a run while the model "thinks") or fail like an endpoint would
+(``fail: rate limited``), which raises :class:`ModelRequestError`.
+
 Every spawned sub-agent of a name replays that name's turns from the start,
 so concurrent workers of one agent behave alike and the run stays
 deterministic.
@@ -33,6 +37,7 @@ from __future__ import annotations
 import difflib
 import json
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -44,6 +49,7 @@ from charter.runtime.models.base import (
     EdgeChoice,
     Message,
     ModelError,
+    ModelRequestError,
     ModelToolCall,
     ModelTurn,
     ScriptError,
@@ -119,11 +125,20 @@ class ScriptTurn(_Model):
     tool_calls: tuple[ScriptToolCall, ...] = ()
     edge: Name | None = None
     expect: ScriptExpect | None = None
+    # How long the model "thinks" before answering (spinners, cancellation).
+    delay_s: Annotated[float, Field(ge=0, le=300)] = 0.0
+    # The provider fails this turn with this message, like an endpoint would.
+    fail: Annotated[str, Field(min_length=1)] | None = None
 
     @model_validator(mode="after")
     def _does_something(self) -> ScriptTurn:
-        if self.text is None and not self.tool_calls and self.edge is None:
-            raise ValueError("a turn needs text, tool_calls or edge (write text: '' for silence)")
+        acts = self.text is not None or bool(self.tool_calls) or self.edge is not None
+        if self.fail is not None and acts:
+            raise ValueError("a turn that fails cannot also have text, tool_calls or edge")
+        if not acts and self.fail is None:
+            raise ValueError(
+                "a turn needs text, tool_calls, edge or fail (write text: '' for silence)"
+            )
         if (
             self.stage is not None
             and self.expect is not None
@@ -412,6 +427,10 @@ class ScriptProvider:
                 stage=stage,
                 differences=differences,
             )
+        if turn.delay_s:
+            time.sleep(turn.delay_s)
+        if turn.fail is not None:
+            raise ModelRequestError(f"{self._where(index)}: scripted failure: {turn.fail}")
         calls = tuple(
             ModelToolCall.parse(call.id or f"call_{index}_{n}", call.name, call.raw_text())
             for n, call in enumerate(turn.tool_calls)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from charter.runtime.models import (
     Message,
     ModelError,
     ModelProvider,
+    ModelRequestError,
     ScriptError,
     ScriptExhaustedError,
     ScriptExpectationError,
@@ -250,3 +252,20 @@ def test_http_options_do_not_apply_to_scripts() -> None:
         load_provider(path, transport=object())
     with pytest.raises(ValueError, match="not an environment variable name"):
         load_provider("openai:m", api_key_env="MY-KEY")
+
+
+def test_a_turn_can_think_for_a_while_and_a_turn_can_fail() -> None:
+    provider = ScriptProvider.from_text(
+        "- {delay_s: 0.15, text: thought}\n- {fail: the endpoint is overloaded}\n- text: after\n",
+        "slow.yaml",
+    )
+    started = time.monotonic()
+    assert provider.complete(stage="s", messages=[], tools=(), edges=()).text == "thought"
+    assert time.monotonic() - started >= 0.15
+    with pytest.raises(ModelRequestError) as info:
+        provider.complete(stage="s", messages=[], tools=(), edges=())
+    assert str(info.value) == (
+        "script slow.yaml:2: turns[1]: scripted failure: the endpoint is overloaded"
+    )
+    # The failed turn is used up; the run may go on with the next one.
+    assert provider.complete(stage="s", messages=[], tools=(), edges=()).text == "after"
