@@ -9,11 +9,8 @@ error the model can act on.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import threading
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -344,6 +341,13 @@ def validate_output(content: str, fmt: str | None, schema_text: str | None = Non
     """Why ``content`` does not fit the declared output format, or None.
     Formats other than json, yaml, toml and csv are free text and not checked."""
     kind = (fmt or "").strip().lower()
+    if kind not in ("json", "yaml", "yml", "toml", "csv"):
+        return None
+    # Imported here: only a run that declared a structured output pays for them.
+    import csv
+    import io
+    import tomllib
+
     value: Any = None
     try:
         if kind == "json":

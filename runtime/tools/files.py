@@ -14,11 +14,9 @@ would silently change bytes the model never saw.
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import os
 import stat
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -177,6 +175,8 @@ def run_read(
 def _atomic_write(resolved: Path, text: str) -> None:
     """Write through a temporary file and rename, so a reader never sees half
     a file and a crash never leaves one."""
+    import tempfile  # not needed to import the tools, only to write
+
     mode = None
     try:
         info = os.lstat(resolved)
@@ -300,6 +300,8 @@ def run_replace(
         return _error("write-failed", f"could not write {path}: {exc.strerror or exc}")
     if not is_patch:
         return _ok(f"edited {path}: replaced 1 occurrence at line {first_line}", replaced=1)
+    import difflib
+
     diff = "".join(
         difflib.unified_diff(
             text.splitlines(keepends=True),
