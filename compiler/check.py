@@ -14,7 +14,7 @@ __all__ = ["check_project"]
 
 
 def check_project(project: Project, options: CompileOptions | None = None) -> list[Diagnostic]:
-    result = compile_project(project, options)
+    result = compile_project(project, options or CompileOptions(render_descriptions=False))
     out = list(result.diagnostics)
     for agent in result.agents:
         out.extend(lint_agent(agent))

@@ -11,7 +11,6 @@ only when there is no error.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import platform as _platform
 from collections.abc import Mapping
@@ -110,6 +109,9 @@ class CompileOptions:
         "windows" if _platform.system() == "Windows" else "posix"
     )
     shell: str | None = None  # None: resolve for the target platform
+    # Linting needs the decisions, not the model-facing text; skipping the
+    # templates keeps jinja2 out of `charter validate`'s start-up.
+    render_descriptions: bool = True
 
 
 @dataclass
@@ -585,13 +587,14 @@ def _builtin_entry(ctx: _Ctx, ref: ToolRef, output: StageModel | None) -> ToolEn
     if meta is not None and meta[0].risk is not None:
         if _RISKS.index(meta[0].risk) > _RISKS.index(risk):
             risk = meta[0].risk
-    schema_text, note = _schema(ctx, json.loads(b.input_schema), None, ())
+    # The catalog's schemas are Charter's own, checked by its tests; only
+    # schemas written by users are compiled here.
+    schema_text, note = b.input_schema, ""
     spec = output.output if output is not None else None
-    description = render_description(
-        b,
-        shell=ctx.shell,
-        platform=ctx.options.target_platform,
-        output=spec,
+    description = (
+        render_description(b, shell=ctx.shell, platform=ctx.options.target_platform, output=spec)
+        if ctx.options.render_descriptions
+        else b.description_template
     )
     return ToolEntry(
         name=b.name,
@@ -599,6 +602,7 @@ def _builtin_entry(ctx: _Ctx, ref: ToolRef, output: StageModel | None) -> ToolEn
         impl=b.impl,
         description=description,
         input_schema=schema_text,
+        input_rules=b.input_rules,
         validation_note=note,
         capability=b.capability,
         risk=cast(Any, risk),

@@ -8,17 +8,20 @@ that offers the shell on Windows gets a short hint block.
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from charter.runtime.catalog import BuiltinTool, shell_hint
+
+if TYPE_CHECKING:
+    import jinja2
 
 __all__ = ["render_description", "shell_hint_block"]
 
 
 @cache
 def _env() -> jinja2.Environment:
+    import jinja2
+
     # StrictUndefined: a template naming a value we do not pass is a bug to
     # surface, not an empty string to ship to the model.
     return jinja2.Environment(

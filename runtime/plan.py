@@ -141,6 +141,9 @@ class ToolEntry(_Frozen):
     # Canonical JSON text of the argument schema; None means validation is off
     # for this tool, and ``validation_note`` says why.
     input_schema: str | None
+    # Cross-field rules checked with the schema but not shown to the model
+    # (several providers reject combinators in tool parameters).
+    input_rules: str | None = None
     validation_note: str = ""
     capability: str | None = None
     risk: Literal["low", "medium", "high", "critical"] = "medium"

@@ -28,6 +28,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "rules": ("charter.compiler.cli.rules_cmd", "List every rule Charter checks."),
     "rule": ("charter.compiler.cli.rules_cmd", "Explain one rule: what, why, example, fix."),
     "check-url": ("charter.compiler.cli.check_url", "Decide whether a URL may be fetched."),
+    "mcp": ("charter.compiler.cli.mcp_cmd", "Pin MCP servers' tools: charter mcp lock PROJECT."),
     "check": ("charter.compiler.cli.check", "Decide one tool call against a plan, no execution."),
     "check-path": (
         "charter.compiler.cli.check_path",
@@ -51,6 +52,15 @@ def _version() -> str:
         return "0+unknown"
 
 
+class _VersionAction(argparse.Action):
+    """--version, resolved only when asked for: reading package metadata
+    costs more start-up time than the rest of argument parsing."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kw: object) -> None:
+        print(f"charter {_version()}")
+        parser.exit()
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors return exit code 2 through :class:`SystemExit` as usual;
     ``main`` turns that into a return value."""
@@ -67,7 +77,7 @@ def _chosen_verb(argv: Sequence[str]) -> str | None:
 
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     parser = _Parser(prog="charter", description="Policy compiler and runtime for agent tools.")
-    parser.add_argument("--version", action="version", version=f"charter {_version()}")
+    parser.add_argument("--version", action=_VersionAction, nargs=0, help="print the version")
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     chosen = _chosen_verb(argv)
     for name, (module_name, help_text) in VERBS.items():
