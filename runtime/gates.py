@@ -199,6 +199,8 @@ def _schema(session: Session, call: ToolCall, name: str) -> Outcome | None:
         )
     if check.validator is None:
         return None  # validation is off for this tool by the plan's decision
+    if check.fast is not None and check.fast(call.args):
+        return None
     try:
         errors = list(check.validator.iter_errors(call.args))
     except Exception as exc:  # e.g. a $ref the closed registry cannot resolve
@@ -289,8 +291,27 @@ def _capability(
 
 # -- 4. permission ------------------------------------------------------------
 
+_path_args: Callable[[str, Mapping[str, Any]], list[tuple[str, Any]]] | None = None
+
 
 def _provenance(decision: Decision, session: Session, name: str) -> dict[str, Any]:
+    """The explanation of the plan's decision, with the session's flags. The
+    part that comes from the plan is built once per stage and tool."""
+    cache = session.agent.provenance_cache
+    key = (session.stage_name, name)
+    static = cache.get(key)
+    if static is None:
+        static = cache[key] = _static_provenance(decision, session, name)
+    out = dict(static)
+    out["flags"] = {
+        "yolo": session.yolo,
+        "allow": sorted(session.allow),
+        "unattended": session.unattended,
+    }
+    return out
+
+
+def _static_provenance(decision: Decision, session: Session, name: str) -> dict[str, Any]:
     return {
         "permission": decision.permission,
         "liftable": decision.liftable,
@@ -308,22 +329,22 @@ def _provenance(decision: Decision, session: Session, name: str) -> dict[str, An
             {"rule": c.rule, "before": c.before, "after": c.after, "reason": c.reason}
             for c in decision.clamps
         ],
-        "flags": {
-            "yolo": session.yolo,
-            "allow": sorted(session.allow),
-            "unattended": session.unattended,
-        },
         "stage": session.stage_name,
         "agent": session.agent.agent.name,
     }
 
 
 def _path_checks(session: Session, name: str, args: Mapping[str, Any]) -> tuple[PathCheck, ...]:
-    from charter.runtime.tools.registry import path_args
+    global _path_args
+    if _path_args is None:
+        # Imported on first use: the tool implementations are not needed to decide
+        # anything else, and `charter check` for a shell call never loads them.
+        from charter.runtime.tools.registry import path_args
 
+        _path_args = path_args
     return tuple(
         PathCheck("path", op, value, confine(session.workspace, value, op=op))
-        for value, op in path_args(name, args)
+        for value, op in _path_args(name, args)
     )
 
 
@@ -334,6 +355,7 @@ def _shell_permission(
     decision: Decision,
     prov: dict[str, Any],
     secrets: tuple[str, ...],
+    entry: ToolEntry,
 ) -> Outcome:
     from charter.runtime.shell import combine, evaluate, fingerprint
 
@@ -349,6 +371,7 @@ def _shell_permission(
             cwd_check.rule,
             f"the working directory is refused: {cwd_check.message}; no flag lifts this",
             canonical=name,
+            entry=entry,
             provenance=prov,
             paths=paths,
         )
@@ -365,6 +388,7 @@ def _shell_permission(
                 "env-overlay-refused",
                 "the environment overlay is refused: " + "; ".join(problems),
                 canonical=name,
+                entry=entry,
                 provenance=prov,
                 paths=paths,
             )
@@ -401,6 +425,7 @@ def _shell_permission(
             verdict.rule if verdict.decision == "deny" else "shell-deny",
             f"{why}: {verdict.message}" if verdict.decision == "deny" else why,
             canonical=name,
+            entry=entry,
             provenance=prov,
             fingerprint=fp,
             paths=paths,
@@ -421,6 +446,7 @@ def _shell_permission(
         why if final != "ask" else f"{why}: {verdict.message}",
         call.tool,
         canonical=name,
+        entry=entry,
         provenance=prov,
         fingerprint=fp,
         cache_key=cache_key,
@@ -447,6 +473,7 @@ def _permission(
             "no-decision",
             f"the plan holds no permission for '{name}' in stage '{session.stage_name}'",
             canonical=name,
+            entry=entry,
         )
     prov = _provenance(decision, session, name)
     if decision.permission == "deny":
@@ -457,10 +484,11 @@ def _permission(
             f"'{name}' is denied in stage '{session.stage_name}' ({decision.explain()}); "
             "no launch flag lifts a deny",
             canonical=name,
+            entry=entry,
             provenance=prov,
         )
     if entry.impl in SHELL_IMPLS and entry.source == "builtin":
-        return _shell_permission(session, call, name, decision, prov, secrets)
+        return _shell_permission(session, call, name, decision, prov, secrets, entry)
 
     paths = _path_checks(session, name, call.args) if entry.source == "builtin" else ()
     sensitive = [p for p in paths if p.result.decision == "ask"]
@@ -473,10 +501,10 @@ def _permission(
                 f"{p.result.message}; workspace confinement is not a permission, "
                 "and no flag lifts it",
                 canonical=name,
+                entry=entry,
                 provenance=prov,
                 paths=paths,
             )
-    key = call_key(name, call.args)
     if sensitive:
         first = sensitive[0].result
         return Outcome(
@@ -486,8 +514,9 @@ def _permission(
             f"{first.message}; only a person can approve this (launch flags do not)",
             call.tool,
             canonical=name,
+            entry=entry,
             provenance=prov,
-            cache_key=key,
+            cache_key=call_key(name, call.args),
             paths=paths,
             needs_approval=True,
         )
@@ -501,6 +530,7 @@ def _permission(
                 f"'{name}' asks ({decision.explain()}); {flag} lifts the ask",
                 call.tool,
                 canonical=name,
+                entry=entry,
                 provenance=prov,
                 paths=paths,
             )
@@ -514,8 +544,9 @@ def _permission(
             why,
             call.tool,
             canonical=name,
+            entry=entry,
             provenance=prov,
-            cache_key=key,
+            cache_key=call_key(name, call.args),
             liftable_by=f"--allow {name}" if decision.liftable else "",
             paths=paths,
             needs_approval=True,
@@ -527,6 +558,7 @@ def _permission(
         f"'{name}' is allowed in stage '{session.stage_name}' ({decision.explain()})",
         call.tool,
         canonical=name,
+        entry=entry,
         provenance=prov,
         paths=paths,
     )
@@ -599,7 +631,6 @@ def decide(session: Session, call: ToolCall) -> Outcome:
     if isinstance(cap, Outcome):
         return cap
     out = _permission(session, call, name, entry, cap)
-    out = dataclasses.replace(out, entry=entry)
     if out.decision == "deny":
         return out
     return _dataflow(session, call, entry, out)

@@ -15,7 +15,8 @@ gates keep (approval cache, data-flow labels).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -56,6 +57,10 @@ class SchemaCheck:
     validator: Any | None  # a jsonschema validator instance
     off_note: str = ""  # validation is off by the plan's decision, and why
     unusable: str = ""  # the schema would not compile, and why
+    # A quick check for the common case, or None: True means the arguments
+    # certainly satisfy the schema; False means "not sure", and the full
+    # validator decides (and words the violations).
+    fast: Callable[[Any], bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +86,8 @@ class PreparedAgent:
     # Whether the capability gate applies: an agent with an agent.yaml core
     # declares grants; a blueprint-only agent declares none and is not checked.
     checks_capabilities: bool
+    # (stage, tool) -> the plan part of a decision's explanation, built on first use.
+    provenance_cache: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
 
     def resolve_name(self, name: str, offered: frozenset[str]) -> str | None:
         """The plan's name for what the model called ``name``: the name itself
@@ -104,7 +111,7 @@ class PreparedPlan:
         return self.plan.body.shell
 
 
-def _compile_validator(text: str) -> SchemaCheck:
+def _compile_validator(text: str, *, trusted: bool = False) -> SchemaCheck:
     # Imported here: `import charter.runtime.session` stays cheap for callers
     # that only need the types.
     from jsonschema import SchemaError, validators
@@ -118,14 +125,163 @@ def _compile_validator(text: str) -> SchemaCheck:
         return SchemaCheck(None, unusable="the plan's schema is not a JSON object")
     try:
         cls = validators.validator_for(schema, default=validators.Draft202012Validator)
-        cls.check_schema(schema)
+        if not trusted:
+            # Checking a schema against its meta-schema costs milliseconds; the
+            # built-in catalog's schemas are package data checked by its own
+            # tests, so only other schemas (authored, MCP) pay for it.
+            cls.check_schema(schema)
         # A closed, empty registry: no remote or file retrieval for $ref.
         validator = cls(schema, registry=Registry())
     except SchemaError as exc:
         return SchemaCheck(None, unusable=f"the plan's schema is invalid: {exc.message}")
     except Exception as exc:  # any compile failure must refuse, not crash the gate
         return SchemaCheck(None, unusable=f"the plan's schema cannot be compiled: {exc}")
-    return SchemaCheck(validator)
+    return SchemaCheck(validator, fast=fast_check(schema))
+
+
+# -- the quick argument check ----------------------------------------------------
+#
+# jsonschema walks a schema through generic keyword dispatch, about 20 us for
+# read_file's three properties. Most tool schemas use a handful of keywords on
+# flat objects, so those get a compiled predicate that answers "certainly
+# valid" in about a microsecond. It is conservative by construction: a schema
+# with any keyword or shape it does not model gets no quick check, and any
+# value it does not recognise makes it answer False, which hands the call to
+# the full validator. It therefore never accepts what jsonschema would refuse.
+
+_ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comment"})
+_Pred = Callable[[Any], bool]
+
+
+def _scalar(schema: Any) -> _Pred | None:
+    if not isinstance(schema, dict):
+        return None
+    kind = schema.get("type")
+    keys = set(schema) - _ANNOTATIONS
+    checks: list[_Pred] = []
+    if kind == "string":
+        if not keys <= {"type", "minLength", "maxLength", "pattern", "enum"}:
+            return None
+        checks.append(lambda v: isinstance(v, str))
+        lo, hi = schema.get("minLength"), schema.get("maxLength")
+        if lo is not None:
+            if type(lo) is not int:
+                return None
+            checks.append(lambda v: len(v) >= lo)
+        if hi is not None:
+            if type(hi) is not int:
+                return None
+            checks.append(lambda v: len(v) <= hi)
+        if "pattern" in schema:
+            try:
+                # jsonschema itself matches "pattern" with re.search.
+                rx = re.compile(schema["pattern"])
+            except (re.error, TypeError):
+                return None
+            checks.append(lambda v: rx.search(v) is not None)
+        if "enum" in schema:
+            enum = schema["enum"]
+            if not isinstance(enum, list) or not all(isinstance(e, str) for e in enum):
+                return None
+            allowed = frozenset(enum)
+            checks.append(lambda v: v in allowed)
+    elif kind == "integer":
+        if not keys <= {"type", "minimum", "maximum", "enum"}:
+            return None
+        checks.append(lambda v: type(v) is int)  # bool is not an integer here
+        lo, hi = schema.get("minimum"), schema.get("maximum")
+        if lo is not None:
+            if type(lo) is not int:
+                return None
+            checks.append(lambda v: v >= lo)
+        if hi is not None:
+            if type(hi) is not int:
+                return None
+            checks.append(lambda v: v <= hi)
+        if "enum" in schema:
+            enum = schema["enum"]
+            if not isinstance(enum, list) or not all(type(e) is int for e in enum):
+                return None
+            allowed_i = frozenset(enum)
+            checks.append(lambda v: v in allowed_i)
+    elif kind == "boolean":
+        if keys != {"type"}:
+            return None
+        checks.append(lambda v: type(v) is bool)
+    elif kind == "array":
+        if not keys <= {"type", "items", "minItems", "maxItems", "uniqueItems"}:
+            return None
+        item = _scalar(schema["items"]) if "items" in schema else None
+        if "items" in schema and item is None:
+            return None
+        if schema.get("uniqueItems") is True and schema.get("items", {}).get("type") != "string":
+            return None  # uniqueness of mixed JSON values is the full validator's job
+        checks.append(lambda v: isinstance(v, list))
+        lo, hi = schema.get("minItems"), schema.get("maxItems")
+        if lo is not None:
+            if type(lo) is not int:
+                return None
+            checks.append(lambda v: len(v) >= lo)
+        if hi is not None:
+            if type(hi) is not int:
+                return None
+            checks.append(lambda v: len(v) <= hi)
+        if item is not None:
+            each = item
+            checks.append(lambda v: all(each(x) for x in v))
+        if schema.get("uniqueItems") is True:
+            checks.append(lambda v: len(set(v)) == len(v))
+    else:
+        return None
+    return lambda v: all(c(v) for c in checks)
+
+
+def fast_check(schema: Any) -> _Pred | None:
+    """A conservative predicate for a flat object schema, or None."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return None
+    keys = set(schema) - _ANNOTATIONS
+    if not keys <= {"type", "properties", "required", "additionalProperties", "$schema"}:
+        return None
+    extra_ok = schema.get("additionalProperties", True)
+    if not isinstance(extra_ok, bool):
+        return None
+    props_raw = schema.get("properties", {})
+    required = schema.get("required", [])
+    if not isinstance(props_raw, dict) or not isinstance(required, list):
+        return None
+    props: dict[str, _Pred] = {}
+    for name, sub in props_raw.items():
+        pred = _scalar(sub)
+        if pred is None:
+            return None
+        props[name] = pred
+    need = tuple(required)
+
+    def check(args: Any) -> bool:
+        if type(args) is not dict:
+            return False
+        for n in need:
+            if n not in args:
+                return False
+        for k, v in args.items():
+            pred = props.get(k)
+            if pred is None:
+                if not extra_ok:
+                    return False
+                continue
+            if not pred(v):
+                return False
+        return True
+
+    return check
+
+
+def _is_catalog_schema(entry: ToolEntry) -> bool:
+    if entry.source != "builtin" or entry.input_schema is None:
+        return False
+    builtin = resolve_builtin(entry.name)
+    return builtin is not None and builtin.input_schema == entry.input_schema
 
 
 def _slot_of(agent: AgentPlan, entry: ToolEntry) -> str | None:
@@ -145,7 +301,9 @@ def _prepare_agent(agent: AgentPlan, cache: dict[str, SchemaCheck]) -> PreparedA
         # Agents and tools share schema texts; compile each distinct text once.
         check = cache.get(t.input_schema)
         if check is None:
-            check = cache[t.input_schema] = _compile_validator(t.input_schema)
+            check = cache[t.input_schema] = _compile_validator(
+                t.input_schema, trusted=_is_catalog_schema(t)
+            )
         checks[t.name] = check
     stages = {
         s.name: PreparedStage(
