@@ -139,8 +139,17 @@ class OpenAIProvider:
         self._model = model
         self._base_url = _check_base_url(base_url)
         self._url = self._base_url.rstrip("/") + "/chat/completions"
-        self._api_key = api_key or None
+        # Surrounding whitespace is a copy-paste accident (a trailing CR from
+        # a .env file); anything else a header cannot carry is refused here,
+        # without echoing the key, rather than failing deep in the HTTP stack.
+        self._api_key = api_key.strip() if api_key and api_key.strip() else None
+        if self._api_key and not all("!" <= ch <= "~" for ch in self._api_key):
+            raise ValueError(
+                f"the API key in {api_key_env} contains spaces, control or non-ASCII "
+                "characters, which an HTTP header cannot carry"
+            )
         self._api_key_env = api_key_env
+        self._timeout_s = timeout_s
         self._timeout = httpx.Timeout(timeout_s)
         self._retry = retry or RetryPolicy()
         self._extra_body = dict(extra_body or {})
@@ -245,21 +254,20 @@ class OpenAIProvider:
 
     def _attempt(self, payload: bytes, headers: dict[str, str], attempt: int) -> Any:
         try:
-            response = self._client.post(
+            with self._client.stream(
+                "POST",
                 self._url,
                 content=payload,
                 headers=headers,
                 timeout=self._timeout,
                 follow_redirects=False,
-            )
+            ) as response:
+                status = response.status_code
+                response_headers = response.headers
+                reason = response.reason_phrase
+                body = self._read(response, attempt)
         except httpx.TimeoutException as exc:
-            what = type(exc).__name__
-            raise _Retry(
-                ModelTimeoutError(
-                    f"the model endpoint {self._where()} did not answer in time ({what})",
-                    attempts=attempt,
-                )
-            ) from None
+            raise _Retry(self._timed_out(attempt, type(exc).__name__)) from None
         except httpx.TransportError as exc:
             raise _Retry(
                 ModelRequestError(
@@ -268,19 +276,18 @@ class OpenAIProvider:
                     attempts=attempt,
                 )
             ) from None
-        status = response.status_code
         if status == 429 or status >= 500:
             raise _Retry(
                 ModelRequestError(
                     f"the model endpoint {self._where()} answered {status}: "
-                    f"{self._error_text(response)}",
+                    f"{self._error_text(body, reason)}",
                     status=status,
                     attempts=attempt,
                 ),
-                _retry_after(response.headers.get("Retry-After")),
+                _retry_after(response_headers.get("Retry-After")),
             )
         if 300 <= status < 400:
-            location = self._redact(response.headers.get("Location", "nowhere"))
+            location = self._redact(response_headers.get("Location", "nowhere"))
             raise ModelRequestError(
                 f"the model endpoint {self._where()} redirected ({status}) to {location}; "
                 "redirects are not followed so that the API key stays with the configured "
@@ -291,29 +298,50 @@ class OpenAIProvider:
         if status >= 400 or status < 200:
             raise ModelRequestError(
                 f"the model endpoint {self._where()} refused the request ({status}): "
-                f"{self._error_text(response)}",
+                f"{self._error_text(body, reason)}",
                 status=status,
                 attempts=attempt,
             )
-        if len(response.content) > _MAX_RESPONSE_BYTES:
-            raise ModelResponseError(
-                f"the model endpoint {self._where()} sent more than {_MAX_RESPONSE_BYTES} bytes"
-            )
         try:
-            return response.json()
+            return json.loads(body)
         except ValueError:
+            text = body.decode("utf-8", "replace")
             raise ModelResponseError(
                 f"the model endpoint {self._where()} answered {status} with something that is "
-                f"not JSON: {_trim(self._redact(response.text))!r}"
+                f"not JSON: {_trim(self._redact(text))!r}"
             ) from None
+
+    def _read(self, response: httpx.Response, attempt: int) -> bytes:
+        """The body, within the size cap and the attempt's overall deadline:
+        httpx's timeouts bound each read, not a server that trickles."""
+        deadline = time.monotonic() + self._timeout_s
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > _MAX_RESPONSE_BYTES:
+                raise ModelResponseError(
+                    f"the model endpoint {self._where()} sent more than {_MAX_RESPONSE_BYTES} bytes"
+                )
+            if time.monotonic() > deadline:
+                raise _Retry(self._timed_out(attempt, "the answer arrived too slowly"))
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _timed_out(self, attempt: int, what: str) -> ModelTimeoutError:
+        return ModelTimeoutError(
+            f"the model endpoint {self._where()} did not answer within "
+            f"{self._timeout_s:g} s ({what})",
+            attempts=attempt,
+        )
 
     def _where(self) -> str:
         return self._redact(self._url)
 
-    def _error_text(self, response: httpx.Response) -> str:
+    def _error_text(self, body: bytes, reason: str) -> str:
         """The server's own explanation: OpenAI-style ``error.message`` when
         present, else the start of the body."""
-        text = response.text
+        text = body.decode("utf-8", "replace")
         try:
             data = json.loads(text)
         except ValueError:
@@ -328,7 +356,7 @@ class OpenAIProvider:
             if message is None and isinstance(data.get("message"), str):
                 message = data["message"]
         if not isinstance(message, str) or not message.strip():
-            message = text.strip() or response.reason_phrase or "no explanation given"
+            message = text.strip() or reason or "no explanation given"
         return _trim(self._redact(message))
 
     def _redact(self, text: str) -> str:
@@ -408,6 +436,8 @@ def _parse_completion(data: Any, redact: Callable[[str], str]) -> ModelTurn:
         raise bad("choices[0] has no message")
     message = choice["message"]
     text = _content_text(message.get("content"))
+    if text is None and isinstance(message.get("refusal"), str):
+        text = message["refusal"]  # the model declined; its words are its answer
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raise bad("message.tool_calls is not a list")

@@ -32,6 +32,8 @@ class Reply:
     body: Any = None  # JSON-encoded unless bytes or str
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
+    chunks: int = 1  # write the body in this many pieces ...
+    chunk_delay_s: float = 0.0  # ... with this pause before each
 
 
 ReplyFn = Callable[[Seen], Reply]
@@ -119,7 +121,12 @@ def _handler(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
                 for key, value in reply.headers.items():
                     self.send_header(key, value)
                 self.end_headers()
-                self.wfile.write(data)
+                step = max(1, -(-len(data) // reply.chunks))
+                for start in range(0, len(data), step):
+                    if reply.chunk_delay_s:
+                        time.sleep(reply.chunk_delay_s)
+                    self.wfile.write(data[start : start + step])
+                    self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (a timeout test)
 

@@ -311,7 +311,31 @@ def test_timeouts_are_retried_then_reported(model_server: Any) -> None:
     assert time.monotonic() - started < 0.55
     assert len(server.seen) == 2 and info.value.attempts == 2 and info.value.status is None
     assert info.value.__context__ is None  # the httpx error (and its request) is not kept
-    assert "did not answer in time" in str(info.value)
+    assert "did not answer within 0.15 s (ReadTimeout)" in str(info.value)
+
+
+def test_a_trickling_answer_hits_the_overall_deadline(model_server: Any) -> None:
+    """Each chunk arrives well within the read timeout, the whole does not."""
+    server = model_server
+    server.reply = lambda seen: server.Reply(
+        body=server.completion("x" * 200), chunk_delay_s=0.05, chunks=20
+    )
+    p = provider(server, timeout_s=0.3, retry=RetryPolicy(attempts=1))
+    started = time.monotonic()
+    with pytest.raises(ModelTimeoutError, match="the answer arrived too slowly"):
+        ask(p)
+    assert time.monotonic() - started < 0.9
+
+
+def test_an_oversized_answer_is_refused(model_server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from charter.runtime.models import openai as openai_module
+
+    monkeypatch.setattr(openai_module, "_MAX_RESPONSE_BYTES", 1000)
+    server = model_server
+    server.reply = lambda seen: server.Reply(body=server.completion("x" * 2000))
+    with pytest.raises(ModelResponseError, match="sent more than 1000 bytes"):
+        ask(provider(server))
+    assert len(server.seen) == 1  # not retried: it would only happen again
 
 
 def test_connection_refused_is_retried_then_reported() -> None:
@@ -452,11 +476,28 @@ def test_the_key_never_appears_in_errors_reprs_or_logs(
         ({"base_url": "https://example.com/v1?x=1"}, "query"),
         ({"timeout_s": 0}, "positive"),
         ({"extra_body": {"model": "other"}}, "cannot set 'model'"),
+        ({"api_key": "sk-abc def"}, "contains spaces, control or non-ASCII"),
+        ({"api_key": "sk-abc\ndef"}, "contains spaces"),
+        ({"api_key": "sk-abcé"}, "non-ASCII"),
     ],
 )
 def test_bad_configuration_is_refused(kwargs: dict[str, Any], message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=message) as info:
         OpenAIProvider("m", **kwargs)
+    assert "sk-abc" not in str(info.value)  # a bad key is described, never shown
+
+
+def test_a_key_with_surrounding_whitespace_is_trimmed(model_server: Any) -> None:
+    model_server.reply = lambda seen: model_server.Reply(body=model_server.completion("hi"))
+    ask(provider(model_server, key=f"  {KEY}\r\n"))
+    assert model_server.seen[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_a_refusal_is_the_answer_text(model_server: Any) -> None:
+    body = model_server.completion(None)
+    body["choices"][0]["message"]["refusal"] = "I can't help with that."
+    model_server.reply = lambda seen: model_server.Reply(body=body)
+    assert ask(provider(model_server)).text == "I can't help with that."
 
 
 def test_extra_body_is_merged_and_closing_is_idempotent(model_server: Any) -> None:
