@@ -153,6 +153,21 @@ _ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comme
 _Pred = Callable[[Any], bool]
 
 
+def _ident(v: int) -> int:
+    return v
+
+
+def _bound(checks: list[_Pred], value: Any, measure: Callable[[Any], int], low: bool) -> bool:
+    """Add a lower or upper bound check; False when the bound is not an integer."""
+    if value is None:
+        return True
+    if type(value) is not int:
+        return False
+    n: int = value
+    checks.append((lambda v: measure(v) >= n) if low else (lambda v: measure(v) <= n))
+    return True
+
+
 def _scalar(schema: Any) -> _Pred | None:
     if not isinstance(schema, dict):
         return None
@@ -163,15 +178,11 @@ def _scalar(schema: Any) -> _Pred | None:
         if not keys <= {"type", "minLength", "maxLength", "pattern", "enum"}:
             return None
         checks.append(lambda v: isinstance(v, str))
-        lo, hi = schema.get("minLength"), schema.get("maxLength")
-        if lo is not None:
-            if type(lo) is not int:
-                return None
-            checks.append(lambda v: len(v) >= lo)
-        if hi is not None:
-            if type(hi) is not int:
-                return None
-            checks.append(lambda v: len(v) <= hi)
+        if not (
+            _bound(checks, schema.get("minLength"), len, True)
+            and _bound(checks, schema.get("maxLength"), len, False)
+        ):
+            return None
         if "pattern" in schema:
             try:
                 # jsonschema itself matches "pattern" with re.search.
@@ -189,15 +200,11 @@ def _scalar(schema: Any) -> _Pred | None:
         if not keys <= {"type", "minimum", "maximum", "enum"}:
             return None
         checks.append(lambda v: type(v) is int)  # bool is not an integer here
-        lo, hi = schema.get("minimum"), schema.get("maximum")
-        if lo is not None:
-            if type(lo) is not int:
-                return None
-            checks.append(lambda v: v >= lo)
-        if hi is not None:
-            if type(hi) is not int:
-                return None
-            checks.append(lambda v: v <= hi)
+        if not (
+            _bound(checks, schema.get("minimum"), _ident, True)
+            and _bound(checks, schema.get("maximum"), _ident, False)
+        ):
+            return None
         if "enum" in schema:
             enum = schema["enum"]
             if not isinstance(enum, list) or not all(type(e) is int for e in enum):
@@ -217,15 +224,11 @@ def _scalar(schema: Any) -> _Pred | None:
         if schema.get("uniqueItems") is True and schema.get("items", {}).get("type") != "string":
             return None  # uniqueness of mixed JSON values is the full validator's job
         checks.append(lambda v: isinstance(v, list))
-        lo, hi = schema.get("minItems"), schema.get("maxItems")
-        if lo is not None:
-            if type(lo) is not int:
-                return None
-            checks.append(lambda v: len(v) >= lo)
-        if hi is not None:
-            if type(hi) is not int:
-                return None
-            checks.append(lambda v: len(v) <= hi)
+        if not (
+            _bound(checks, schema.get("minItems"), len, True)
+            and _bound(checks, schema.get("maxItems"), len, False)
+        ):
+            return None
         if item is not None:
             each = item
             checks.append(lambda v: all(each(x) for x in v))

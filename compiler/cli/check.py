@@ -43,7 +43,7 @@ def _intermixed(parser: argparse.ArgumentParser) -> None:
         finally:
             busy = False
 
-    parser.parse_known_args = parse_known_args  # type: ignore[method-assign]
+    parser.parse_known_args = parse_known_args  # type: ignore[method-assign,assignment]
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
