@@ -25,9 +25,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from charter.runtime.plan import ToolEntry
+if TYPE_CHECKING:
+    # Only the type: the plan module pulls in the shell grammar, which a
+    # provider never needs.
+    from charter.runtime.plan import ToolEntry
 
 __all__ = [
     "CHOOSE_EDGE_TOOL",
