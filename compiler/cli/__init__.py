@@ -36,6 +36,7 @@ VERBS: dict[str, tuple[str, str]] = {
     ),
     "hook": ("charter.compiler.cli.hook", "Answer another agent's permission hook from a plan."),
     "audit": ("charter.compiler.cli.audit_cmd", "Show an audit log as a table."),
+    "run": ("charter.compiler.cli.run", "Run an agent from a plan or project with a model."),
     "check-shell": (
         "charter.compiler.cli.check_shell",
         "Judge a shell command as the guard would: allow, ask or deny.",

@@ -1,0 +1,35 @@
+"""``charter run``: execute a compiled plan as an agent loop.
+
+* :mod:`.loop`: one agent through its stages (turns, edges, gates, limits);
+* :mod:`.agents`: sub-agents from the same plan, concurrently;
+* :mod:`.people`: terminal prompts for approvals and the human-in-the-loop tools;
+* :mod:`.events`: the event stream and its views (rich, quiet, JSON lines);
+* :mod:`.runner`: one run from start to end, with Ctrl-C handling.
+
+Nothing here imports ``charter.compiler``: the CLI compiles a project first
+and hands the runtime a plan.
+"""
+
+from __future__ import annotations
+
+from charter.runtime.run.events import Event, EventBus, JsonLinesSink, LiveView, QuietView
+from charter.runtime.run.loop import AgentResult, AgentRun, RunContext
+from charter.runtime.run.people import LineSource, PromptApprovals, Prompter
+from charter.runtime.run.runner import RunOptions, RunReport, execute_run
+
+__all__ = [
+    "AgentResult",
+    "AgentRun",
+    "Event",
+    "EventBus",
+    "JsonLinesSink",
+    "LineSource",
+    "LiveView",
+    "PromptApprovals",
+    "Prompter",
+    "QuietView",
+    "RunContext",
+    "RunOptions",
+    "RunReport",
+    "execute_run",
+]

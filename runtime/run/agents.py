@@ -1,0 +1,332 @@
+"""Sub-agents: child agents from the same plan, running beside their parent.
+
+:class:`AgentWorld` owns every agent of a run. A child is an
+:class:`~charter.runtime.run.loop.AgentRun` started in the run's anyio task
+group under its own cancel scope, so several children run concurrently while
+their parents go on. Children always run unattended (blocking tools are
+withdrawn unless a stage requires them) and inherit the launch flags.
+
+Depth is a budget: the root may have children when its agent's
+``max_child_depth`` is at least 1; each child gets one level less (or what
+``spawn_agent`` asked for, or its own agent's limit, whichever is smallest).
+
+The tools are plain synchronous implementations, run in worker threads by
+the gate pipeline; they reach the event loop through ``anyio.from_thread``.
+Waiting is done on a thread event that also watches the caller's cancel
+event, so Ctrl-C or a kill never leaves a thread waiting for a child.
+
+An agent addresses only its own children. Killing one stops it and every
+agent it started; a finished agent's unfinished children are killed too.
+A child that submitted nothing says so in its result.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.from_thread
+
+from charter.runtime.plan import OutputSpec
+from charter.runtime.results import ToolResult, refusal
+
+if TYPE_CHECKING:
+    from anyio.abc import TaskGroup
+
+    from charter.runtime.run.loop import AgentResult, AgentRun, RunContext
+
+__all__ = ["AgentWorld", "Child", "agent_tools"]
+
+_POLL_S = 0.05
+
+
+@dataclass(slots=True)
+class Child:
+    id: str
+    name: str
+    parent: str
+    run: AgentRun
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    done: threading.Event = field(default_factory=threading.Event)
+    result: AgentResult | None = None
+    killed: str | None = None  # why it was killed
+    started: float = field(default_factory=time.monotonic)
+
+
+class AgentWorld:
+    """Every agent of one run, and the task group the children run in."""
+
+    def __init__(self, ctx: RunContext, tg: TaskGroup) -> None:
+        self.ctx = ctx
+        self.tg = tg
+        self.children: dict[str, Child] = {}
+        self._counters: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    # -- called on the event loop --------------------------------------------
+
+    def spawn(
+        self,
+        parent: AgentRun,
+        name: str,
+        task: str,
+        *,
+        max_depth: int | None,
+        output: OutputSpec | None,
+    ) -> Child | str:
+        """Start a child of ``parent``; a string says why it cannot start."""
+        from charter.runtime.run.loop import AgentRun
+
+        if self.ctx.cancel.is_set() or parent.cancel.is_set():
+            return "the run is stopping; no new sub-agents start"
+        agents = self.ctx.prepared.agents
+        found = agents.get(name)
+        if found is None:
+            known = ", ".join(sorted(agents)) or "none"
+            return f"there is no agent named '{name}' in this plan (agents: {known})"
+        if parent.depth_budget < 1:
+            return (
+                f"agent {parent.id} may not start sub-agents: the max_child_depth limit is "
+                "reached at this depth"
+            )
+        budget = min(parent.depth_budget - 1, found.agent.limits.max_child_depth)
+        if max_depth is not None:
+            budget = min(budget, max_depth)
+        with self._lock:
+            n = self._counters.get(parent.id, 0) + 1
+            self._counters[parent.id] = n
+        cid = f"{parent.id}/{n}"
+        try:
+            run = AgentRun(
+                self.ctx,
+                self,
+                agent_id=cid,
+                agent_name=name,
+                task=task,
+                depth_budget=budget,
+                unattended=True,
+                provider=self.ctx.provider.for_agent(name),
+                output_override=output,
+                parent=parent.id,
+            )
+        except Exception as exc:  # noqa: BLE001 - an unusable child is the model's answer
+            return f"the sub-agent could not be prepared: {exc}"
+        child = Child(cid, name, parent.id, run)
+        with self._lock:
+            self.children[cid] = child
+        parent.emit("agent_spawned", child=cid, agent_name=name, depth_budget=budget)
+        self.tg.start_soon(self._run_child, child, name=f"agent {cid}")
+        return child
+
+    async def _run_child(self, child: Child) -> None:
+        result: AgentResult | None = None
+        try:
+            with child.scope:
+                result = await child.run.run()
+        except Exception as exc:  # noqa: BLE001 - a crashed child is reported, not raised
+            result = child.run.partial("failed", f"the sub-agent crashed: {exc}")
+        finally:
+            if result is None:
+                if child.killed:
+                    result = child.run.partial("killed", child.killed)
+                else:
+                    result = child.run.partial("cancelled", "the run was stopped")
+                child.run.emit("agent_finished", **result.to_json())
+            child.result = result
+            child.done.set()
+
+    def kill(self, cid: str, reason: str) -> list[str]:
+        """Stop ``cid`` and every agent below it; the ids stopped."""
+        stopped: list[str] = []
+        with self._lock:
+            order = [cid] + [c for c in self.children if c.startswith(cid + "/")]
+            targets = [self.children[c] for c in order if c in self.children]
+        for child in targets:
+            if child.done.is_set():
+                continue
+            child.killed = reason
+            child.run.cancel.set()  # running shells stop their process trees
+            child.scope.cancel()
+            stopped.append(child.id)
+        return stopped
+
+    def kill_children(self, parent_id: str, reason: str) -> None:
+        with self._lock:
+            mine = [c.id for c in self.children.values() if c.parent == parent_id]
+        for cid in mine:
+            self.kill(cid, reason)
+
+    def cancel_all(self) -> None:
+        """Ctrl-C: every agent's cancel event, so threads return promptly."""
+        with self._lock:
+            children = list(self.children.values())
+        for child in children:
+            child.killed = child.killed or "the run was interrupted"
+            child.run.cancel.set()
+            child.scope.cancel()
+
+    # -- called from tool threads ------------------------------------------------
+
+    def own_child(self, parent: AgentRun, cid: str) -> Child | ToolResult:
+        with self._lock:
+            child = self.children.get(cid)
+        if child is None or child.parent != parent.id:
+            mine = sorted(c.id for c in self.children.values() if c.parent == parent.id)
+            listed = ", ".join(mine) or "none"
+            return refusal(
+                "error",
+                "dispatch",
+                "unknown-agent",
+                f"no sub-agent '{cid}' of this agent (yours: {listed})",
+            )
+        return child
+
+
+def describe(child: Child) -> str:
+    """A child's state in words, with its answer once it has one."""
+    if not child.done.is_set() or child.result is None:
+        return f"Sub-agent {child.id} ({child.name}) is still running."
+    r = child.result
+    if r.status == "killed":
+        return f"Sub-agent {child.id} ({child.name}) was killed ({r.reason}); it submitted nothing."
+    if r.output is None:
+        return (
+            f"Sub-agent {child.id} ({child.name}) finished without submitting an output "
+            f"(status {r.status}: {r.reason})."
+        )
+    fmt = f" ({r.output_format})" if r.output_format else ""
+    return f"Sub-agent {child.id} ({child.name}) finished. Its answer{fmt}:\n\n{r.output}"
+
+
+def _wait(child: Child, caller: AgentRun, timeout_s: float | None) -> bool:
+    """Wait for ``child``; False when the caller was stopped or time ran out."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    while not child.done.wait(_POLL_S):
+        if caller.cancel.is_set() or caller.ctx.cancel.is_set():
+            return False
+        if deadline is not None and time.monotonic() >= deadline:
+            return False
+    return True
+
+
+def agent_tools(world: AgentWorld, me: AgentRun) -> dict[str, Any]:
+    """Implementations of the sub-agent tools for the agent ``me``, keyed by
+    catalog ``impl``. The seed-000 task tools that share these keys
+    (``delegate_task``, ``task_status``, ``yield_until``, ``task_control``)
+    are answered by the same machinery."""
+
+    def ok(text: str, **data: Any) -> ToolResult:
+        return ToolResult("ok", text, data=dict(data))
+
+    def spawn(args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **_: Any) -> ToolResult:
+        if tool == "delegate_task":
+            name = str(args.get("core_id") or me.name)
+            task = str(args["goal"])
+            max_depth = args.get("max_depth")
+            wait = False
+            output = None
+        else:
+            name = str(args["blueprint"])
+            task = str(args["task"])
+            if args.get("seed_context"):
+                task += "\n\nContext from the agent that started you:\n" + str(args["seed_context"])
+            max_depth = args.get("max_child_depth")
+            wait = bool(args.get("wait", False))
+            fmt, how = args.get("output_format"), args.get("output_instructions")
+            output = OutputSpec(format=fmt, instructions=how) if (fmt or how) else None
+        started = anyio.from_thread.run_sync(
+            lambda: world.spawn(
+                me,
+                name,
+                task,
+                max_depth=int(max_depth) if max_depth is not None else None,
+                output=output,
+            )
+        )
+        if isinstance(started, str):
+            return refusal("denied", "dispatch", "spawn-refused", started)
+        if not wait:
+            return ok(
+                f"Started sub-agent {started.id} ({name}). Use check_agent or wait_for_agent "
+                f"with agent_id '{started.id}'.",
+                agent_id=started.id,
+            )
+        if not _wait(started, me, None):
+            return refusal("error", "dispatch", "wait-cancelled", "stopped while waiting")
+        return ok(describe(started), agent_id=started.id)
+
+    def status(
+        args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **_: Any
+    ) -> ToolResult:
+        child = world.own_child(me, str(args.get("agent_id") or args.get("task_id")))
+        if isinstance(child, ToolResult):
+            return child
+        return ok(describe(child), done=child.done.is_set())
+
+    def wait(args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **_: Any) -> ToolResult:
+        child = world.own_child(me, str(args.get("agent_id") or args.get("task_id")))
+        if isinstance(child, ToolResult):
+            return child
+        timeout = float(args["timeout_seconds"]) if tool == "yield_until" else None
+        if tool == "yield_until" and "timeout_seconds" not in args:
+            timeout = 30.0
+        if not _wait(child, me, timeout):
+            if me.cancel.is_set() or me.ctx.cancel.is_set():
+                return refusal("error", "dispatch", "wait-cancelled", "stopped while waiting")
+            return ok(describe(child) + " (timed out waiting; it may still finish)", timed_out=True)
+        return ok(describe(child))
+
+    def send(args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **_: Any) -> ToolResult:
+        child = world.own_child(me, str(args["agent_id"]))
+        if isinstance(child, ToolResult):
+            return child
+        if child.done.is_set():
+            return refusal(
+                "error", "dispatch", "agent-finished", f"sub-agent {child.id} has already finished"
+            )
+        region = args.get("target_region")
+        child.run.deliver(str(args["message"]), str(region) if region else None)
+        where = f"context section '{region}'" if region else "its conversation"
+        return ok(f"Delivered to sub-agent {child.id} ({where}); it reads it before its next turn.")
+
+    def cancel(
+        args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **_: Any
+    ) -> ToolResult:
+        child = world.own_child(me, str(args.get("agent_id") or args.get("task_id")))
+        if isinstance(child, ToolResult):
+            return child
+        stopped = anyio.from_thread.run_sync(
+            lambda: world.kill(child.id, f"killed by agent {me.id}")
+        )
+        if not stopped:
+            return ok(f"Sub-agent {child.id} had already finished. {describe(child)}")
+        # Killing is prompt: wait (briefly) until the tree has wound down.
+        deadline = time.monotonic() + 10
+        for cid in stopped:
+            target = world.children[cid]
+            while not target.done.wait(_POLL_S) and time.monotonic() < deadline:
+                pass
+        return ok(f"Killed {', '.join(stopped)}.", killed=stopped)
+
+    def listing(
+        args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **_: Any
+    ) -> ToolResult:
+        mine = [c for c in world.children.values() if c.parent == me.id]
+        if not args.get("include_completed", True):
+            mine = [c for c in mine if not c.done.is_set()]
+        if not mine:
+            return ok("(no sub-agents)")
+        return ok("\n".join(describe(c).splitlines()[0] for c in mine))
+
+    return {
+        "agents.spawn": spawn,
+        "tasks.status": status,
+        "tasks.wait": wait,
+        "agents.send": send,
+        "tasks.cancel": cancel,
+        "tasks.list": listing,
+    }

@@ -1,0 +1,708 @@
+"""The agent loop: drive one agent through its stages with a model.
+
+Each turn sends the model the stage's tool definitions exactly as the plan
+compiled them (the attended or the unattended set) and the conversation; each
+tool call goes through the gate pipeline (:func:`charter.runtime.gates.
+execute`), whose refusals come back to the model as results. After the turn
+the loop decides whether to leave the stage, by the stage's edges:
+
+``llm_choice``
+    the model chose this hinted edge (``ModelTurn.edge``);
+``always``
+    the model ended a turn without calling a tool;
+``error``
+    the model provider failed (after its own retries);
+``max_iterations``
+    the stage used up its iterations (``max_iterations``, else the plan's
+    ``default_max_iterations``); without such an edge the run stops there;
+``stuck``
+    three turns in a row made no progress: every call was refused or failed,
+    or the turn repeated the previous one's calls exactly;
+``dead_end``
+    the model twice ended a turn with neither a tool call nor an edge choice.
+
+An edge with a gate is taken only when the gate's conditions hold. Work
+means a call that succeeded and counts as work in the plan (a write, an edit,
+a submitted output) or a successful call to one of the gate's own tools; a
+refused, failed or malformed call never counts. A held gate tells the model
+why and the stage goes on; after ``max_attempts`` holds the edge is taken
+anyway and that is recorded in the events and the audit log.
+
+The run ends when ``submit_output`` succeeds in an output stage. A stage
+with no edges and no output (an agent core's single chat stage) or one with
+``allow_complete`` ends when the model answers without calling a tool, and
+that text is the answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+import anyio.to_thread
+
+from charter.runtime.gates import decide, execute
+from charter.runtime.models import (
+    EdgeChoice,
+    Message,
+    ModelError,
+    ModelProvider,
+    ModelToolCall,
+    ScriptExhaustedError,
+    ScriptExpectationError,
+    ToolSpec,
+)
+from charter.runtime.plan import Edge, OutputSpec, Stage
+from charter.runtime.results import ToolCall, ToolResult, refusal
+from charter.runtime.session import PreparedPlan, Session, open_session
+from charter.runtime.tools.registry import IMPLEMENTATIONS, RunStore, ToolRuntime
+
+if TYPE_CHECKING:
+    from charter.runtime.approval import ApprovalProvider
+    from charter.runtime.audit import AuditLog
+    from charter.runtime.redact import Redactor
+    from charter.runtime.run.agents import AgentWorld
+    from charter.runtime.run.events import EventBus
+    from charter.runtime.run.people import Prompter
+
+__all__ = ["AgentResult", "AgentRun", "RunContext", "Status"]
+
+Status = Literal["completed", "no_output", "failed", "cancelled", "killed"]
+
+_STUCK_TURNS = 3
+_DEAD_END_TURNS = 2
+_REFUSED = ("[error]", "[denied]", "[unavailable]", "[blocked]")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentResult:
+    agent_id: str
+    agent_name: str
+    status: Status
+    reason: str
+    output: str | None
+    output_format: str | None
+    turns: int
+    tool_calls: int
+    gates_forced: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "agent_id": self.agent_id,
+            "agent_name": self.agent_name,
+            "status": self.status,
+            "reason": self.reason,
+            "output": self.output,
+            "output_format": self.output_format,
+            "turns": self.turns,
+            "tool_calls": self.tool_calls,
+            "gates_forced": list(self.gates_forced),
+        }
+
+
+@dataclass(slots=True)
+class RunContext:
+    """What every agent of one run shares."""
+
+    prepared: PreparedPlan
+    workspace: Path
+    run_dir: Path
+    run_id: str
+    provider: ModelProvider
+    approvals: ApprovalProvider
+    bus: EventBus
+    audit: AuditLog | None
+    redactor: Redactor
+    env: Mapping[str, str]
+    yolo: bool = False
+    allow: tuple[str, ...] = ()
+    prompter: Prompter | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    limiter: anyio.CapacityLimiter | None = None
+
+
+def _region_hash(store: RunStore, region: str) -> str:
+    with store.lock:
+        entries = store.regions.get(region) or []
+        text = json.dumps([[e.key, e.content] for e in entries])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _is_output_stage(stage: Stage) -> bool:
+    return stage.output is not None or stage.mode == "output"
+
+
+class AgentRun:
+    """One agent (the root, or a sub-agent) running through its stages."""
+
+    def __init__(
+        self,
+        ctx: RunContext,
+        world: AgentWorld,
+        *,
+        agent_id: str,
+        agent_name: str,
+        task: str,
+        depth_budget: int,
+        unattended: bool,
+        provider: ModelProvider,
+        output_override: OutputSpec | None = None,
+        parent: str | None = None,
+    ) -> None:
+        self.ctx = ctx
+        self.world = world
+        self.id = agent_id
+        self.name = agent_name
+        self.task = task
+        self.depth_budget = depth_budget
+        self.parent = parent
+        self.provider = provider
+        self.output_override = output_override
+        self.session: Session = open_session(
+            ctx.prepared,
+            agent_name,
+            workspace=ctx.workspace,
+            unattended=unattended,
+            yolo=ctx.yolo,
+            allow=ctx.allow,
+            run_id=ctx.run_id,
+        )
+        agent = self.session.agent.agent
+        self.cancel = threading.Event()
+        self.rt = ToolRuntime(
+            workspace=ctx.workspace,
+            store=RunStore(),
+            redactor=ctx.redactor,
+            shell=ctx.prepared.shell,
+            timeout_s=agent.limits.shell_timeout_secs,
+            cancel=self.cancel,
+            env=dict(ctx.env),
+            grants=self.session.agent.grants,
+        )
+        self.inbox: list[tuple[str | None, str]] = []
+        self._inbox_lock = threading.Lock()
+        self.registry = self._registry()
+        self.messages: list[Message] = []
+        self.turns = 0
+        self.calls = 0
+        self.gates_forced: list[str] = []
+        # Per stage visit:
+        self.iteration = 0
+        self.work_done = False
+        self.ok_tools: set[str] = set()
+        self.region_marks: dict[str, str] = {}
+        self.visits: dict[str, int] = {}
+        self.gate_attempts: dict[tuple[str, int], int] = {}
+        self.no_progress = 0
+        self.idle_turns = 0
+        self.last_signature: tuple[tuple[str, str], ...] | None = None
+        self.visit_log: list[str] = []
+
+    # -- plumbing ------------------------------------------------------------
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        self.ctx.bus.emit(kind, self.id, **fields)
+
+    def _audit(self, event: str, **fields: Any) -> None:
+        if self.ctx.audit is not None:
+            self.ctx.audit.write(
+                event, run=self.ctx.run_id, agent=self.name, agent_id=self.id, **fields
+            )
+
+    def _registry(self) -> dict[str, Any]:
+        from charter.runtime.run.agents import agent_tools
+        from charter.runtime.run.people import people_tools
+
+        reg: dict[str, Any] = dict(IMPLEMENTATIONS)
+        if self.ctx.prompter is not None:
+            reg.update(people_tools(self.ctx.prompter, self.ctx.run_dir / "scratch"))
+        reg.update(agent_tools(self.world, self))
+        return reg
+
+    def deliver(self, message: str, region: str | None) -> None:
+        """A message from the parent agent, read before this agent's next turn."""
+        with self._inbox_lock:
+            self.inbox.append((region, message))
+
+    def _drain_inbox(self) -> None:
+        from charter.runtime.tools.context import ContextEntry
+
+        with self._inbox_lock:
+            pending, self.inbox = self.inbox, []
+        for region, text in pending:
+            if region is None:
+                self.messages.append(Message.user(f"[message from the parent agent] {text}"))
+            else:
+                with self.rt.store.lock:
+                    self.rt.store.regions.setdefault(region, []).append(ContextEntry(text))
+
+    @property
+    def stage(self) -> Stage:
+        return self.session.stage.stage
+
+    def _output_spec(self, stage: Stage) -> OutputSpec | None:
+        if not _is_output_stage(stage):
+            return stage.output
+        base = stage.output or OutputSpec()
+        o = self.output_override
+        if o is None:
+            return base
+        return OutputSpec(
+            format=o.format or base.format,
+            instructions=o.instructions or base.instructions,
+            example=None if o.format else base.example,
+            answer_schema=None if o.format else base.answer_schema,
+        )
+
+    def _system_prompt(self, stage: Stage) -> str:
+        agent = self.session.agent.agent
+        who = f"You are the agent '{agent.name}'"
+        if self.parent is not None:
+            who += f", a sub-agent started by agent {self.parent}; nobody is watching this run"
+        parts = [who + ".", f"You are in stage '{stage.name}' ({stage.mode})."]
+        if stage.system_prompt:
+            parts.append(stage.system_prompt.strip())
+        if stage.shell_hint:
+            parts.append(stage.shell_hint.strip())
+        spec = self._output_spec(stage)
+        if _is_output_stage(stage):
+            parts.append("This stage ends the run: give the final answer with submit_output.")
+            if spec is not None:
+                if spec.format:
+                    parts.append(f"Answer format: {spec.format}.")
+                if spec.instructions:
+                    parts.append(f"Instructions for the answer: {spec.instructions.strip()}")
+                if spec.example:
+                    parts.append(f"Example answer:\n{spec.example.strip()}")
+        hinted = self._hinted_edges(stage)
+        if hinted:
+            lines = [f"- {e.target}: {e.hint}" if e.hint else f"- {e.target}" for e in hinted]
+            parts.append(
+                "When the work of this stage is done, choose the next stage:\n" + "\n".join(lines)
+            )
+        return "\n\n".join(parts)
+
+    @staticmethod
+    def _hinted_edges(stage: Stage) -> list[EdgeChoice]:
+        return [EdgeChoice(e.to, e.hint) for e in stage.edges if e.condition == "llm_choice"]
+
+    def _offered_specs(self) -> list[ToolSpec]:
+        prepared = self.session.stage
+        offered = prepared.offered(unattended=self.session.unattended)
+        order = self.stage.unattended if self.session.unattended else self.stage.attended
+        tools = self.session.agent.tools
+        specs: list[ToolSpec] = []
+        for name in order:
+            entry = tools.get(name)
+            if name in offered and entry is not None:
+                specs.append(ToolSpec.from_entry(entry))
+        return specs
+
+    # -- stages ----------------------------------------------------------------
+
+    def _enter(self, stage_name: str, *, condition: str, transform: str | None) -> None:
+        previous = self.stage.name
+        self.session.enter_stage(stage_name)
+        stage = self.stage
+        self.rt = dataclasses.replace(self.rt, output=self._output_spec(stage))
+        self.visits[stage_name] = self.visits.get(stage_name, 0) + 1
+        self.iteration = 0
+        self.work_done = False
+        self.ok_tools = set()
+        self.no_progress = 0
+        self.idle_turns = 0
+        self.last_signature = None
+        self.region_marks = {
+            name: _region_hash(self.rt.store, name) for name in list(self.rt.store.regions)
+        }
+        system = Message.system(self._system_prompt(stage))
+        task = Message.user(self.task)
+        kind = transform or "direct"
+        if not self.messages:
+            self.messages = [system, task]
+        elif kind == "direct":
+            self.messages[0] = system
+            self.messages.append(Message.user(f"[stage] You are now in stage '{stage_name}'."))
+        elif kind == "clear":
+            self.messages = [system, task]
+        else:
+            # compact / summarize / custom: a lightweight runtime cannot ask the
+            # model to summarise, so the new stage starts from the task and the
+            # runtime's own record of what the previous stage did.
+            digest = "\n".join(self.visit_log[-40:]) or "(no tool calls)"
+            last = next(
+                (m.content for m in reversed(self.messages) if m.role == "assistant" and m.content),
+                None,
+            )
+            note = f"[stage] You are now in stage '{stage_name}'. In stage '{previous}':\n{digest}"
+            if last:
+                note += f"\nYour last words there: {last[:2000]}"
+            self.messages = [system, task, Message.user(note)]
+        self.visit_log = []
+        if condition != "start":
+            self.emit(
+                "edge_taken", frm=previous, to=stage_name, condition=condition, transform=kind
+            )
+            self._audit("transition", stage=previous, to=stage_name, condition=condition)
+        self.emit("stage_entered", stage=stage_name, mode=stage.mode, visit=self.visits[stage_name])
+
+    def _gate_reasons(self, edge: Edge) -> list[str]:
+        gate = edge.gate
+        if gate is None:
+            return []
+        store = self.rt.store
+
+        def updated(region: str) -> bool:
+            return _region_hash(store, region) != self.region_marks.get(
+                region, _region_hash(RunStore(), region)
+            )
+
+        if gate.region is not None and updated(gate.region):
+            return []  # the alternative way through: the named section changed
+        reasons: list[str] = []
+        worked = self.work_done or any(t in self.ok_tools for t in gate.tools)
+        if gate.require_modifications and not worked:
+            reasons.append(
+                "no work was done in this stage yet (a successful write, edit or submitted "
+                "output; refused, failed or malformed calls do not count)"
+            )
+        for region in gate.require_regions:
+            with store.lock:
+                present = bool(store.regions.get(region))
+            if not present:
+                reasons.append(f"context section '{region}' is empty")
+        for region in gate.require_region_updated:
+            if not updated(region):
+                reasons.append(f"context section '{region}' was not updated in this stage")
+        for region in gate.require_no_open_items:
+            left = store.open_items(region)
+            if left:
+                reasons.append(f"checklist '{region}' still has {len(left)} open item(s)")
+        return reasons
+
+    def _try_edge(self, index: int, condition: str) -> bool:
+        """Take edge ``index`` of the current stage if its gate and the target's
+        revisit limit allow; otherwise tell the model why. Returns whether the
+        stage changed."""
+        stage = self.stage
+        edge = stage.edges[index]
+        reasons = self._gate_reasons(edge)
+        if reasons and edge.gate is not None:
+            key = (stage.name, index)
+            attempts = self.gate_attempts.get(key, 0) + 1
+            self.gate_attempts[key] = attempts
+            if attempts < edge.gate.max_attempts:
+                why = edge.gate.message or "; ".join(reasons)
+                self.emit(
+                    "gate_blocked",
+                    to=edge.to,
+                    attempt=attempts,
+                    max_attempts=edge.gate.max_attempts,
+                    reason="; ".join(reasons),
+                )
+                self._audit(
+                    "gate",
+                    stage=stage.name,
+                    to=edge.to,
+                    decision="hold",
+                    reason="; ".join(reasons),
+                    attempt=attempts,
+                )
+                self.messages.append(
+                    Message.user(
+                        f"[blocked] The way to stage '{edge.to}' is held: {why} "
+                        f"(attempt {attempts} of {edge.gate.max_attempts}; "
+                        f"unmet: {'; '.join(reasons)})"
+                    )
+                )
+                return False
+            self.gates_forced.append(f"{stage.name}->{edge.to}")
+            self.emit("gate_forced", to=edge.to, attempts=attempts, reason="; ".join(reasons))
+            self._audit(
+                "gate",
+                stage=stage.name,
+                to=edge.to,
+                decision="forced",
+                reason="; ".join(reasons),
+                attempt=attempts,
+            )
+        target = self.session.agent.stages.get(edge.to)
+        if target is None:
+            self.messages.append(Message.user(f"[error] stage '{edge.to}' does not exist"))
+            return False
+        limit = target.stage.max_revisits
+        if limit is not None and edge.to != stage.name and self.visits.get(edge.to, 0) > limit:
+            self.emit(
+                "notice", message=f"stage '{edge.to}' was revisited {limit} times (max_revisits)"
+            )
+            self.messages.append(
+                Message.user(
+                    f"[blocked] Stage '{edge.to}' may not be entered again: it was already "
+                    f"revisited {limit} time(s). Choose another way."
+                )
+            )
+            return False
+        self._enter(edge.to, condition=condition, transform=edge.transform)
+        return True
+
+    def _edge_index(self, condition: str) -> int | None:
+        for n, edge in enumerate(self.stage.edges):
+            if edge.condition == condition:
+                return n
+        return None
+
+    # -- one tool call -----------------------------------------------------------
+
+    async def _call(self, call: ModelToolCall) -> ToolResult:
+        t0 = time.perf_counter()
+        args_text = call.raw_arguments
+        self.emit("tool_started", tool=call.name, call_id=call.id, args=args_text[:400])
+        decision = "deny"
+        gate: str | None = None
+        if call.error is not None or call.arguments is None:
+            result = refusal(
+                "invalid",
+                "schema",
+                "malformed-arguments",
+                f"the call to '{call.name}' was not run: {call.error or 'no arguments'}",
+            )
+            gate = "schema"
+            self._audit(
+                "decision",
+                stage=self.stage.name,
+                call_id=call.id,
+                tool=call.name,
+                gate="schema",
+                rule="malformed-arguments",
+                decision="deny",
+                reason=call.error,
+            )
+        else:
+            tool_call = ToolCall(call.name, call.arguments, call.id)
+            outcome = decide(self.session, tool_call)
+            decision, gate = outcome.decision, outcome.gate
+            session, registry, approvals = self.session, self.registry, self.ctx.approvals
+            rt, audit = self.rt, self.ctx.audit
+
+            def run() -> ToolResult:
+                return execute(session, tool_call, registry, approvals, audit, runtime=rt)
+
+            # Not abandoned on cancellation: the call is stopped through the
+            # runtime's cancel event (a shell kills its process tree), and the
+            # loop waits for that so nothing outlives the run.
+            result = await anyio.to_thread.run_sync(run, limiter=self.ctx.limiter)
+            if decision == "ask":
+                decision = (
+                    "ask→allowed" if result.gate not in ("approval", "dataflow") else "ask→denied"
+                )
+        duration = round((time.perf_counter() - t0) * 1000)
+        self.calls += 1
+        canonical = call.name
+        if call.arguments is not None:
+            name = self.session.agent.resolve_name(
+                call.name, self.session.stage.offered(unattended=self.session.unattended)
+            )
+            canonical = name or call.name
+        if result.ok and not result.content.startswith(_REFUSED):
+            self.ok_tools.add(canonical)
+            if result.data.get("counts_as_work"):
+                self.work_done = True
+        self.visit_log.append(f"- {canonical}: {result.status}")
+        self.emit(
+            "tool_finished",
+            tool=call.name,
+            call_id=call.id,
+            decision=decision,
+            gate=gate if not result.ok else None,
+            status=result.status,
+            duration_ms=duration,
+            args=args_text[:400],
+            result=(result.display or result.content)[:2000],
+        )
+        return result
+
+    # -- the loop ------------------------------------------------------------------
+
+    def _result(self, status: Status, reason: str, output: str | None = None) -> AgentResult:
+        spec = self.rt.output
+        return AgentResult(
+            agent_id=self.id,
+            agent_name=self.name,
+            status=status,
+            reason=reason,
+            output=output,
+            output_format=spec.format if spec is not None else None,
+            turns=self.turns,
+            tool_calls=self.calls,
+            gates_forced=tuple(self.gates_forced),
+        )
+
+    def partial(self, status: Status, reason: str) -> AgentResult:
+        """What this agent has to show when it is stopped from outside."""
+        with self.rt.store.lock:
+            output = self.rt.store.output
+        return self._result(status, reason, output if status == "completed" else None)
+
+    async def run(self) -> AgentResult:
+        try:
+            result = await self._loop()
+        finally:
+            # A finished agent leaves nothing behind: its sub-agents stop too.
+            self.world.kill_children(self.id, reason=f"agent {self.id} finished")
+        self.emit("agent_finished", **result.to_json())
+        return result
+
+    async def _loop(self) -> AgentResult:
+        agent = self.session.agent.agent
+        self.visits[self.stage.name] = 0
+        self._enter(self.stage.name, condition="start", transform=None)
+        while True:
+            if self.ctx.cancel.is_set() or self.cancel.is_set():
+                return self.partial("cancelled", "the run was stopped")
+            stage = self.stage
+            limit = stage.max_iterations or agent.limits.default_max_iterations
+            if self.iteration >= limit:
+                index = self._edge_index("max_iterations")
+                if index is not None:
+                    self._enter(
+                        stage.edges[index].to,
+                        condition="max_iterations",
+                        transform=stage.edges[index].transform,
+                    )
+                    continue
+                return self._result(
+                    "no_output",
+                    f"stage '{stage.name}' used all {limit} of its iterations without finishing",
+                )
+            self._drain_inbox()
+            specs = self._offered_specs()
+            edges = self._hinted_edges(stage)
+            self.emit("thinking", stage=stage.name, iteration=self.iteration + 1)
+            complete = functools.partial(
+                self.provider.complete,
+                stage=stage.name,
+                messages=tuple(self.messages),
+                tools=specs,
+                edges=edges,
+            )
+
+            try:
+                turn = await anyio.to_thread.run_sync(
+                    complete, abandon_on_cancel=True, limiter=self.ctx.limiter
+                )
+            except (ScriptExpectationError, ScriptExhaustedError) as exc:
+                # The script, not the model, is wrong: no edge can fix that.
+                self.emit("model_error", message=str(exc), stage=stage.name)
+                return self._result("failed", str(exc))
+            except ModelError as exc:
+                self.emit("model_error", message=str(exc), stage=stage.name)
+                self._audit("model_error", stage=stage.name, reason=str(exc))
+                index = self._edge_index("error")
+                self.iteration += 1
+                if index is not None:
+                    self._enter(
+                        stage.edges[index].to,
+                        condition="error",
+                        transform=stage.edges[index].transform,
+                    )
+                    continue
+                return self._result("failed", f"the model failed: {exc}")
+            self.iteration += 1
+            self.turns += 1
+            self.emit(
+                "model_turn",
+                stage=stage.name,
+                iteration=self.iteration,
+                text=turn.text,
+                tool_calls=[c.name for c in turn.tool_calls],
+                edge=turn.edge,
+            )
+            self.messages.append(turn.message())
+            results: list[ToolResult] = []
+            for call in turn.tool_calls:
+                result = await self._call(call)
+                results.append(result)
+                self.messages.append(Message.tool(call, result.content))
+                if (
+                    result.ok
+                    and _is_output_stage(stage)
+                    and self._canonical(call) == "submit_output"
+                ):
+                    # Answer the remaining calls so the history stays well formed.
+                    with self.rt.store.lock:
+                        output = self.rt.store.output
+                    self.emit("output_submitted", stage=stage.name, chars=len(output or ""))
+                    return self._result("completed", "the output was submitted", output)
+            moved = await self._after_turn(turn.edge, turn.text, turn.tool_calls, results)
+            if isinstance(moved, AgentResult):
+                return moved
+
+    def _canonical(self, call: ModelToolCall) -> str:
+        offered = self.session.stage.offered(unattended=self.session.unattended)
+        return self.session.agent.resolve_name(call.name, offered) or call.name
+
+    async def _after_turn(
+        self,
+        edge: str | None,
+        text: str | None,
+        calls: Sequence[ModelToolCall],
+        results: Sequence[ToolResult],
+    ) -> bool | AgentResult:
+        stage = self.stage
+        if edge is not None:
+            for n, e in enumerate(stage.edges):
+                if e.condition == "llm_choice" and e.to == edge:
+                    return self._try_edge(n, "llm_choice")
+            self.messages.append(Message.user(f"[error] there is no edge to '{edge}' here"))
+            return False
+        if not calls:
+            always = self._edge_index("always")
+            if always is not None:
+                return self._try_edge(always, "always")
+            if _is_output_stage(stage):
+                self.messages.append(
+                    Message.user(
+                        "[stage] This stage ends only when you call submit_output with the "
+                        "final answer."
+                    )
+                )
+                return False
+            if stage.allow_complete or not stage.edges:
+                answer = (text or "").strip()
+                if answer:
+                    return self._result("completed", "the agent answered", answer)
+                return self._result("no_output", "the agent stopped without an answer")
+            self.idle_turns += 1
+            dead_end = self._edge_index("dead_end")
+            if dead_end is not None and self.idle_turns >= _DEAD_END_TURNS:
+                return self._try_edge(dead_end, "dead_end")
+            hinted = ", ".join(e.target for e in self._hinted_edges(stage)) or "none"
+            self.messages.append(
+                Message.user(
+                    "[stage] Keep working with the tools, or choose the next stage "
+                    f"(choose_edge; edges: {hinted})."
+                )
+            )
+            return False
+        self.idle_turns = 0
+        signature = tuple((c.name, c.raw_arguments) for c in calls)
+        failed = all((not r.ok) or r.content.startswith(_REFUSED) for r in results)
+        if failed or signature == self.last_signature:
+            self.no_progress += 1
+        else:
+            self.no_progress = 0
+        self.last_signature = signature
+        stuck = self._edge_index("stuck")
+        if stuck is not None and self.no_progress >= _STUCK_TURNS:
+            self.emit("notice", message=f"no progress for {self.no_progress} turns: stuck")
+            return self._try_edge(stuck, "stuck")
+        return False

@@ -1,0 +1,142 @@
+"""One run from start to finish: the root agent, its sub-agents, Ctrl-C.
+
+:func:`execute_run` takes a prepared plan and everything the run needs
+(:class:`RunOptions`) and returns a :class:`RunReport`. It runs an anyio
+event loop with one task group: the root agent in the host task, sub-agents
+as tasks beside it, and a watcher for SIGINT and SIGTERM.
+
+On an interrupt the watcher sets every agent's cancel event first (a shell
+call stops its whole process tree, a prompt stops waiting, a wait for a child
+returns) and only then cancels the task scopes; tool threads are waited for,
+so no process the run started outlives it. The audit log is closed by the
+caller in every case. A model request in flight is abandoned, not waited for.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from charter.runtime.run.loop import AgentResult, AgentRun, RunContext
+
+if TYPE_CHECKING:
+    from charter.runtime.approval import ApprovalProvider
+    from charter.runtime.audit import AuditLog
+    from charter.runtime.models import ModelProvider
+    from charter.runtime.redact import Redactor
+    from charter.runtime.run.events import EventBus
+    from charter.runtime.run.people import Prompter
+    from charter.runtime.session import PreparedPlan
+
+__all__ = ["RunOptions", "RunReport", "execute_run"]
+
+# Worker threads: model calls, tool calls and waits on children all hold one,
+# so the pool is sized well above anyio's default of 40.
+_THREADS = 256
+
+
+@dataclass(slots=True)
+class RunOptions:
+    prepared: PreparedPlan
+    agent: str
+    task: str
+    workspace: Path
+    run_dir: Path
+    run_id: str
+    provider: ModelProvider
+    approvals: ApprovalProvider
+    bus: EventBus
+    audit: AuditLog | None
+    redactor: Redactor
+    env: Mapping[str, str]
+    yolo: bool = False
+    allow: tuple[str, ...] = ()
+    prompter: Prompter | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    handle_signals: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class RunReport:
+    result: AgentResult
+    interrupted: int | None  # the signal number that stopped the run, if any
+
+    @property
+    def completed(self) -> bool:
+        return self.result.status == "completed" and self.result.output is not None
+
+
+def execute_run(options: RunOptions) -> RunReport:
+    """Run the agent to its end (or until interrupted)."""
+    return anyio.run(_main, options)
+
+
+async def _main(o: RunOptions) -> RunReport:
+    from charter.runtime.run.agents import AgentWorld
+
+    ctx = RunContext(
+        prepared=o.prepared,
+        workspace=o.workspace,
+        run_dir=o.run_dir,
+        run_id=o.run_id,
+        provider=o.provider,
+        approvals=o.approvals,
+        bus=o.bus,
+        audit=o.audit,
+        redactor=o.redactor,
+        env=o.env,
+        yolo=o.yolo,
+        allow=o.allow,
+        prompter=o.prompter,
+        cancel=o.cancel,
+        limiter=anyio.CapacityLimiter(_THREADS),
+    )
+    found = o.prepared.agents[o.agent]
+    interrupted: list[int] = []
+    result: AgentResult | None = None
+    async with anyio.create_task_group() as tg:
+        world = AgentWorld(ctx, tg)
+        root = AgentRun(
+            ctx,
+            world,
+            agent_id="main",
+            agent_name=o.agent,
+            task=o.task,
+            depth_budget=found.agent.limits.max_child_depth,
+            unattended=o.yolo,
+            provider=o.provider,
+        )
+        main_scope = anyio.CancelScope()
+
+        def interrupt(signum: int) -> None:
+            if interrupted:
+                return
+            interrupted.append(signum)
+            o.bus.emit("interrupted", "main", signal=signal.Signals(signum).name)
+            # Events first, so threads stop their work; then the scopes.
+            ctx.cancel.set()
+            root.cancel.set()
+            world.cancel_all()
+            main_scope.cancel()
+
+        if o.handle_signals and threading.current_thread() is threading.main_thread():
+            tg.start_soon(_watch_signals, interrupt)
+        with main_scope:
+            result = await root.run()
+        tg.cancel_scope.cancel()
+    if result is None:
+        result = root.partial("cancelled", "the run was interrupted")
+        o.bus.emit("agent_finished", "main", **result.to_json())
+    return RunReport(result, interrupted[0] if interrupted else None)
+
+
+async def _watch_signals(interrupt: Any) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            interrupt(int(signum))
