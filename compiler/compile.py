@@ -37,7 +37,7 @@ from charter.compiler.permissions import (
     resolve_permission,
 )
 from charter.compiler.rules import diag
-from charter.compiler.schemacheck import check_schema
+from charter.compiler.schemacheck import check_schema, problem_path
 from charter.compiler.sources.sourcemap import SourceMap
 from charter.compiler.tooltable import ToolRef, ToolTable, all_builtin_names
 from charter.runtime.capabilities import SECRET_PREFIX, grant_covers, is_granted, valid_capability
@@ -627,7 +627,7 @@ def _schema(
             diag(
                 name,
                 message + "; argument validation is off for this tool",
-                smap.value_span(path),
+                smap.value_span((*path, *problem_path(schema))),
                 key_path=format_key_path(path),
             )
         )
