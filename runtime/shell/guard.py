@@ -57,14 +57,15 @@ _SENSITIVE = re.compile(
 _DISCARD = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "NUL", "nul"})
 _FD_PATH = re.compile(r"^/dev/fd/[0-9]+$")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
-_FORK_BOMB = re.compile(
-    r"([^\s(){};|&<>]+)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*&?\s*\1(?![^\s;&|}])"
-)
+_FORK_BOMB = re.compile(r"([^\s(){};|&<>]+)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*&?\s*\1(?![^\s;&|}])")
 _SALVAGE_SPLIT = re.compile(r"[;&|(){}\n`]|\$\(")
 
 _EXPANSION_RULE = {
     "param": ("parameter-expansion", "expands a variable whose value is only known at run time"),
-    "param_brace": ("parameter-expansion", "expands a variable whose value is only known at run time"),
+    "param_brace": (
+        "parameter-expansion",
+        "expands a variable whose value is only known at run time",
+    ),
     "dollar": ("parameter-expansion", "has an unquoted `$` the shell may expand"),
     "arith": ("arithmetic-expansion", "computes a value with arithmetic expansion"),
     "legacy_arith": ("arithmetic-expansion", "computes a value with $[...] arithmetic"),
@@ -121,6 +122,7 @@ def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Ve
     writes: list[Write] = []
     ungrantable = False
     safe_hits: list[str] = []
+    commands = 0
     for reading in readings(command):
         st = _State(reading.text, cw, ws, ws_real, policy)
         _judge(st)
@@ -133,29 +135,44 @@ def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Ve
             for f in st.findings:
                 if (f.decision, f.rule) not in seen:
                     findings.append(
-                        Finding(f.decision, f.rule, span_all,
-                                f"{f.message} (in the {reading.label} reading of the text)")
+                        Finding(
+                            f.decision,
+                            f.rule,
+                            span_all,
+                            f"{f.message} (in the {reading.label} reading of the text)",
+                        )
                     )
             for w in st.writes:
                 if not w.inside_workspace:
                     writes.append(Write(w.path, w.inside_workspace, span_all))
         ungrantable = ungrantable or st.ungrantable
+        commands += st.commands
     for pos, name in hidden_characters(command)[:1]:
         findings.insert(
             0,
-            Finding("ask", "hidden-characters", (pos, pos + 1),
-                    f"the command contains an invisible or control character ({name}); "
-                    "remove it to let the command be judged on what it shows")
+            Finding(
+                "ask",
+                "hidden-characters",
+                (pos, pos + 1),
+                f"the command contains an invisible or control character ({name}); "
+                "remove it to let the command be judged on what it shows",
+            ),
         )
+    if commands == 0 and not findings:
+        return Verdict("ask", "empty-command", span_all, "the command runs nothing")
     decision: Decision = "allow"
     for f in findings:
         if _RANK[f.decision] > _RANK[decision]:
             decision = f.decision
     if decision == "allow":
         if safe_hits:
-            rule, msg = "safe-command", (
-                "every command is read-only or covered by a [safe_commands] entry ("
-                + ", ".join(sorted(set(safe_hits))) + ")"
+            rule, msg = (
+                "safe-command",
+                (
+                    "every command is read-only or covered by a [safe_commands] entry ("
+                    + ", ".join(sorted(set(safe_hits)))
+                    + ")"
+                ),
             )
         else:
             rule, msg = "read-only", "every command is a recognised read-only command"
@@ -166,8 +183,9 @@ def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Ve
         (f for f in findings if f.decision == decision and f.rule != REDIRECT_WRITE_RULE),
         next(f for f in findings if f.decision == decision),
     )
-    return Verdict(decision, top.rule, top.span, top.message, tuple(writes), ungrantable,
-                   tuple(findings))
+    return Verdict(
+        decision, top.rule, top.span, top.message, tuple(writes), ungrantable, tuple(findings)
+    )
 
 
 def _realpath(path: str) -> str:
@@ -183,19 +201,28 @@ def _judge(st: _State) -> None:
         err = result.error
         pos = err.pos if err is not None else 0
         why = err.message if err is not None else "unknown error"
-        st.add("ask", "unparseable", (pos, min(pos + 1, len(st.text))),
-               f"Charter cannot parse this command ({why}); it needs approval")
+        st.add(
+            "ask",
+            "unparseable",
+            (pos, min(pos + 1, len(st.text))),
+            f"Charter cannot parse this command ({why}); it needs approval",
+        )
         _salvage(st, st.text, (0, len(st.text)))
         return
     _program(st, result.program)
     for start, end in result.comments:
         body = st.text[start:end]
-        if "$(" in body or "`" in body or "${" in body:
+        if any(c in body for c in "$`'\"\\") or "<(" in body or ">(" in body:
             # Inert to bash, but a shell with comments switched off (an
-            # interactive zsh) would run it: conservatively ask.
-            st.add("ask", "comment-expansion", (start, end),
-                   "a comment contains substitution syntax; remove the comment to run "
-                   "unprompted")
+            # interactive zsh) would run it, and quotes in a comment are how
+            # a reader is misled about where a string ends: conservatively ask.
+            st.add(
+                "ask",
+                "comment-expansion",
+                (start, end),
+                "a comment contains quotes or substitution syntax; remove the comment to run "
+                "unprompted",
+            )
 
 
 def _salvage(st: _State, text: str, span: tuple[int, int]) -> None:
@@ -221,9 +248,13 @@ def _program(st: _State, program: Program) -> None:
         if isinstance(cmd, SimpleCommand):
             _simple(st, cmd)
         else:
-            st.add("ask", "subshell", (cmd.start, cmd.start + 1),
-                   "a ( ... ) subshell is never allowed automatically; "
-                   "run its commands without the parentheses")
+            st.add(
+                "ask",
+                "subshell",
+                (cmd.start, cmd.start + 1),
+                "a ( ... ) subshell is never allowed automatically; "
+                "run its commands without the parentheses",
+            )
             saved = st.cwd
             _program(st, cmd.body)
             st.cwd = saved
@@ -241,9 +272,13 @@ def _simple(st: _State, cmd: SimpleCommand) -> None:
     words = cmd.words
     i = 0
     while i < len(words) and _is_assignment(words[i]):
-        st.add("ask", "inline-assignment", (words[i].start, words[i].end),
-               "an inline VAR=value assignment changes the command's environment (PATH, "
-               "LD_PRELOAD and similar change what runs); drop it to run unprompted")
+        st.add(
+            "ask",
+            "inline-assignment",
+            (words[i].start, words[i].end),
+            "an inline VAR=value assignment changes the command's environment (PATH, "
+            "LD_PRELOAD and similar change what runs); drop it to run unprompted",
+        )
         i += 1
     _argv(st, words[i:])
     for r in cmd.redirects:
@@ -265,20 +300,32 @@ def _word_expansions(st: _State, w: Word) -> None:
         for q in p.inner:
             _part(st, q)
     if w.glob:
-        st.add("ask", "filename-expansion", (w.start, w.end),
-               f"{w.raw} is expanded to matching file names by the shell; quote it or "
-               "name the files to run unprompted")
+        st.add(
+            "ask",
+            "filename-expansion",
+            (w.start, w.end),
+            f"{w.raw} is expanded to matching file names by the shell; quote it or "
+            "name the files to run unprompted",
+        )
     if w.brace:
-        st.add("ask", "brace-expansion", (w.start, w.end),
-               f"{w.raw} is expanded by brace expansion; write the words out to run unprompted")
+        st.add(
+            "ask",
+            "brace-expansion",
+            (w.start, w.end),
+            f"{w.raw} is expanded by brace expansion; write the words out to run unprompted",
+        )
 
 
 def _part(st: _State, p: Part) -> None:
     rule = _EXPANSION_RULE.get(p.kind)
     if rule is None:
         return
-    st.add("ask", rule[0], (p.start, p.end),
-           f"{_clip(p.raw)} {rule[1]}; write the value literally to run unprompted")
+    st.add(
+        "ask",
+        rule[0],
+        (p.start, p.end),
+        f"{_clip(p.raw)} {rule[1]}; write the value literally to run unprompted",
+    )
     if p.body is not None:
         saved = st.cwd
         _program(st, p.body)
@@ -319,62 +366,97 @@ def _redirect(st: _State, r: Redirect) -> None:
     target = r.target
     v = target.value
     if op in ("<<", "<<-"):
-        st.add("ask", "heredoc", span,
-               "a heredoc feeds inline text to the command; it is never allowed automatically")
+        st.add(
+            "ask",
+            "heredoc",
+            span,
+            "a heredoc feeds inline text to the command; it is never allowed automatically",
+        )
         doc = r.heredoc
         if doc is not None and not doc.quoted and ("$(" in doc.body or "`" in doc.body):
             _salvage(st, doc.body, span)
         return
     if op == "<<<":
         return
-    if op in ("<&", ">&") and v is not None and (v.isdigit() or v == "-" or v[:-1].isdigit()
-                                                 and v.endswith("-")):
+    if (
+        op in ("<&", ">&")
+        and v is not None
+        and (v.isdigit() or v == "-" or v[:-1].isdigit() and v.endswith("-"))
+    ):
         return  # duplicating or closing a file descriptor
     if op in ("<", "<&"):
         if v is not None:
             if v.startswith(("/dev/tcp/", "/dev/udp/")):
                 st.add("ask", "network", span, f"reading {v} opens a network connection")
             elif sensitive_path(v):
-                st.add("ask", "credential-path", span,
-                       f"{v} looks like a credential file; reading it needs approval")
+                st.add(
+                    "ask",
+                    "credential-path",
+                    span,
+                    f"{v} looks like a credential file; reading it needs approval",
+                )
             elif _outside(st, v, target.tilde):
-                st.add("ask", "path-outside-workspace", span,
-                       f"{v} is outside the workspace; reading it needs approval")
+                st.add(
+                    "ask",
+                    "path-outside-workspace",
+                    span,
+                    f"{v} is outside the workspace; reading it needs approval",
+                )
         return
     # every remaining operator writes (or opens for writing) a file
     if v is None:
         st.ungrantable = True
         st.writes.append(Write(None, False, span))
-        st.add("ask", "unnameable-redirect", span,
-               f"the redirect target {_clip(target.raw)} is only known at run time; it asks "
-               "every time and an approval is never reused")
+        st.add(
+            "ask",
+            "unnameable-redirect",
+            span,
+            f"the redirect target {_clip(target.raw)} is only known at run time; it asks "
+            "every time and an approval is never reused",
+        )
         return
     if v in _DISCARD or _FD_PATH.match(v):
         return
     if v.startswith(("/dev/tcp/", "/dev/udp/")):
         st.ungrantable = True
         st.writes.append(Write(None, False, span))
-        st.add("ask", "unnameable-redirect", span,
-               f"{v} opens a network connection, not a file; it asks every time")
+        st.add(
+            "ask",
+            "unnameable-redirect",
+            span,
+            f"{v} opens a network connection, not a file; it asks every time",
+        )
         return
     if v.startswith("/dev/") and block_device(v):
-        st.add("deny", "block-device-write", span,
-               f"writing to the block device {v} destroys its data and is never run")
+        st.add(
+            "deny",
+            "block-device-write",
+            span,
+            f"writing to the block device {v} destroys its data and is never run",
+        )
         return
     if target.tilde:
         st.writes.append(Write(v, False, span))
-        st.add("deny", "redirect-outside-workspace", span,
-               f"the redirect writes {v}, in the home directory outside the workspace; "
-               "no permission or flag lifts this")
+        st.add(
+            "deny",
+            "redirect-outside-workspace",
+            span,
+            f"the redirect writes {v}, in the home directory outside the workspace; "
+            "no permission or flag lifts this",
+        )
         return
     if v.startswith("/"):
         path = posixpath.normpath("/" + v.lstrip("/"))
     elif st.cwd is None:
         st.ungrantable = True
         st.writes.append(Write(None, False, span))
-        st.add("ask", "unnameable-redirect", span,
-               f"the redirect writes {v} relative to a directory changed earlier in the "
-               "command; it asks every time")
+        st.add(
+            "ask",
+            "unnameable-redirect",
+            span,
+            f"the redirect writes {v} relative to a directory changed earlier in the "
+            "command; it asks every time",
+        )
         return
     else:
         path = posixpath.normpath(posixpath.join(st.cwd, v))
@@ -382,17 +464,27 @@ def _redirect(st: _State, r: Redirect) -> None:
     inside = real == st.ws_real or real.startswith(st.ws_real.rstrip("/") + "/")
     st.writes.append(Write(real, inside, span))
     if not inside:
-        st.add("deny", "redirect-outside-workspace", span,
-               f"the redirect writes {real}, outside the workspace; no permission or flag "
-               "lifts this")
+        st.add(
+            "deny",
+            "redirect-outside-workspace",
+            span,
+            f"the redirect writes {real}, outside the workspace; no permission or flag lifts this",
+        )
         return
     rel = posixpath.relpath(real, st.ws_real)
-    st.add("ask", REDIRECT_WRITE_RULE, span,
-           f"the redirect writes {rel} in the workspace; it answers to the write_file "
-           "permission")
+    st.add(
+        "ask",
+        REDIRECT_WRITE_RULE,
+        span,
+        f"the redirect writes {rel} in the workspace; it answers to the write_file permission",
+    )
     if sensitive_path(v):
-        st.add("ask", "credential-path", span,
-               f"{v} looks like a credential file; writing it needs approval")
+        st.add(
+            "ask",
+            "credential-path",
+            span,
+            f"{v} looks like a credential file; writing it needs approval",
+        )
 
 
 # --- commands --------------------------------------------------------------------------------
@@ -404,36 +496,55 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
     w0 = words[0]
     name = w0.value
     if name is None:
-        st.add("ask", "dynamic-command", (w0.start, w0.end),
-               f"the program name {_clip(w0.raw)} is only known at run time; "
-               "name the program literally")
+        st.add(
+            "ask",
+            "dynamic-command",
+            (w0.start, w0.end),
+            f"the program name {_clip(w0.raw)} is only known at run time; "
+            "name the program literally",
+        )
         _generic_args(st, words[1:], frozenset())
         return
     if not w0.quoted:
         if name in RESERVED_PREFIX:
             if name != "!":
-                st.add("ask", "control-structure", (w0.start, w0.end),
-                       f"shell control structures ({name} ...) are never allowed "
-                       "automatically; run the commands one by one")
+                st.add(
+                    "ask",
+                    "control-structure",
+                    (w0.start, w0.end),
+                    f"shell control structures ({name} ...) are never allowed "
+                    "automatically; run the commands one by one",
+                )
             _argv(st, words[1:])
             return
         if name in RESERVED_OPAQUE:
-            st.add("ask", "control-structure", (w0.start, w0.end),
-                   f"shell control structures ({name} ...) are never allowed automatically; "
-                   "run the commands one by one")
+            st.add(
+                "ask",
+                "control-structure",
+                (w0.start, w0.end),
+                f"shell control structures ({name} ...) are never allowed automatically; "
+                "run the commands one by one",
+            )
             _generic_args(st, words[1:], frozenset(range(len(words) - 1)))
             return
     if w0.glob or w0.brace:
-        st.add("ask", "filename-expansion", (w0.start, w0.end),
-               f"the program name {_clip(w0.raw)} is expanded by the shell; name the program "
-               "literally")
+        st.add(
+            "ask",
+            "filename-expansion",
+            (w0.start, w0.end),
+            f"the program name {_clip(w0.raw)} is expanded by the shell; name the program "
+            "literally",
+        )
         _generic_args(st, words[1:], frozenset())
         return
     prog = name.rsplit("/", 1)[-1] if "/" in name else name
     if "/" in name or w0.tilde:
-        st.add("ask", "non-bare-executable", (w0.start, w0.end),
-               f"{name} runs a program by its path; only bare program names from PATH "
-               "run unprompted")
+        st.add(
+            "ask",
+            "non-bare-executable",
+            (w0.start, w0.end),
+            f"{name} runs a program by its path; only bare program names from PATH run unprompted",
+        )
     args = words[1:]
     vals = [w.value if w.value is not None else UNKNOWN for w in args]
 
@@ -452,8 +563,12 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
         _shell(st, prog, w0, args, vals)
         return
     if prog == "eval":
-        st.add("ask", "shell-eval", (w0.start, w0.end),
-               "eval runs its arguments as a new command line; run that command directly")
+        st.add(
+            "ask",
+            "shell-eval",
+            (w0.start, w0.end),
+            "eval runs its arguments as a new command line; run that command directly",
+        )
         if args and all(w.value is not None for w in args):
             _nested(st, " ".join(vals), (args[0].start, args[-1].end))
         return
@@ -469,20 +584,31 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
             st.add("ask", iss.rule, span_of(iss.index), iss.message)
         text_args = checked.text_args
         if not st.policy.defaults and safe is None:
-            st.add("ask", "unknown-command", (w0.start, w0.end),
-                   f"the built-in read-only table is off ([safe_commands] defaults = false) "
-                   f"and no [safe_commands] entry covers {prog}")
+            st.add(
+                "ask",
+                "unknown-command",
+                (w0.start, w0.end),
+                f"the built-in read-only table is off ([safe_commands] defaults = false) "
+                f"and no [safe_commands] entry covers {prog}",
+            )
     elif safe is not None:
         pass
     elif prog in ASK_PROGRAMS:
         rule, why = ASK_PROGRAMS[prog]
-        st.add("ask", rule, (w0.start, w0.end),
-               f"{prog} {why}; it needs approval (a [safe_commands] entry can pre-approve "
-               "a program that does not write)")
+        st.add(
+            "ask",
+            rule,
+            (w0.start, w0.end),
+            f"{prog} {why}; it needs approval (a [safe_commands] entry can pre-approve "
+            "a program that does not write)",
+        )
     else:
-        st.add("ask", "unknown-command", (w0.start, w0.end),
-               f"Charter does not know {_clip(prog)}; it needs approval, or a "
-               "[safe_commands] entry")
+        st.add(
+            "ask",
+            "unknown-command",
+            (w0.start, w0.end),
+            f"Charter does not know {_clip(prog)}; it needs approval, or a [safe_commands] entry",
+        )
     if safe is not None:
         st.safe_hits.append(safe.source)
     if prog in ("cd", "pushd", "popd"):
@@ -508,13 +634,22 @@ def _symbolic(w: Word) -> str:
     return "".join(out)
 
 
-def _wrapper(st: _State, prog: str, w0: Word, args: tuple[Word, ...] | list[Word],
-             vals: list[str], span_of: object) -> None:
+def _wrapper(
+    st: _State,
+    prog: str,
+    w0: Word,
+    args: tuple[Word, ...] | list[Word],
+    vals: list[str],
+    span_of: object,
+) -> None:
     u = unwrap(prog, vals)
     rule = "privilege" if prog in ("sudo", "doas", "su", "runuser") else "wrapper"
-    st.add("ask", rule, (w0.start, w0.end),
-           f"{prog} runs another command; run that command directly to have it judged on "
-           "its own")
+    st.add(
+        "ask",
+        rule,
+        (w0.start, w0.end),
+        f"{prog} runs another command; run that command directly to have it judged on its own",
+    )
     for iss in u.issues:
         w = args[iss.index] if 0 <= iss.index < len(args) else w0
         st.add("ask", iss.rule, (w.start, w.end), iss.message)
@@ -527,17 +662,23 @@ def _wrapper(st: _State, prog: str, w0: Word, args: tuple[Word, ...] | list[Word
         _generic_args(st, args, frozenset())
 
 
-def _shell(st: _State, prog: str, w0: Word, args: tuple[Word, ...] | list[Word],
-           vals: list[str]) -> None:
+def _shell(
+    st: _State, prog: str, w0: Word, args: tuple[Word, ...] | list[Word], vals: list[str]
+) -> None:
     s = scan(vals, "oO", (), permute=False)
     has_c = any(o.name == "-c" for o in s.opts)
     if not has_c:
-        st.add("ask", "executes-code", (w0.start, w0.end),
-               f"{prog} runs a script; it needs approval")
+        st.add(
+            "ask", "executes-code", (w0.start, w0.end), f"{prog} runs a script; it needs approval"
+        )
         _generic_args(st, args, frozenset())
         return
-    st.add("ask", "shell-eval", (w0.start, w0.end),
-           f"{prog} -c runs a new command line; run that command directly")
+    st.add(
+        "ask",
+        "shell-eval",
+        (w0.start, w0.end),
+        f"{prog} -c runs a new command line; run that command directly",
+    )
     if not s.operands:
         return
     script_word = args[s.operands[0]]
@@ -579,7 +720,12 @@ def _safe_match(
 
 def _change_dir(st: _State, prog: str, vals: list[str]) -> None:
     operands = [v for v in vals if not v.startswith("-") or v == "-"]
-    if prog == "popd" or not operands or operands[0] in (UNKNOWN, "-") or operands[0].startswith("~"):
+    if (
+        prog == "popd"
+        or not operands
+        or operands[0] in (UNKNOWN, "-")
+        or operands[0].startswith("~")
+    ):
         st.cwd = None
         return
     target = operands[0]
@@ -597,15 +743,23 @@ def _generic_args(
         if v is None:
             continue
         if sensitive_path(v):
-            st.add("ask", "credential-path", (w.start, w.end),
-                   f"{_clip(v)} names a credential file or directory; it needs approval")
+            st.add(
+                "ask",
+                "credential-path",
+                (w.start, w.end),
+                f"{_clip(v)} names a credential file or directory; it needs approval",
+            )
             continue
         if idx in text_args:
             continue
         for cand, tilde in _path_candidates(v, w):
             if _outside(st, cand, tilde):
-                st.add("ask", "path-outside-workspace", (w.start, w.end),
-                       f"{_clip(cand)} is outside the workspace; it needs approval")
+                st.add(
+                    "ask",
+                    "path-outside-workspace",
+                    (w.start, w.end),
+                    f"{_clip(cand)} is outside the workspace; it needs approval",
+                )
                 break
 
 

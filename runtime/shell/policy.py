@@ -38,7 +38,7 @@ class SafeShellCommand(BaseModel):
     command must start with (program first), already parsed and checked by
     the compiler so the runtime only compares words."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     words: tuple[str, ...]
     source: str  # the entry as the user wrote it, for messages
@@ -49,7 +49,7 @@ class ShellPolicy(BaseModel):
     """Everything the guard needs from the plan. Frozen and plain data so it
     can be embedded in the compiled plan and round-trip through JSON."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     # The built-in read-only table (``[safe_commands] defaults``).
     defaults: bool = True

@@ -235,6 +235,12 @@ def _hostname(args: Sequence[str]) -> Checked:
     return _OK
 
 
+def _bracket(args: Sequence[str]) -> Checked:
+    if not args or args[-1] != "]":
+        return _one("malformed-command", -1, "[ without a closing ] is not a valid test")
+    return _OK
+
+
 def _command_lookup(args: Sequence[str]) -> Checked:
     # Only `command -v NAME` / `command -V NAME` reach this table (see unwrap).
     return Checked((), frozenset(range(len(args))))
@@ -458,7 +464,7 @@ READ_ONLY: dict[str, Checker] = {
         "diff", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum",
         "b2sum", "cksum", "base64", "base32", "od", "hexdump", "strings", "column", "fold",
         "fmt", "paste", "join", "expand", "unexpand", "rev", "tac", "tr", "nproc", "arch",
-        "groups", "test", "[", "jq", "ps", "uptime", "free", "tty", "locale", "lsblk",
+        "groups", "test", "jq", "ps", "uptime", "free", "tty", "locale", "lsblk",
     )},
     **{name: _text for name in ("echo", "printf", "true", "false", "sleep", "seq", "type",
                                 "expr", ":")},
@@ -477,6 +483,7 @@ READ_ONLY: dict[str, Checker] = {
     "sed": _sed_checker,
     "git": _git,
     "command": _command_lookup,
+    "[": _bracket,
 }
 
 
