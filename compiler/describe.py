@@ -35,8 +35,17 @@ def render_description(tool: BuiltinTool, *, shell: str, platform: str, output: 
         "instructions": getattr(output, "instructions", None),
         "example": getattr(output, "example", None),
     }
-    template = _env().from_string(tool.description_template)
-    return template.render(shell=shell, platform=platform, output=out, tool=tool.name).strip()
+    return _render(tool.description_template, tool.name, shell, platform, tuple(out.items()))
+
+
+@cache
+def _render(
+    template: str, tool: str, shell: str, platform: str, output: tuple[tuple[str, Any], ...]
+) -> str:
+    # Many agents offer the same tools on the same platform: compile and
+    # render each distinct template and context once per process.
+    compiled = _env().from_string(template)
+    return compiled.render(shell=shell, platform=platform, output=dict(output), tool=tool).strip()
 
 
 def shell_hint_block(platform: str) -> str | None:

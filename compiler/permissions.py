@@ -20,6 +20,7 @@ lifted, and only to allow).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from charter.runtime.plan import Clamp, Decision, Permission, ScopeValue, SourceRef, stricter
@@ -59,11 +60,24 @@ class CoreInputs:
     overrides: tuple[tuple[str, Said], ...] = ()  # (scope name, value) from agent.yaml
 
 
+@functools.lru_cache(maxsize=65536)
 def resolve_permission(scopes: ScopeInputs, core: CoreInputs | None = None) -> Decision:
+    """The decision for one tool in one stage. Decisions are immutable, so
+    identical inputs (the same tool in several stages of an agent) share
+    one result."""
+    return _resolve(scopes, core)
+
+
+def _resolve(scopes: ScopeInputs, core: CoreInputs | None) -> Decision:
     consulted: list[ScopeValue] = []
     clamps: list[Clamp] = []
 
     def note(scope: str, said: Said | None) -> None:
+        # Only scopes that said something are recorded (the built-in default
+        # always is): the list is the provenance a reviewer reads, and large
+        # projects hold many thousands of decisions.
+        if said is None:
+            return
         consulted.append(
             ScopeValue(
                 scope=scope,

@@ -64,14 +64,8 @@ def test_provenance_lists_every_scope_in_order_with_sources() -> None:
             config=Said("ask", SourceRef(path="config.toml", line=2, col=9)),
         )
     )
-    assert [s.scope for s in d.scopes] == [
-        "stage",
-        "agent",
-        "agent_config",
-        "config",
-        "builtin_default",
-    ]
-    assert d.scopes[1].source == SourceRef(path="agent.leviath", line=7, col=9)
+    assert [s.scope for s in d.scopes] == ["agent", "config", "builtin_default"]
+    assert d.scopes[0].source == SourceRef(path="agent.leviath", line=7, col=9)
     [clamp] = d.clamps
     assert (clamp.before, clamp.after) == ("allow", "ask")
     assert clamp.source == SourceRef(path="config.toml", line=2, col=9)
