@@ -411,6 +411,25 @@ def test_external_ref_turns_validation_off_with_a_warning(tree: Any) -> None:
     )
 
 
+def test_a_fractional_schema_bound_compiles_into_the_schema_text(tree: Any) -> None:
+    files = {
+        "agent.yaml": core(),
+        "agent/mcp/.keep": "",
+        "agent/tools/.keep": "",
+        **authored("note"),
+    }
+    files["agent/tools/note/tool.yaml"] = (
+        "input_schema:\n  type: object\n  properties:\n    w: {type: number, minimum: 0.5}\n"
+        "capability: tool.call:note\n"
+    )
+    result = compiled(tree(files))
+    assert result.plan is not None
+    tool = result.plan.body.agents[0].tool("note")
+    assert (
+        tool is not None and tool.input_schema is not None and '"minimum":0.5' in tool.input_schema
+    )
+
+
 def test_shell_description_names_the_target_shell_and_windows_gets_a_hint(tree: Any) -> None:
     bp = BP_HEAD + '[stages.s]\navailable_tools = ["shell"]\n'
     root = tree({"agent.leviath": bp})

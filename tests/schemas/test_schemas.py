@@ -80,3 +80,21 @@ def test_schema_rejects_what_the_loader_rejects() -> None:
 def test_blueprint_data_is_readable_through_importlib_resources() -> None:
     text = (files("charter.blueprints") / "coder" / "agent.leviath").read_text(encoding="utf-8")
     assert 'name = "coder"' in text
+
+
+def test_no_plan_field_is_a_floating_point_number() -> None:
+    """The plan's digest relies on it: canonical JSON has no stable float form."""
+    found: list[str] = []
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "number":
+                found.append(path)
+            for k, v in node.items():
+                walk(v, f"{path}/{k}")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{path}/{i}")
+
+    walk(json.loads((schema_dir() / "plan.v1.json").read_text(encoding="utf-8")), "")
+    assert found == []
