@@ -149,6 +149,7 @@ class AgentWorld:
             if child.done.is_set():
                 continue
             child.killed = reason
+            child.run.stopped = ("killed", reason)
             child.run.cancel.set()  # running shells stop their process trees
             child.scope.cancel()
             stopped.append(child.id)

@@ -178,6 +178,8 @@ class AgentRun:
         )
         agent = self.session.agent.agent
         self.cancel = threading.Event()
+        # Why this agent was stopped from outside (kill_agent), if it was.
+        self.stopped: tuple[Status, str] | None = None
         self.rt = ToolRuntime(
             workspace=ctx.workspace,
             store=RunStore(),
@@ -566,6 +568,8 @@ class AgentRun:
         self.visits[self.stage.name] = 0
         self._enter(self.stage.name, condition="start", transform=None)
         while True:
+            if self.stopped is not None:
+                return self.partial(*self.stopped)
             if self.ctx.cancel.is_set() or self.cancel.is_set():
                 return self.partial("cancelled", "the run was stopped")
             stage = self.stage

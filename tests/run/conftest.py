@@ -1,0 +1,79 @@
+"""Helpers for the ``charter run`` tests: run the CLI in-process (or as a
+subprocess when a signal must be sent) and read back its events."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures" / "run"
+SCRIPTS = FIXTURES / "scripts"
+
+
+@dataclass
+class Ran:
+    code: int
+    events: list[dict[str, Any]]
+    stdout: str
+    stderr: str
+
+    def kinds(self) -> list[str]:
+        return [e["kind"] for e in self.events]
+
+    def of(self, kind: str, agent: str | None = None) -> list[dict[str, Any]]:
+        return [
+            e for e in self.events if e["kind"] == kind and (agent is None or e["agent"] == agent)
+        ]
+
+    @property
+    def finished(self) -> dict[str, Any]:
+        return self.of("run_finished")[-1]
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.of("run_started")[0]["run_dir"])
+
+    def tool_results(self, tool: str) -> list[str]:
+        return [e["result"] for e in self.of("tool_finished") if e["tool"] == tool]
+
+
+RunFn = Callable[..., Ran]
+
+
+@pytest.fixture
+def charter_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> Iterator[RunFn]:
+    """``charter_run(target, *args, workdir=..., stdin=...)`` runs ``charter
+    run`` in this process with ``--json`` and returns its exit code and
+    events. ``stdin`` is text, or an open stream (for input that never ends)."""
+    from charter.compiler.cli import main
+
+    def run(
+        target: Path | str,
+        *args: str,
+        workdir: Path,
+        stdin: str | IO[str] = "",
+        json_events: bool = True,
+    ) -> Ran:
+        stream = io.StringIO(stdin) if isinstance(stdin, str) else stdin
+        monkeypatch.setattr(sys, "stdin", stream)
+        argv: list[str] = ["run", str(target), *args, "--workdir", str(workdir)]
+        if "--config" not in args:
+            argv.append("--no-user-config")
+        if json_events:
+            argv.append("--json")
+        code = main(argv)
+        out, err = capsys.readouterr()
+        events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        return Ran(code, events, out, err)
+
+    yield run

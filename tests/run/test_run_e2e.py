@@ -1,0 +1,334 @@
+"""End-to-end runs of `charter run` with scripted models, in process."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from charter.runtime.audit import read_events
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures" / "run"
+SCRIPTS = FIXTURES / "scripts"
+FAST = FIXTURES / "fast.config.toml"
+
+
+def script(name: str) -> str:
+    return f"script:{SCRIPTS / name}"
+
+
+def lines(*answers: str) -> str:
+    return "".join(a + "\n" for a in answers)
+
+
+def audit_of(ran: Any) -> list[dict[str, Any]]:
+    read = read_events(ran.run_dir / "audit.jsonl")
+    assert read.problems == []
+    return read.events
+
+
+# -- the shipped blueprints ------------------------------------------------------
+
+
+def test_coder_demo_runs_end_to_end_offline(charter_run: Any, tmp_path: Path) -> None:
+    # No --model: the blueprint's demo.script.yaml is the default.
+    ran = charter_run(
+        REPO / "blueprints" / "coder",
+        "--agent",
+        "coder",
+        "--task",
+        "Add a greeting",
+        "--yolo",
+        workdir=tmp_path,
+    )
+    assert ran.code == 0, ran.stderr
+    finished = ran.finished
+    assert finished["status"] == "completed"
+    assert (tmp_path / "greet.py").read_text().startswith("def greet")
+    # The gate on implement -> review held once (nothing was written yet).
+    assert [e["to"] for e in ran.of("gate_blocked")] == ["review"]
+    stages = [e["stage"] for e in ran.of("stage_entered")]
+    assert stages == ["discover", "plan", "implement", "review", "summary"]
+    output = Path(finished["output"])
+    assert output.name == "output.md" and output.parent == ran.run_dir
+    assert "greet.py" in output.read_text()
+    assert "greet.py" in finished["output_text"]
+    assert (ran.run_dir / "plan.json").is_file()
+    events = audit_of(ran)
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+    assert any(e["event"] == "gate" and e["decision"] == "hold" for e in events)
+    # The events file holds the same stream as stdout.
+    stored = [json.loads(x) for x in (ran.run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["kind"] for e in stored] == ran.kinds()
+
+
+def test_notes_core_runs_with_builtin_tools(charter_run: Any, tmp_path: Path) -> None:
+    (tmp_path / "NOTES.md").write_text("remember the milk\n")
+    ran = charter_run(
+        REPO / "blueprints" / "notes-core",
+        "--agent",
+        "notes-core",
+        "--task",
+        "Read my notes",
+        "--model",
+        script("notes-core.yaml"),
+        "--yolo",
+        workdir=tmp_path,
+    )
+    assert ran.code == 0, ran.stderr
+    assert ran.finished["output_text"] == "The notes say: remember the milk."
+    assert ran.tool_results("project_note")[0].startswith("[unavailable]")
+    assert ran.tool_results("web_extract")[0].startswith("[denied]")
+    assert ran.of("tool_finished")[0]["decision"] == "allow"  # read_file: lifted by --yolo
+    assert Path(ran.finished["output"]).name == "output.txt"
+
+
+# -- one agent through its stages ---------------------------------------------------
+
+
+def test_attended_run_answers_on_stdin(charter_run: Any, tmp_path: Path) -> None:
+    answers = lines("Ada", "d", "o", "2", "o", "", "o", "o")
+    out = tmp_path / "answer.json"
+    ran = charter_run(
+        FIXTURES / "solo",
+        "--agent",
+        "solo",
+        "--model",
+        script("solo-attended.yaml"),
+        "--output",
+        str(out),
+        workdir=tmp_path,
+        stdin=answers,
+    )
+    assert ran.code == 0, ran.stderr
+    assert json.loads(out.read_text()) == {"ok": True, "file": "out.txt"}
+    assert (tmp_path / "out.txt").read_text() == "hi"
+    cards = [(e["tool"], e["decision"], e["status"]) for e in ran.of("tool_finished")]
+    assert cards[:2] == [
+        ("write_file", "deny", "invalid"),
+        ("submit_output", "deny", "unavailable"),
+    ]
+    assert ("write_file", "ask→denied", "denied") in cards
+    assert ("write_file", "ask→allowed", "ok") in cards
+    events = audit_of(ran)
+    approvals = [e.get("approved_by") for e in events if e["event"] == "decision"]
+    assert "terminal:once" in approvals
+    refused = [e for e in events if e.get("rule") == "not-offered-in-stage"]
+    assert refused and refused[0]["tool"] == "submit_output"
+
+
+def test_gate_is_forced_open_after_max_attempts(charter_run: Any, tmp_path: Path) -> None:
+    ran = charter_run(
+        FIXTURES / "solo",
+        "--agent",
+        "solo",
+        "--model",
+        script("solo-gate-forced.yaml"),
+        "--yolo",
+        workdir=tmp_path,
+    )
+    assert ran.code == 0, ran.stderr
+    assert len(ran.of("gate_blocked")) == 1
+    assert ran.of("gate_forced")[0]["to"] == "report"
+    assert ran.finished["gates_forced"] == ["work->report"]
+    forced = [e for e in audit_of(ran) if e["event"] == "gate" and e["decision"] == "forced"]
+    assert forced and forced[0]["to"] == "report"
+
+
+def test_max_iterations_edge(charter_run: Any, tmp_path: Path) -> None:
+    ran = charter_run(
+        FIXTURES / "solo",
+        "--agent",
+        "solo",
+        "--model",
+        script("solo-max-iterations.yaml"),
+        "--yolo",
+        workdir=tmp_path,
+    )
+    assert ran.code == 0, ran.stderr
+    taken = ran.of("edge_taken")
+    assert [(e["to"], e["condition"]) for e in taken] == [("fallback", "max_iterations")]
+    assert ran.finished["output_text"] == "gave up"
+
+
+def test_shell_timeout(charter_run: Any, tmp_path: Path) -> None:
+    ran = charter_run(
+        FIXTURES / "solo",
+        "--agent",
+        "solo",
+        "--model",
+        script("solo-shell-timeout.yaml"),
+        "--yolo",
+        workdir=tmp_path,
+    )
+    assert ran.code == 0, ran.stderr
+    shell = ran.of("tool_finished")[0]
+    assert shell["status"] == "timeout" and shell["duration_ms"] < 4000
+
+
+def test_interaction_timeout_refuses(charter_run: Any, tmp_path: Path) -> None:
+    read_fd, write_fd = os.pipe()  # input that stays open and never says anything
+    with os.fdopen(read_fd) as never, os.fdopen(write_fd, "w"):
+        ran = charter_run(
+            FIXTURES / "solo",
+            "--agent",
+            "solo",
+            "--model",
+            script("solo-interaction-timeout.yaml"),
+            "--config",
+            str(FAST),
+            workdir=tmp_path,
+            stdin=never,
+        )
+    # The script ends in a stage that is not finished: no output.
+    assert ran.code == 4
+    assert "script exhausted" in ran.finished["reason"]
+    confirm, write = ran.of("tool_finished")
+    assert confirm["result"].startswith("[denied]") and "within 1 s" in confirm["result"]
+    assert write["decision"] == "ask→denied"
+    expired = [e for e in audit_of(ran) if e.get("approved_by") == "expiry"]
+    assert expired and expired[0]["rule"] == "approval-expired"
+    assert not (tmp_path / "out.txt").exists()
+
+
+# -- sub-agents -----------------------------------------------------------------------
+
+
+def _sleepers() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmd = (entry / "cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmd.split(b"\0")[:2] == [b"sleep", b"41"]:
+                found.append(int(entry.name))
+    return found
+
+
+def test_sub_agents(charter_run: Any, tmp_path: Path) -> None:
+    ran = charter_run(
+        FIXTURES / "team",
+        "--agent",
+        "lead",
+        "--model",
+        script("team.yaml"),
+        "--yolo",
+        workdir=tmp_path,
+    )
+    assert ran.code == 0, ran.stderr
+    assert ran.finished["output_text"] == "helpers done"
+    done = {e["agent"]: e["status"] for e in ran.of("agent_finished")}
+    assert done == {
+        "main": "completed",
+        "main/1": "completed",
+        "main/2": "no_output",
+        "main/3": "killed",
+        "main/3/1": "killed",
+    }
+    spawned = {e["child"]: e["agent_name"] for e in ran.of("agent_spawned")}
+    assert spawned == {
+        "main/1": "helper",
+        "main/2": "idler",
+        "main/3": "sleeper",
+        "main/3/1": "sleeper",
+    }
+    # The grandchild had no depth left to start another sleeper.
+    refused = [e for e in ran.of("tool_finished", "main/3/1") if e["tool"] == "spawn_agent"]
+    assert refused and "max_child_depth" in refused[0]["result"]
+    assert _sleepers() == []
+
+
+# -- refusals to start ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--agent", "nobody"], "no agent named 'nobody'"),
+        (["--agent", "solo", "--model", "gpt-4o"], "unknown model"),
+        (["--agent", "solo", "--model", "script:/nonexistent.yaml"], "cannot read script"),
+        (["--agent", "solo"], "no --model given"),
+        (["--agent", "solo", "--input", "novalue"], "KEY=VALUE"),
+        (
+            ["--agent", "solo", "--model", script("team.yaml"), "--base-url", "http://x"],
+            "base URL applies only",
+        ),
+    ],
+)
+def test_refusals_to_start(charter_run: Any, tmp_path: Path, args: list[str], message: str) -> None:
+    ran = charter_run(FIXTURES / "solo", *args, workdir=tmp_path)
+    assert ran.code == 2
+    assert message in ran.stderr
+    assert not (tmp_path / ".charter").exists()
+
+
+def test_bad_plan_file_is_refused(charter_run: Any, tmp_path: Path) -> None:
+    bad = tmp_path / "plan.json"
+    bad.write_text('{"schema_version": 1, "digest": "sha256:00", "body": {}')
+    ran = charter_run(bad, "--agent", "x", workdir=tmp_path)
+    assert ran.code == 2 and "not valid JSON" in ran.stderr
+
+
+def test_plan_file_runs_like_a_project(charter_run: Any, tmp_path: Path) -> None:
+    first = charter_run(
+        FIXTURES / "solo",
+        "--agent",
+        "solo",
+        "--model",
+        script("solo-gate-forced.yaml"),
+        "--yolo",
+        workdir=tmp_path,
+    )
+    plan = first.run_dir / "plan.json"
+    again = charter_run(
+        plan,
+        "--agent",
+        "solo",
+        "--model",
+        script("solo-gate-forced.yaml"),
+        "--yolo",
+        workdir=tmp_path,
+    )
+    assert again.code == 0
+    assert again.of("run_started")[0]["plan_digest"] == first.of("run_started")[0]["plan_digest"]
+
+
+def test_script_expectation_failure_ends_without_output(charter_run: Any, tmp_path: Path) -> None:
+    # The attended script expects the full attended tool set; --yolo withdraws
+    # the blocking tools, so its first turn's expectation fails.
+    ran = charter_run(
+        FIXTURES / "solo",
+        "--agent",
+        "solo",
+        "--model",
+        script("solo-attended.yaml"),
+        "--yolo",
+        workdir=tmp_path,
+    )
+    assert ran.code == 4
+    assert "offered tools differ" in ran.finished["reason"]
+    assert "unexpected" not in ran.finished["reason"]
+
+
+def test_quiet_prints_only_the_answer(charter_run: Any, tmp_path: Path) -> None:
+    ran = charter_run(
+        FIXTURES / "solo",
+        "--agent",
+        "solo",
+        "--model",
+        script("solo-gate-forced.yaml"),
+        "--yolo",
+        "--quiet",
+        workdir=tmp_path,
+        json_events=False,
+    )
+    assert ran.code == 0
+    assert ran.stdout == '{"forced": true}\n'
+    assert ran.stderr == ""
