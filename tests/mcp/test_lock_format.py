@@ -145,3 +145,31 @@ def test_compare_a_pin_without_digests_never_matches() -> None:
 
     cmp = compare({"search": Bare()}, [LISTED[0]])
     assert cmp.offered == () and cmp.changed == (Change("search", ("description", "input_schema")),)
+
+
+def test_relocking_shows_what_changed_since_the_previous_lock() -> None:
+    import io
+
+    from charter.compiler.cli.mcp_cmd import _show_changes
+
+    previous = _lock()
+    now = [
+        LISTED[0],
+        ListedTool("get.page", "Now different.", LISTED[1].input_schema),
+        ListedTool("purge", "", {}),
+    ]
+    entry = ServerLock(
+        server="docs",
+        transport="stdio",
+        launch={"command": "docs-mcp-v2", "args": []},
+        manifest_sha256="1" * 64,
+        tools=pin_tools("docs", now),
+    )
+    out = io.StringIO()
+    _show_changes(out, previous, entry)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "docs: 3 tool(s)"
+    assert "  ~ get.page: description changed since the previous lock" in lines
+    assert "  + purge: new since the previous lock" in lines
+    assert "  - Search: no longer listed" in lines
+    assert any("launch command or URL changed" in line for line in lines)

@@ -82,10 +82,13 @@ def test_lock_then_discover_and_call_over_stdio(
     root = _project(kit, tmp_path)
     monkeypatch.setenv("H11_TOKEN", TOKEN)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    assert main(["mcp", "lock", str(root), "--server", "docs", "--yes"]) == 0
-    out = capsys.readouterr().out
+    # slow never answers: exit 1, but docs is still locked.
+    assert main(["mcp", "lock", str(root), "--yes"]) == 1
+    out, err = capsys.readouterr()
     assert "+ echo (docs__echo)" in out and TOKEN not in out
+    assert "slow: timeout" in err
     lock = json.loads((root / "charter.lock.json").read_text())
+    assert sorted(lock["servers"]) == ["docs"]
     assert sorted(t["name"] for t in lock["servers"]["docs"]["tools"]) == [
         "crash",
         "echo",
