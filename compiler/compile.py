@@ -1287,6 +1287,7 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
         limits=limits,
         taint=TaintPolicy(enabled=taint_on),
         allow_local_network=bool(cfg and cfg.security.allow_local_network),
+        allow_env_vars=tuple(sorted(cfg.security.allow_env_vars)) if cfg else (),
         origin=_ref(ctx.agent_span()),
     )
 

@@ -265,6 +265,9 @@ class AgentPlan(_Frozen):
     limits: Limits = Field(default_factory=Limits)
     taint: TaintPolicy = Field(default_factory=TaintPolicy)
     allow_local_network: bool = False
+    # Credential-shaped environment variables the user let tools read
+    # ([security] allow_env_vars), e.g. BRAVE_API_KEY for web_search.
+    allow_env_vars: tuple[str, ...] = ()
     origin: SourceRef | None = None
 
     def tool(self, name: str) -> ToolEntry | None:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from charter.runtime.redact import FAILED_MARKER, Redactor
 from charter.runtime.results import ToolResult, refusal
-from charter.runtime.tools import context, files, shell
+from charter.runtime.tools import context, files, shell, web
 from charter.runtime.tools.context import RunStore
 from charter.runtime.workspace import PathOp
 
@@ -65,6 +65,7 @@ class ToolRuntime:
     # Where secret-binding sources are read from: the runtime's own environment.
     secret_env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     output: OutputSpec | None = None  # the stage's declared output, for submit_output
+    web: web.WebConfig | None = None  # network settings for the web tools (None: defaults)
 
 
 class Implementation(Protocol):
@@ -158,6 +159,8 @@ IMPLEMENTATIONS: Mapping[str, Implementation] = MappingProxyType(
         "context": _wrap("context", _context),
         "checklist": _wrap("checklist", _checklist),
         "output.submit": _wrap("output.submit", _submit),
+        "web.fetch": _wrap("web.fetch", web.run_fetch),
+        "web.search": _wrap("web.search", web.run_search),
     }
 )
 

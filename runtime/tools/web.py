@@ -1,0 +1,379 @@
+"""web_fetch, web_extract and web_search.
+
+Every request goes through the URL policy's pinned transport: the target is
+judged before anything is sent, each DNS answer must be safe, the
+connection goes only to the address that was judged, and every redirect hop
+is judged again. A refused, failed or oversized request comes back as a
+result the model can read, never an exception.
+
+web_search asks Brave Search when the user let the runtime read
+``BRAVE_API_KEY`` (``[security] allow_env_vars``, seed 004) and otherwise a
+keyless Wikipedia search, and says which one answered.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from typing import TYPE_CHECKING, Any
+
+from charter.runtime.results import ToolResult, refusal
+
+if TYPE_CHECKING:
+    import httpx
+
+    from charter.runtime.net.resolve import Resolver
+    from charter.runtime.tools.registry import ToolRuntime
+
+__all__ = ["WebConfig", "html_to_text", "run_fetch", "run_search", "web_config_for"]
+
+FETCH_CHARS = 50_000  # web_fetch's text budget; web_extract takes max_chars
+BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
+WIKIPEDIA_URL = "https://en.wikipedia.org/w/api.php"
+
+
+@dataclass(frozen=True)
+class WebConfig:
+    """What the web tools of one run may use. ``resolver`` and ``verify``
+    exist for tests and for users with their own trust store."""
+
+    allow_local_network: bool = False
+    resolver: Resolver | None = None
+    verify: Any = True
+    max_bytes: int = 2_000_000  # bytes read from any one response
+    timeout_s: float = 20.0
+    brave_api_key: str | None = None  # set only when the user allowed BRAVE_API_KEY
+    brave_url: str = BRAVE_URL
+    wikipedia_url: str = WIKIPEDIA_URL
+    user_agent: str = "charter-web/1 (+https://charter.dev)"
+
+
+def web_config_for(
+    allow_local_network: bool,
+    allow_env_vars: tuple[str, ...],
+    environ: Mapping[str, str],
+    **overrides: Any,
+) -> WebConfig:
+    """The web settings a plan's agent gets. ``BRAVE_API_KEY`` looks like a
+    credential, so it is read only when the user listed it (case-insensitively)
+    in ``[security] allow_env_vars``; otherwise search falls back to Wikipedia
+    and the result says which provider answered."""
+    allowed = {name.upper() for name in allow_env_vars}
+    key = environ.get("BRAVE_API_KEY") if "BRAVE_API_KEY" in allowed else None
+    return WebConfig(
+        allow_local_network=allow_local_network, brave_api_key=key or None, **overrides
+    )
+
+
+def _config(rt: ToolRuntime) -> WebConfig:
+    cfg = getattr(rt, "web", None)
+    return cfg if isinstance(cfg, WebConfig) else WebConfig()
+
+
+def _client(cfg: WebConfig, timeout: float) -> httpx.Client:
+    from charter.runtime.net.transport import pinned_client
+    from charter.runtime.net.urlpolicy import UrlPolicy
+
+    return pinned_client(
+        UrlPolicy(allow_local_network=cfg.allow_local_network),
+        resolver=cfg.resolver,
+        timeout=timeout,
+        verify=cfg.verify,
+        headers={"User-Agent": cfg.user_agent},
+    )
+
+
+class _Fetched:
+    def __init__(self, status: int, ctype: str, body: bytes, total: int, cut: bool) -> None:
+        self.status, self.ctype, self.body, self.total, self.cut = status, ctype, body, total, cut
+
+
+def _get(
+    cfg: WebConfig,
+    url: str,
+    *,
+    timeout: float,
+    params: Mapping[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> tuple[_Fetched, dict[str, Any]] | ToolResult:
+    """GET ``url``; at most ``cfg.max_bytes`` of the body are kept."""
+    import httpx
+
+    from charter.runtime.net.transport import BlockedRequest, connected_address
+    from charter.runtime.net.urlpolicy import audit_origin
+
+    try:
+        with (
+            _client(cfg, timeout) as client,
+            client.stream("GET", url, params=params, headers=headers) as resp,
+        ):
+            chunks: list[bytes] = []
+            kept = total = 0
+            for chunk in resp.iter_bytes():
+                total += len(chunk)
+                if kept < cfg.max_bytes:
+                    piece = chunk[: cfg.max_bytes - kept]
+                    chunks.append(piece)
+                    kept += len(piece)
+                elif total > cfg.max_bytes * 4:
+                    break  # enough counted: the page is far over the budget
+            meta = {
+                "origin": audit_origin(str(resp.url)),
+                "address": connected_address(resp),
+                "status": resp.status_code,
+                "redirects": len(resp.history),
+            }
+            fetched = _Fetched(
+                resp.status_code,
+                resp.headers.get("content-type", ""),
+                b"".join(chunks),
+                total,
+                total > kept,
+            )
+            return fetched, meta
+    except BlockedRequest as exc:
+        return refusal(
+            "blocked", "dispatch", "url-policy", f"request refused by the URL policy: {exc}"
+        )
+    except httpx.TooManyRedirects:
+        return ToolResult("error", "[error] too many redirects", rule="too-many-redirects")
+    except httpx.TimeoutException:
+        return ToolResult("error", f"[error] no answer within {timeout:g} s", rule="timeout")
+    except httpx.InvalidURL as exc:
+        return ToolResult("error", f"[error] invalid URL: {exc}", rule="invalid-url")
+    except httpx.HTTPError as exc:
+        return ToolResult("error", f"[error] request failed: {type(exc).__name__}", rule="http")
+
+
+# -- HTML to readable text -------------------------------------------------------
+
+_SKIP = {"script", "style", "noscript", "template", "svg", "head", "iframe", "object", "canvas"}
+_BLOCK = {
+    "p",
+    "div",
+    "section",
+    "article",
+    "header",
+    "footer",
+    "main",
+    "aside",
+    "nav",
+    "ul",
+    "ol",
+    "li",
+    "table",
+    "tr",
+    "br",
+    "hr",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "pre",
+    "blockquote",
+    "dl",
+    "dt",
+    "dd",
+    "figure",
+    "figcaption",
+    "form",
+}
+
+
+class _Text(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+        self.skip = 0
+        self.title: list[str] = []
+        self.in_title = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _SKIP:
+            self.skip += 1
+        elif tag == "title":
+            self.in_title = True
+        elif tag in _BLOCK:
+            self.out.append("\n")
+        if tag == "li" and not self.skip:
+            self.out.append("- ")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _SKIP and self.skip:
+            self.skip -= 1
+        elif tag == "title":
+            self.in_title = False
+        elif tag in _BLOCK:
+            self.out.append("\n")
+
+    def handle_data(self, data: str) -> None:
+        if self.in_title:
+            self.title.append(data)
+        elif not self.skip:
+            self.out.append(data)
+
+
+def html_to_text(markup: str) -> tuple[str, str]:
+    """(title, readable text) of an HTML document: scripts, styles and other
+    non-prose removed, blocks on their own lines, whitespace collapsed."""
+    parser = _Text()
+    try:
+        parser.feed(markup)
+        parser.close()
+    except Exception:  # noqa: BLE001 - malformed markup still yields what was read
+        pass
+    lines = []
+    for line in "".join(parser.out).splitlines():
+        squeezed = re.sub(r"[ \t\r\f\v\u00a0]+", " ", line).strip()
+        if squeezed:
+            lines.append(squeezed)
+    title = re.sub(r"\s+", " ", "".join(parser.title)).strip()
+    return title, "\n".join(lines)
+
+
+def _decode(fetched: _Fetched) -> str:
+    m = re.search(r"charset=([\w.-]+)", fetched.ctype, re.I)
+    for enc in ((m.group(1),) if m else ()) + ("utf-8",):
+        try:
+            return fetched.body.decode(enc, errors="replace")
+        except LookupError:
+            continue
+    return fetched.body.decode("utf-8", errors="replace")
+
+
+_TEXTUAL = ("text/", "application/json", "application/xml", "application/xhtml", "+xml", "+json")
+
+
+def run_fetch(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bool) -> ToolResult:
+    """web_fetch (seed 004) and web_extract (seed 000): a page's readable text."""
+    cfg = _config(rt)
+    url = str(args.get("url", ""))
+    extract = tool == "web_extract"
+    limit = int(args.get("max_chars", 12_000)) if extract else FETCH_CHARS
+    timeout = float(args.get("timeout_seconds", cfg.timeout_s)) if extract else cfg.timeout_s
+    got = _get(cfg, url, timeout=timeout)
+    if isinstance(got, ToolResult):
+        return got
+    fetched, meta = got
+    if fetched.status >= 400:
+        return ToolResult(
+            "error",
+            f"[error] the server answered HTTP {fetched.status}",
+            rule="http-status",
+            data=meta,
+        )
+    ctype = fetched.ctype.split(";")[0].strip().lower()
+    if ctype and not any(t in ctype for t in _TEXTUAL):
+        return ToolResult(
+            "error",
+            f"[error] the response is {ctype}, not text; nothing to read",
+            rule="not-text",
+            data=meta,
+        )
+    text = _decode(fetched)
+    title = ""
+    if "html" in ctype or (not ctype and "<html" in text[:2000].lower()):
+        title, text = html_to_text(text)
+    notes = []
+    if fetched.cut:
+        notes.append(
+            f"[truncated] the response was {fetched.total} bytes or more; only the first "
+            f"{cfg.max_bytes} were read"
+        )
+    if len(text) > limit:
+        notes.append(f"[truncated] {len(text)} characters of text; showing the first {limit}")
+        text = text[:limit]
+    head = f"# {title}\n\n" if title else ""
+    body = head + text + ("\n\n" + "\n".join(notes) if notes else "")
+    meta = {**meta, "chars": len(text), "truncated": bool(notes)}
+    return ToolResult("ok", body or "(the page has no readable text)", data=meta)
+
+
+def run_search(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bool) -> ToolResult:
+    """web_search: a JSON list of {title, url, snippet}."""
+    cfg = _config(rt)
+    query = str(args.get("query", "")).strip()
+    count = max(1, min(20, int(args.get("count", 5))))
+    if cfg.brave_api_key:
+        got = _get(
+            cfg,
+            cfg.brave_url,
+            timeout=cfg.timeout_s,
+            params={"q": query, "count": str(count)},
+            headers={"X-Subscription-Token": cfg.brave_api_key, "Accept": "application/json"},
+        )
+        provider = "brave"
+    else:
+        got = _get(
+            cfg,
+            cfg.wikipedia_url,
+            timeout=cfg.timeout_s,
+            params={
+                "action": "query",
+                "list": "search",
+                "srsearch": query,
+                "srlimit": str(count),
+                "format": "json",
+                "utf8": "1",
+            },
+        )
+        provider = "wikipedia"
+    if isinstance(got, ToolResult):
+        return got
+    fetched, meta = got
+    if fetched.status >= 400:
+        return ToolResult(
+            "error",
+            f"[error] the {provider} search answered HTTP {fetched.status}",
+            rule="http-status",
+            data=meta,
+        )
+    try:
+        payload = json.loads(_decode(fetched))
+        results = _brave(payload) if provider == "brave" else _wikipedia(payload, cfg)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return ToolResult(
+            "error",
+            f"[error] the {provider} search answered with something that is not a result list",
+            rule="bad-search-response",
+            data=meta,
+        )
+    data = {**meta, "provider": provider, "results": len(results[:count])}
+    return ToolResult("ok", json.dumps(results[:count], ensure_ascii=False, indent=1), data=data)
+
+
+def _brave(payload: Any) -> list[dict[str, str]]:
+    items = payload.get("web", {}).get("results", [])
+    return [
+        {
+            "title": _plain(str(r.get("title", ""))),
+            "url": str(r.get("url", "")),
+            "snippet": _plain(str(r.get("description", ""))),
+        }
+        for r in items
+        if isinstance(r, dict)
+    ]
+
+
+def _wikipedia(payload: Any, cfg: WebConfig) -> list[dict[str, str]]:
+    base = re.sub(r"/w/api\.php$", "", cfg.wikipedia_url)
+    items = payload["query"]["search"]
+    return [
+        {
+            "title": str(r["title"]),
+            "url": f"{base}/wiki/" + str(r["title"]).replace(" ", "_"),
+            "snippet": _plain(str(r.get("snippet", ""))),
+        }
+        for r in items
+    ]
+
+
+def _plain(text: str) -> str:
+    """Search snippets carry highlight markup; the model wants the words."""
+    return html.unescape(re.sub(r"<[^>]+>", "", text)).strip()

@@ -1,0 +1,176 @@
+"""web_fetch, web_extract and web_search against a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from charter.runtime.tools.registry import IMPLEMENTATIONS, ToolRuntime
+from charter.runtime.tools.web import WebConfig, html_to_text, web_config_for
+
+PAGE = (
+    "<html><head><title>Release notes</title><style>p{color:red}</style>"
+    "<script>steal()</script></head><body><nav>Home</nav><h1>Charter 1.0</h1>"
+    "<p>Plans are <b>frozen</b>&amp; content-addressed.</p><ul><li>one</li><li>two</li></ul>"
+    "</body></html>"
+)
+SEEN: dict[str, Any] = {}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def _send(
+        self, code: int, ctype: str, body: bytes, extra: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+        url = urlparse(self.path)
+        q = parse_qs(url.query)
+        SEEN["headers"] = dict(self.headers)
+        if url.path == "/page":
+            self._send(200, "text/html; charset=utf-8", PAGE.encode())
+        elif url.path == "/big":
+            self._send(200, "text/plain", b"x" * 3_000_000)
+        elif url.path == "/binary":
+            self._send(200, "image/png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 100)
+        elif url.path == "/missing":
+            self._send(404, "text/plain", b"no")
+        elif url.path == "/to-metadata":
+            self._send(302, "text/plain", b"", {"Location": "http://169.254.169.254/latest/"})
+        elif url.path == "/brave":
+            SEEN["brave"] = q
+            body = {
+                "web": {
+                    "results": [
+                        {
+                            "title": "Charter <strong>docs</strong>",
+                            "url": "https://charter.dev",
+                            "description": "Policy &amp; plans",
+                        },
+                        {"title": "Two", "url": "https://example.org/2", "description": "second"},
+                    ]
+                }
+            }
+            self._send(200, "application/json", json.dumps(body).encode())
+        elif url.path == "/w/api.php":
+            SEEN["wiki"] = q
+            body = {
+                "query": {
+                    "search": [
+                        {
+                            "title": "Policy compiler",
+                            "snippet": 'a <span class="m">policy</span> tool',
+                        },
+                    ]
+                }
+            }
+            self._send(200, "application/json", json.dumps(body).encode())
+        else:
+            self._send(500, "text/plain", b"?")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def _rt(tmp_path: Path, **cfg: Any) -> ToolRuntime:
+    return ToolRuntime(workspace=tmp_path, web=WebConfig(timeout_s=5, **cfg))
+
+
+def fetch(rt: ToolRuntime, url: str, tool: str = "web_fetch", **args: Any) -> Any:
+    return IMPLEMENTATIONS["web.fetch"]({"url": url, **args}, rt, tool=tool)
+
+
+def test_readable_text_without_scripts_or_styles(server: str, tmp_path: Path) -> None:
+    result = fetch(_rt(tmp_path, allow_local_network=True), server + "/page")
+    assert result.ok
+    assert result.content.startswith("# Release notes")
+    assert "Plans are frozen& content-addressed." in result.content
+    assert "- one" in result.content
+    assert "steal" not in result.content and "color" not in result.content
+    assert result.data["origin"] == server and result.data["address"] == "127.0.0.1"
+
+
+def test_loopback_is_refused_without_allow_local_network(server: str, tmp_path: Path) -> None:
+    result = fetch(_rt(tmp_path), server + "/page")
+    assert result.status == "blocked" and result.content.startswith("[blocked]")
+    assert "loopback" in result.content
+
+
+def test_redirect_to_metadata_is_refused(server: str, tmp_path: Path) -> None:
+    result = fetch(_rt(tmp_path, allow_local_network=True), server + "/to-metadata")
+    assert result.status == "blocked"
+
+
+def test_oversized_pages_are_cut_with_a_note(server: str, tmp_path: Path) -> None:
+    result = fetch(_rt(tmp_path, allow_local_network=True, max_bytes=100_000), server + "/big")
+    assert result.ok and "[truncated]" in result.content
+    assert result.data["truncated"] is True
+
+
+def test_web_extract_honours_max_chars(server: str, tmp_path: Path) -> None:
+    result = fetch(
+        _rt(tmp_path, allow_local_network=True), server + "/page", "web_extract", max_chars=10
+    )
+    assert result.ok and "showing the first 10" in result.content
+
+
+@pytest.mark.parametrize(("path", "rule"), [("/binary", "not-text"), ("/missing", "http-status")])
+def test_non_text_and_errors_are_results(server: str, tmp_path: Path, path: str, rule: str) -> None:
+    result = fetch(_rt(tmp_path, allow_local_network=True), server + path)
+    assert result.status == "error" and result.rule == rule
+
+
+def test_search_uses_brave_when_the_key_was_allowed(server: str, tmp_path: Path) -> None:
+    rt = _rt(tmp_path, allow_local_network=True, brave_api_key="k-123", brave_url=server + "/brave")
+    result = IMPLEMENTATIONS["web.search"]({"query": "charter", "count": 1}, rt)
+    assert result.ok and result.data["provider"] == "brave"
+    assert json.loads(result.content) == [
+        {"title": "Charter docs", "url": "https://charter.dev", "snippet": "Policy & plans"}
+    ]
+    assert SEEN["headers"]["X-Subscription-Token"] == "k-123"
+    assert SEEN["brave"]["q"] == ["charter"]
+
+
+def test_search_falls_back_to_wikipedia_and_says_so(server: str, tmp_path: Path) -> None:
+    rt = _rt(tmp_path, allow_local_network=True, wikipedia_url=server + "/w/api.php")
+    result = IMPLEMENTATIONS["web.search"]({"query": "policy"}, rt)
+    assert result.ok and result.data["provider"] == "wikipedia"
+    [hit] = json.loads(result.content)
+    assert hit == {
+        "title": "Policy compiler",
+        "url": server + "/wiki/Policy_compiler",
+        "snippet": "a policy tool",
+    }
+
+
+def test_brave_key_is_read_only_when_allowed() -> None:
+    env = {"BRAVE_API_KEY": "secret"}
+    assert web_config_for(False, (), env).brave_api_key is None
+    assert web_config_for(False, ("brave_api_key",), env).brave_api_key == "secret"
+
+
+def test_html_to_text_survives_broken_markup() -> None:
+    title, text = html_to_text("<p>unclosed <b>bold <script>x</p></div><<>>text")
+    assert "unclosed bold" in text and "x" not in text.split()
