@@ -46,12 +46,12 @@ from charter.runtime.catalog import default_permission
 from charter.runtime.plan import Decision, ToolEntry
 from charter.runtime.results import Status, ToolCall, ToolResult, refusal
 from charter.runtime.session import SHELL_IMPLS, Session, usable_grants
-from charter.runtime.taint import TaintVerdict, outbound_targets
 from charter.runtime.workspace import PathDecision, confine
 
 if TYPE_CHECKING:
     from charter.runtime.audit import AuditLog
     from charter.runtime.shell import Verdict
+    from charter.runtime.taint import TaintVerdict
 
 __all__ = ["Outcome", "PathCheck", "decide", "execute"]
 
@@ -187,6 +187,8 @@ def _schema(session: Session, call: ToolCall, name: str) -> Outcome | None:
             canonical=name,
         )
     check = session.agent.checks.get(name)
+    if check is not None and check.text is None:
+        return None  # validation is off for this tool by the plan's decision
     if check is None or check.unusable:
         why = check.unusable if check is not None else "the plan has no schema entry for it"
         return _deny(
@@ -197,12 +199,20 @@ def _schema(session: Session, call: ToolCall, name: str) -> Outcome | None:
             "unavailable",
             canonical=name,
         )
-    if check.validator is None:
-        return None  # validation is off for this tool by the plan's decision
     if check.fast is not None and check.fast(call.args):
         return None
+    validator = check.validator
+    if validator is None:  # unusable was checked above; never let a call through
+        return _deny(
+            call,
+            "schema",
+            "schema-unusable",
+            f"'{name}' has no validator",
+            "unavailable",
+            canonical=name,
+        )
     try:
-        errors = list(check.validator.iter_errors(call.args))
+        errors = list(validator.iter_errors(call.args))
     except Exception as exc:  # e.g. a $ref the closed registry cannot resolve
         return _deny(
             call,
@@ -571,6 +581,8 @@ def _dataflow(session: Session, call: ToolCall, entry: ToolEntry, out: Outcome) 
     tracker = session.taint
     if tracker is None:
         return out
+    from charter.runtime.taint import outbound_targets
+
     guard_allowed = out.shell is not None and out.shell.decision == "allow"
     targets = outbound_targets(
         entry, call.args, workspace=session.workspace, guard_allowed=guard_allowed

@@ -14,6 +14,7 @@ gates keep (approval cache, data-flow labels).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -36,6 +37,8 @@ __all__ = [
     "SchemaCheck",
     "Session",
     "SessionError",
+    "fast_check",
+    "load_for_agents",
     "open_session",
     "prepare",
 ]
@@ -48,19 +51,63 @@ class SessionError(Exception):
     """The session cannot be opened (unknown agent or stage); the message says why."""
 
 
-@dataclass(frozen=True, slots=True)
 class SchemaCheck:
-    """The argument check for one tool: a compiled validator, or the reason
-    there is none. ``unusable`` means the schema could not be compiled, and a
-    call to such a tool is refused (fail closed) rather than let through."""
+    """The argument check for one tool.
 
-    validator: Any | None  # a jsonschema validator instance
-    off_note: str = ""  # validation is off by the plan's decision, and why
-    unusable: str = ""  # the schema would not compile, and why
-    # A quick check for the common case, or None: True means the arguments
-    # certainly satisfy the schema; False means "not sure", and the full
-    # validator decides (and words the violations).
-    fast: Callable[[Any], bool] | None = None
+    ``off_note`` set: the plan turned validation off for the tool, and says
+    why. Otherwise ``validator`` is the compiled jsonschema validator and
+    ``unusable`` says why the schema could not be compiled (a call to such a
+    tool is refused, fail closed). ``fast`` is a quick check for the common
+    case: True means the arguments certainly fit; False hands the call to the
+    full validator, which also words the violations.
+
+    Compilation happens once: at load (``eager``), or for a one-shot decision
+    (``charter check``, the hook) on first need, so a call the quick check
+    accepts never even imports jsonschema.
+    """
+
+    __slots__ = ("text", "off_note", "fast", "_trusted", "_validator", "_unusable", "_built")
+
+    def __init__(
+        self, text: str | None, *, off_note: str = "", trusted: bool = False, eager: bool = True
+    ) -> None:
+        self.text = text
+        self.off_note = off_note
+        self._trusted = trusted
+        self._validator: Any | None = None
+        self._unusable = ""
+        self._built = text is None
+        self.fast: Callable[[Any], bool] | None = None
+        if text is not None:
+            try:
+                self.fast = fast_check(json.loads(text))
+            except ValueError:
+                self.fast = None
+            if eager:
+                self._build()
+
+    def _build(self) -> None:
+        if self._built:
+            return
+        self._built = True
+        assert self.text is not None
+        self._validator, self._unusable = _compile_validator(self.text, trusted=self._trusted)
+        if self._unusable:
+            self.fast = None
+
+    @property
+    def validator(self) -> Any | None:
+        self._build()
+        return self._validator
+
+    @property
+    def unusable(self) -> str:
+        # A catalog schema is known to compile; asking costs nothing until
+        # the full validator is needed.
+        if self._trusted and not self._built:
+            return ""
+        self._build()
+        return self._unusable
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,26 +150,31 @@ class PreparedAgent:
 
 @dataclass(frozen=True, slots=True)
 class PreparedPlan:
+    """A plan ready for decisions. ``plan`` may hold only the prepared agents
+    (see :func:`load_for_agents`); ``agent_names`` lists every agent the
+    plan file holds."""
+
     plan: Plan
     agents: Mapping[str, PreparedAgent]
+    agent_names: tuple[str, ...] = ()
 
     @property
     def shell(self) -> str:
         return self.plan.body.shell
 
 
-def _compile_validator(text: str, *, trusted: bool = False) -> SchemaCheck:
-    # Imported here: `import charter.runtime.session` stays cheap for callers
-    # that only need the types.
+def _compile_validator(text: str, *, trusted: bool = False) -> tuple[Any | None, str]:
+    """A jsonschema validator for ``text``, or None and the reason it cannot be built."""
+    # Imported here: deciding a call the quick check accepts never loads jsonschema.
     from jsonschema import SchemaError, validators
     from referencing import Registry
 
     try:
         schema = json.loads(text)
     except json.JSONDecodeError as exc:
-        return SchemaCheck(None, unusable=f"the plan's schema is not JSON ({exc.msg})")
+        return None, f"the plan's schema is not JSON ({exc.msg})"
     if not isinstance(schema, dict):
-        return SchemaCheck(None, unusable="the plan's schema is not a JSON object")
+        return None, "the plan's schema is not a JSON object"
     try:
         cls = validators.validator_for(schema, default=validators.Draft202012Validator)
         if not trusted:
@@ -131,12 +183,11 @@ def _compile_validator(text: str, *, trusted: bool = False) -> SchemaCheck:
             # tests, so only other schemas (authored, MCP) pay for it.
             cls.check_schema(schema)
         # A closed, empty registry: no remote or file retrieval for $ref.
-        validator = cls(schema, registry=Registry())
+        return cls(schema, registry=Registry()), ""
     except SchemaError as exc:
-        return SchemaCheck(None, unusable=f"the plan's schema is invalid: {exc.message}")
+        return None, f"the plan's schema is invalid: {exc.message}"
     except Exception as exc:  # any compile failure must refuse, not crash the gate
-        return SchemaCheck(None, unusable=f"the plan's schema cannot be compiled: {exc}")
-    return SchemaCheck(validator, fast=fast_check(schema))
+        return None, f"the plan's schema cannot be compiled: {exc}"
 
 
 # -- the quick argument check ----------------------------------------------------
@@ -294,7 +345,9 @@ def _slot_of(agent: AgentPlan, entry: ToolEntry) -> str | None:
     return entry.authored.directory.removeprefix(prefix)
 
 
-def _prepare_agent(agent: AgentPlan, cache: dict[str, SchemaCheck]) -> PreparedAgent:
+def _prepare_agent(
+    agent: AgentPlan, cache: dict[str, SchemaCheck], *, eager: bool = True
+) -> PreparedAgent:
     tools = {t.name: t for t in agent.tools}
     checks: dict[str, SchemaCheck] = {}
     for t in agent.tools:
@@ -304,8 +357,8 @@ def _prepare_agent(agent: AgentPlan, cache: dict[str, SchemaCheck]) -> PreparedA
         # Agents and tools share schema texts; compile each distinct text once.
         check = cache.get(t.input_schema)
         if check is None:
-            check = cache[t.input_schema] = _compile_validator(
-                t.input_schema, trusted=_is_catalog_schema(t)
+            check = cache[t.input_schema] = SchemaCheck(
+                t.input_schema, trusted=_is_catalog_schema(t), eager=eager
             )
         checks[t.name] = check
     stages = {
@@ -332,17 +385,76 @@ def _prepare_agent(agent: AgentPlan, cache: dict[str, SchemaCheck]) -> PreparedA
     )
 
 
-def prepare(plan: Plan, *, agents: Iterable[str] | None = None) -> PreparedPlan:
+def prepare(plan: Plan, *, agents: Iterable[str] | None = None, eager: bool = True) -> PreparedPlan:
     """Build lookup maps and argument validators for ``plan`` (all agents, or
-    only the named ones: a one-shot CLI decision needs just one)."""
+    only the named ones: a one-shot CLI decision needs just one). With
+    ``eager=False`` each validator is compiled when a call first needs it."""
     wanted = None if agents is None else set(agents)
     cache: dict[str, SchemaCheck] = {}
     prepared = {
-        a.name: _prepare_agent(a, cache)
+        a.name: _prepare_agent(a, cache, eager=eager)
         for a in plan.body.agents
         if wanted is None or a.name in wanted
     }
-    return PreparedPlan(plan=plan, agents=MappingProxyType(prepared))
+    names = tuple(a.name for a in plan.body.agents)
+    return PreparedPlan(plan=plan, agents=MappingProxyType(prepared), agent_names=names)
+
+
+# A plan file as the compiler writes it: canonical JSON, so the body's text is
+# exactly what the digest was computed over, followed by this tail.
+_HEAD = b'{"body":'
+_TAIL = re.compile(rb',"digest":"(sha256:[0-9a-f]{64})","schema_version":(\d{1,9})\}\n?\Z')
+
+
+def load_for_agents(
+    path: str | Path, agents: Iterable[str], *, eager: bool = False
+) -> PreparedPlan:
+    """Load a plan for deciding calls of the named agents only.
+
+    A plan written by the compiler is canonical JSON, so the digest can be
+    checked on the body's bytes as they are (a few milliseconds, where
+    re-serialising a 100-agent plan through the models takes most of a
+    second), and only the agents asked for are validated into models. Any
+    file that is not in that exact form goes through the full loader, which
+    refuses it with the problem named if it is damaged. Raises ``PlanError``.
+    """
+    from pydantic import ValidationError
+
+    from charter.runtime.loader import MAX_PLAN_BYTES, load_plan
+    from charter.runtime.plan import SCHEMA_VERSION, PlanBody
+
+    wanted = set(agents)
+    p = Path(path)
+    data = b""
+    try:
+        if p.stat().st_size <= MAX_PLAN_BYTES:
+            data = p.read_bytes()
+    except OSError:
+        data = b""  # the full loader reports it
+    tail = _TAIL.search(data) if data.startswith(_HEAD) else None
+    if tail is not None and int(tail.group(2)) == SCHEMA_VERSION:
+        body_bytes = data[len(_HEAD) : tail.start()]
+        digest = tail.group(1).decode("ascii")
+        if "sha256:" + hashlib.sha256(body_bytes).hexdigest() == digest:
+            try:
+                body = json.loads(body_bytes)
+                raw_agents = body["agents"]
+                names = tuple(str(a["name"]) for a in raw_agents)
+                chosen = [a for a in raw_agents if a["name"] in wanted]
+                partial = PlanBody.model_validate({**body, "agents": chosen})
+            except (ValueError, TypeError, KeyError, ValidationError):
+                pass  # fall through: the full loader names the problem
+            else:
+                # The plan object holds only the agents asked for; its digest is
+                # the verified digest of the whole file.
+                plan = Plan.model_construct(
+                    schema_version=SCHEMA_VERSION, digest=digest, body=partial
+                )
+                cache: dict[str, SchemaCheck] = {}
+                prepared = {a.name: _prepare_agent(a, cache, eager=eager) for a in partial.agents}
+                return PreparedPlan(plan, MappingProxyType(prepared), names)
+    full = load_plan(p)
+    return prepare(full, agents=wanted, eager=eager)
 
 
 def usable_grants(agent: PreparedAgent, entry: ToolEntry) -> frozenset[str]:
@@ -429,14 +541,17 @@ def open_session(
     prepared = plan if isinstance(plan, PreparedPlan) else prepare(plan, agents=[agent])
     found = prepared.agents.get(agent)
     if found is None:
-        raise SessionError(_unknown("agent", agent, (a.name for a in prepared.plan.body.agents)))
+        raise SessionError(_unknown("agent", agent, prepared.agent_names))
     stage_name = stage if stage is not None else found.agent.entry_stage
     if stage_name not in found.stages:
         raise SessionError(_unknown("stage", stage_name, found.stages))
     from charter.runtime.approval import ApprovalCache
-    from charter.runtime.taint import TaintTracker
 
-    taint = TaintTracker(found.agent.taint) if found.agent.taint.enabled else None
+    taint = None
+    if found.agent.taint.enabled:
+        from charter.runtime.taint import TaintTracker
+
+        taint = TaintTracker(found.agent.taint)
     return Session(
         prepared=prepared,
         agent=found,

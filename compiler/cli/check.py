@@ -113,16 +113,17 @@ def _input_error(line_id: Any, message: str) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from charter.runtime.gates import decide
-    from charter.runtime.loader import PlanError, load_plan
+    from charter.runtime.loader import PlanError
     from charter.runtime.results import ToolCall
-    from charter.runtime.session import Session, SessionError, open_session, prepare
+    from charter.runtime.session import Session, SessionError, load_for_agents, open_session
 
     try:
-        plan = load_plan(args.plan)
+        # Only this agent is validated, and each argument validator is built
+        # when a call first needs it: a one-shot check pays for nothing else.
+        prepared = load_for_agents(args.plan, [args.agent])
     except PlanError as exc:
         print(f"charter check: {exc}", file=sys.stderr)
         return 2
-    prepared = prepare(plan, agents=[args.agent])
     sessions: dict[str | None, Session] = {}
 
     def session_for(stage: str | None) -> Session:

@@ -206,18 +206,22 @@ def _decide_event(
         return _ask(f"this hook answers PreToolUse events, not {name!r}")
 
     from charter.runtime.gates import decide
-    from charter.runtime.loader import PlanError, load_plan
-    from charter.runtime.session import SessionError, open_session
+    from charter.runtime.loader import PlanError
+    from charter.runtime.session import SessionError, load_for_agents, open_session
 
     try:
-        plan = load_plan(plan_path)
+        # A hook runs once per tool call of another agent: load only the agent
+        # it decides for, and build validators only when a call needs them.
+        plan = load_for_agents(plan_path, [agent] if agent is not None else [])
+        if agent is None:
+            names = plan.agent_names
+            if len(names) != 1:
+                shown = ", ".join(names)
+                return _ask(f"the plan holds {len(names)} agents ({shown}); pass --agent")
+            agent = names[0]
+            plan = load_for_agents(plan_path, [agent])
     except PlanError as exc:
         return _ask(f"the plan cannot be used: {exc}")
-    if agent is None:
-        names = [a.name for a in plan.body.agents]
-        if len(names) != 1:
-            return _ask(f"the plan holds {len(names)} agents ({', '.join(names)}); pass --agent")
-        agent = names[0]
     ws = workspace if workspace is not None else _s(event.get("cwd"))
     if not ws:
         return _ask("no workspace: the event has no cwd and --workspace was not given")

@@ -143,3 +143,45 @@ def test_secret_bindings_need_the_exact_grant(kit: SimpleNamespace, session_for:
     background = {**binding, "background": True}
     out = decide(session_for(exact), ToolCall("terminal", background))
     assert out.decision == "deny"
+
+
+def test_load_for_agents_fast_path_and_fallback(kit: SimpleNamespace, tmp_path: Path) -> None:
+    import json as _json
+
+    import pytest
+
+    from charter.runtime.loader import PlanError
+    from charter.runtime.session import load_for_agents
+
+    plan = kit.make_plan({"s": {"read_file": "allow"}})
+    body = plan.body.model_copy(
+        update={"agents": (*plan.body.agents, plan.body.agents[0].model_copy(update={"name": "b"}))}
+    )
+    from charter.runtime.plan import Plan
+
+    two = Plan.seal(body)
+    canonical = tmp_path / "plan.json"
+    canonical.write_text(two.to_json())
+    fast = load_for_agents(canonical, ["b"])
+    assert fast.agent_names == ("a", "b")
+    assert [a.name for a in fast.plan.body.agents] == ["b"] and set(fast.agents) == {"b"}
+    assert fast.plan.digest == two.digest
+    # Pretty-printed: not the compiler's exact bytes, so the full loader decides.
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text(_json.dumps(_json.loads(two.to_json()), indent=2))
+    slow = load_for_agents(pretty, ["b"])
+    assert set(slow.agents) == {"b"} and slow.agent_names == ("a", "b")
+    # Edited by hand: the digest no longer matches, on either path.
+    for src in (canonical, pretty):
+        edited = tmp_path / f"edited-{src.name}"
+        edited.write_text(
+            src.read_text()
+            .replace('"permission":"allow"', '"permission":"ask"')
+            .replace('"permission": "allow"', '"permission": "ask"')
+        )
+        with pytest.raises(PlanError, match="digest mismatch"):
+            load_for_agents(edited, ["a"])
+    truncated = tmp_path / "truncated.json"
+    truncated.write_bytes(canonical.read_bytes()[:-40])
+    with pytest.raises(PlanError, match="truncated"):
+        load_for_agents(truncated, ["a"])
