@@ -149,7 +149,7 @@ class JsonLinesSink:
             self._stream.close()
 
 
-_DECISION_STYLE = {"allow": "green", "ask": "yellow", "deny": "red"}
+_DECISION_STYLE = {"allow": "green", "allowed": "yellow", "denied": "red", "deny": "red"}
 _STATUS_STYLE = {"ok": "green", "timeout": "yellow"}
 
 
@@ -232,11 +232,12 @@ class LiveView:
             if text:
                 print_(f"{who}[dim]iteration {f.get('iteration')}[/] {escape(trim(text, 600))}")
         elif kind == "tool_finished":
-            decision = str(f.get("decision", ""))
+            raw = str(f.get("decision", ""))
+            decision = raw + (" (launch flag)" if f.get("rule") == "launch-flag" else "")
             status = str(f.get("status", ""))
             style = _STATUS_STYLE.get(status, "red")
             title = (
-                f"{escape(str(f['tool']))} · [{_DECISION_STYLE.get(decision, 'white')}]"
+                f"{escape(str(f['tool']))} · [{_DECISION_STYLE.get(raw.split('→')[-1], 'white')}]"
                 f"{escape(decision)}[/] · [{style}]{escape(status)}[/] · "
                 f"{f.get('duration_ms', 0)} ms"
             )

@@ -470,6 +470,7 @@ class AgentRun:
         self.emit("tool_started", tool=call.name, call_id=call.id, args=args_text[:400])
         decision = "deny"
         gate: str | None = None
+        rule: str | None = "malformed-arguments"
         if call.error is not None or call.arguments is None:
             result = refusal(
                 "invalid",
@@ -491,7 +492,7 @@ class AgentRun:
         else:
             tool_call = ToolCall(call.name, call.arguments, call.id)
             outcome = decide(self.session, tool_call)
-            decision, gate = outcome.decision, outcome.gate
+            decision, gate, rule = outcome.decision, outcome.gate, outcome.rule
             session, registry, approvals = self.session, self.registry, self.ctx.approvals
             rt, audit = self.rt, self.ctx.audit
 
@@ -501,7 +502,21 @@ class AgentRun:
             # Not abandoned on cancellation: the call is stopped through the
             # runtime's cancel event (a shell kills its process tree), and the
             # loop waits for that so nothing outlives the run.
-            result = await anyio.to_thread.run_sync(run, limiter=self.ctx.limiter)
+            guarded = self._guard_records(outcome.canonical or call.name, call.arguments)
+            if guarded is not None and outcome.decision != "deny":
+                result, decision, gate, rule = guarded, "deny", "dispatch", "run-records"
+                self._audit(
+                    "decision",
+                    stage=self.stage.name,
+                    call_id=call.id,
+                    tool=call.name,
+                    gate="dispatch",
+                    rule="run-records",
+                    decision="deny",
+                    reason=guarded.content,
+                )
+            else:
+                result = await anyio.to_thread.run_sync(run, limiter=self.ctx.limiter)
             if decision == "ask":
                 decision = (
                     "ask→allowed" if result.gate not in ("approval", "dataflow") else "ask→denied"
@@ -525,12 +540,36 @@ class AgentRun:
             call_id=call.id,
             decision=decision,
             gate=gate if not result.ok else None,
+            rule=rule,
             status=result.status,
             duration_ms=duration,
             args=args_text[:400],
             result=(result.display or result.content)[:2000],
         )
         return result
+
+    def _guard_records(self, tool: str, args: Mapping[str, Any]) -> ToolResult | None:
+        """The run's own records (``.charter/`` in the workspace: plans, audit
+        logs, events) are not the agent's to overwrite with file tools."""
+        from charter.runtime.tools.registry import path_args
+
+        records = (self.ctx.workspace / ".charter").resolve()
+        for value, op in path_args(tool, args):
+            if op != "write":
+                continue
+            try:
+                target = (self.ctx.workspace / value).resolve()
+            except (OSError, ValueError):
+                continue  # confinement reports what cannot be resolved
+            if target == records or records in target.parents:
+                return refusal(
+                    "denied",
+                    "dispatch",
+                    "run-records",
+                    f"'{value}' is inside .charter/, where Charter keeps the run's plan and "
+                    "audit log; the agent may not write there",
+                )
+        return None
 
     # -- the loop ------------------------------------------------------------------
 

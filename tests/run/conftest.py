@@ -77,3 +77,22 @@ def charter_run(
         return Ran(code, events, out, err)
 
     yield run
+
+
+def _models_server_module() -> Any:
+    """The chat-completions test server of tests/models (its conftest cannot be
+    imported by name, so it is loaded from its file)."""
+    import importlib.util
+
+    path = REPO / "tests" / "models" / "conftest.py"
+    spec = importlib.util.spec_from_file_location("_charter_run_model_server", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def model_server() -> Iterator[Any]:
+    yield from _models_server_module()._serve()

@@ -134,6 +134,9 @@ def test_gate_is_forced_open_after_max_attempts(charter_run: Any, tmp_path: Path
     )
     assert ran.code == 0, ran.stderr
     assert len(ran.of("gate_blocked")) == 1
+    forged = ran.tool_results("write_file")[0]
+    assert forged.startswith("[denied]") and ".charter/" in forged
+    assert not (tmp_path / ".charter" / "runs" / "forged.jsonl").exists()
     assert ran.of("gate_forced")[0]["to"] == "report"
     assert ran.finished["gates_forced"] == ["work->report"]
     forced = [e for e in audit_of(ran) if e["event"] == "gate" and e["decision"] == "forced"]
