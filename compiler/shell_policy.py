@@ -45,8 +45,17 @@ _RUNNERS: dict[str, frozenset[str]] = {
     "docker": frozenset({"run", "exec"}),
 }
 _RUNNER_PROGRAMS = frozenset({"npx", "uvx", "bunx", "pnpx"})
-_WRITE_RULES = frozenset({"redirect-write", "embedded-write", "in-place-edit", "file-write",
-                          "file-delete", "unnameable-redirect", "redirect-outside-workspace"})
+_WRITE_RULES = frozenset(
+    {
+        "redirect-write",
+        "embedded-write",
+        "in-place-edit",
+        "file-write",
+        "file-delete",
+        "unnameable-redirect",
+        "redirect-outside-workspace",
+    }
+)
 # Compile-time judging is purely lexical; these paths never touch a real tree.
 _WS = "/charter-compile-check/workspace"
 
@@ -55,46 +64,78 @@ def parse_safe_entry(text: str) -> tuple[tuple[str, ...] | None, str | None, str
     """``(words, None, rule)`` for a usable entry, else ``(None, why, rule)``
     naming the rule that refuses it."""
     if text.startswith("env:"):
-        return None, ("env: entries are not supported: an inline environment assignment "
-                      "always needs approval"), "unparseable-safe-command"
+        return (
+            None,
+            (
+                "env: entries are not supported: an inline environment assignment "
+                "always needs approval"
+            ),
+            "unparseable-safe-command",
+        )
     result = parse(text)
     if result.program is None:
         why = result.error.message if result.error is not None else "it does not parse"
-        return None, f"the entry does not parse as a shell command ({why})", \
-            "unparseable-safe-command"
+        return (
+            None,
+            f"the entry does not parse as a shell command ({why})",
+            "unparseable-safe-command",
+        )
     commands = result.program.commands
     if len(commands) != 1 or not isinstance(commands[0], SimpleCommand) or result.comments:
         return None, "the entry must be exactly one simple command", "unparseable-safe-command"
     cmd = commands[0]
     if cmd.redirects:
-        return None, "the entry contains a redirect, which is a file write", \
-            "safe-command-pre-approves-write"
+        return (
+            None,
+            "the entry contains a redirect, which is a file write",
+            "safe-command-pre-approves-write",
+        )
     if not cmd.words:
         return None, "the entry names no program", "unparseable-safe-command"
     words: list[str] = []
     for w in cmd.words:
         if w.value is None or w.glob or w.brace or w.tilde:
-            return None, (f"{w.raw!r} expands when the shell runs; entries are literal "
-                          "words"), "unparseable-safe-command"
+            return (
+                None,
+                (f"{w.raw!r} expands when the shell runs; entries are literal words"),
+                "unparseable-safe-command",
+            )
         if w.raw != w.value or not w.value:
-            return None, (f"{w.raw!r} does not read back as itself; write entries as plain "
-                          "words without quotes or escapes"), "unparseable-safe-command"
+            return (
+                None,
+                (
+                    f"{w.raw!r} does not read back as itself; write entries as plain "
+                    "words without quotes or escapes"
+                ),
+                "unparseable-safe-command",
+            )
         words.append(w.value)
     first = words[0]
     if "=" in first:
-        return None, "the entry starts with an environment assignment", \
-            "unparseable-safe-command"
+        return None, "the entry starts with an environment assignment", "unparseable-safe-command"
     if "/" in first:
-        return None, "the entry names a program by path; use its bare name", \
-            "unparseable-safe-command"
+        return (
+            None,
+            "the entry names a program by path; use its bare name",
+            "unparseable-safe-command",
+        )
     if first in WRAPPERS or first in SHELLS or first in INTERPRETERS or first in _RUNNER_PROGRAMS:
-        return None, f"{first} runs other commands, so the entry would pre-approve anything", \
-            "safe-command-grants-wrapper"
+        return (
+            None,
+            f"{first} runs other commands, so the entry would pre-approve anything",
+            "safe-command-grants-wrapper",
+        )
     if first.startswith("python") or (first.startswith("pip") and "install" in words):
         return None, f"{first} runs arbitrary code", "safe-command-grants-wrapper"
     if len(words) > 1 and words[1] in _RUNNERS.get(first, frozenset()):
-        return None, (f"{first} {words[1]} runs whatever command follows it, so the entry "
-                      "would pre-approve anything"), "safe-command-grants-wrapper"
+        return (
+            None,
+            (
+                f"{first} {words[1]} runs whatever command follows it, so the entry "
+                "would pre-approve anything"
+            ),
+            "safe-command-grants-wrapper",
+        )
     rule_why = ASK_PROGRAMS.get(first)
     if rule_why is not None and rule_why[0] in ("file-write", "file-delete"):
         return None, f"{first} {rule_why[1]}", "safe-command-pre-approves-write"
@@ -138,13 +179,24 @@ def compile_shell_policy(
         )
         leftover = _cannot_lift(compiled_entry)
         if leftover is not None and leftover.startswith("writes"):
-            diags.append(diag("safe-command-pre-approves-write",
-                              f"safe command {text!r} is refused: it {leftover}", sp,
-                              key_path=kp))
+            diags.append(
+                diag(
+                    "safe-command-pre-approves-write",
+                    f"safe command {text!r} is refused: it {leftover}",
+                    sp,
+                    key_path=kp,
+                )
+            )
             continue
         if leftover is not None:
-            diags.append(diag("safe-command-cannot-be-lifted",
-                              f"safe command {text!r} still {leftover}", sp, key_path=kp))
+            diags.append(
+                diag(
+                    "safe-command-cannot-be-lifted",
+                    f"safe command {text!r} still {leftover}",
+                    sp,
+                    key_path=kp,
+                )
+            )
         compiled.append(compiled_entry)
         if entry is not None:
             diags.extend(_check_examples(compiled_entry, entry, span, i))
@@ -154,8 +206,12 @@ def compile_shell_policy(
 def _cannot_lift(entry: SafeShellCommand) -> str | None:
     """What the guard still says about the entry's own words when the entry
     is in force, if that is not allow."""
-    v = evaluate(" ".join(entry.words), cwd=_WS, workspace=_WS,
-                 policy=ShellPolicy(defaults=True, safe=(entry,)))
+    v = evaluate(
+        " ".join(entry.words),
+        cwd=_WS,
+        workspace=_WS,
+        policy=ShellPolicy(defaults=True, safe=(entry,)),
+    )
     if v.decision == "allow":
         return None
     for f in v.findings:
@@ -184,10 +240,14 @@ def _check_examples(
                 continue
             sp, kp = span("shell", index, field_name, j)
             if want_allow:
-                msg = (f"example {example!r} should be covered by {entry.command!r}, but the "
-                       f"guard says {v.decision} ({v.rule}: {v.message})")
+                msg = (
+                    f"example {example!r} should be covered by {entry.command!r}, but the "
+                    f"guard says {v.decision} ({v.rule}: {v.message})"
+                )
             else:
-                msg = (f"example {example!r} should not be covered by {entry.command!r}, "
-                       "but the guard allows it")
+                msg = (
+                    f"example {example!r} should not be covered by {entry.command!r}, "
+                    "but the guard allows it"
+                )
             out.append(diag("safe-command-example-mismatch", msg, sp, key_path=kp))
     return out

@@ -34,8 +34,12 @@ _EXIT = {"allow": 0, "deny": 1, "ask": 3}
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("command", nargs="?", metavar="CMD", help="the shell command to judge")
-    p.add_argument("--cwd", metavar="DIR", help="directory the command runs in (default: the workspace)")
-    p.add_argument("--workspace", metavar="DIR", help="the workspace root (default: the current directory)")
+    p.add_argument(
+        "--cwd", metavar="DIR", help="directory the command runs in (default: the workspace)"
+    )
+    p.add_argument(
+        "--workspace", metavar="DIR", help="the workspace root (default: the current directory)"
+    )
     p.add_argument("--config", metavar="FILE", help="a config.toml whose [safe_commands] applies")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     p.add_argument(

@@ -11,6 +11,7 @@ payload and make it "deny", never anything weaker.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -112,9 +113,7 @@ def evaluate(
 
 
 def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Verdict:
-    ws = posixpath.normpath(os.path.abspath(workspace))
-    cw = posixpath.normpath(os.path.join(ws, cwd))
-    ws_real = _realpath(ws)
+    ws, cw, ws_real = _roots(workspace, cwd)
     span_all = (0, len(command))
     if not command.strip():
         return Verdict("ask", "empty-command", span_all, "the command is empty")
@@ -186,6 +185,16 @@ def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Ve
     return Verdict(
         decision, top.rule, top.span, top.message, tuple(writes), ungrantable, tuple(findings)
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _roots(workspace: str, cwd: str) -> tuple[str, str, str]:
+    """The normalised workspace and cwd, and the workspace's real path.
+    Cached: resolving the workspace's symlinks costs a system call per path
+    component, and a session asks about the same workspace again and again."""
+    ws = posixpath.normpath(os.path.abspath(workspace))
+    cw = posixpath.normpath(os.path.join(ws, cwd))
+    return ws, cw, _realpath(ws)
 
 
 def _realpath(path: str) -> str:

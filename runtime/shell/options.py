@@ -55,7 +55,13 @@ def scan(
         if a == "--":
             operands.extend(range(i + 1, n))
             break
-        if a.startswith("--") and len(a) > 2 or long_single_dash and a.startswith("-") and len(a) > 2:
+        if (
+            a.startswith("--")
+            and len(a) > 2
+            or long_single_dash
+            and a.startswith("-")
+            and len(a) > 2
+        ):
             body = a[2:] if a.startswith("--") else a[1:]
             name, eq, val = body.partition("=")
             if eq:

@@ -78,12 +78,33 @@ def _text(args: Sequence[str]) -> Checked:
 
 
 def _grep(args: Sequence[str]) -> Checked:
-    s = scan(args, "efmABCDd", ("regexp", "file", "max-count", "context", "after-context",
-                               "before-context", "devices", "directories", "include",
-                               "exclude", "exclude-dir", "exclude-from", "label", "color",
-                               "colour", "binary-files"))
-    text = {o.index + (0 if o.value and args[o.index] != o.name else 1)
-            for o in s.opts if o.name in ("-e", "--regexp")}
+    s = scan(
+        args,
+        "efmABCDd",
+        (
+            "regexp",
+            "file",
+            "max-count",
+            "context",
+            "after-context",
+            "before-context",
+            "devices",
+            "directories",
+            "include",
+            "exclude",
+            "exclude-dir",
+            "exclude-from",
+            "label",
+            "color",
+            "colour",
+            "binary-files",
+        ),
+    )
+    text = {
+        o.index + (0 if o.value and args[o.index] != o.name else 1)
+        for o in s.opts
+        if o.name in ("-e", "--regexp")
+    }
     if not any(o.name in ("-e", "--regexp", "-f", "--file") for o in s.opts) and s.operands:
         text.add(s.operands[0])
     return Checked((), frozenset(text))
@@ -91,12 +112,40 @@ def _grep(args: Sequence[str]) -> Checked:
 
 _RG_VALUED = "efgmtTABCEjMrd"
 _RG_LONG_VALUED = (
-    "regexp", "file", "glob", "iglob", "max-count", "type", "type-not", "after-context",
-    "before-context", "context", "encoding", "threads", "max-columns", "replace", "max-depth",
-    "pre", "pre-glob", "hostname-bin", "type-add", "type-clear", "sort", "sortr", "color",
-    "colors", "max-filesize", "path-separator", "ignore-file", "field-match-separator",
-    "field-context-separator", "context-separator", "engine", "dfa-size-limit",
-    "regex-size-limit", "hyperlink-format",
+    "regexp",
+    "file",
+    "glob",
+    "iglob",
+    "max-count",
+    "type",
+    "type-not",
+    "after-context",
+    "before-context",
+    "context",
+    "encoding",
+    "threads",
+    "max-columns",
+    "replace",
+    "max-depth",
+    "pre",
+    "pre-glob",
+    "hostname-bin",
+    "type-add",
+    "type-clear",
+    "sort",
+    "sortr",
+    "color",
+    "colors",
+    "max-filesize",
+    "path-separator",
+    "ignore-file",
+    "field-match-separator",
+    "field-context-separator",
+    "context-separator",
+    "engine",
+    "dfa-size-limit",
+    "regex-size-limit",
+    "hyperlink-format",
 )
 
 
@@ -146,10 +195,14 @@ def _find(args: Sequence[str]) -> Checked:
     in_expr = False
     for i, a in enumerate(args):
         if a in _FIND_FORBIDDEN:
-            rule = "file-delete" if a == "-delete" else (
-                "embedded-write" if a.startswith("-f") else "exec-option"
+            rule = (
+                "file-delete"
+                if a == "-delete"
+                else ("embedded-write" if a.startswith("-f") else "exec-option")
             )
-            issues.append(Issue(rule, i, f"find {a} {_FIND_FORBIDDEN[a]}; drop {a} to run unprompted"))
+            issues.append(
+                Issue(rule, i, f"find {a} {_FIND_FORBIDDEN[a]}; drop {a} to run unprompted")
+            )
         if a.startswith("-") or a in ("(", "!", ")", ","):
             in_expr = True
         elif in_expr:
@@ -158,41 +211,69 @@ def _find(args: Sequence[str]) -> Checked:
 
 
 def _sort(args: Sequence[str]) -> Checked:
-    s = scan(args, "kotTSy", ("key", "output", "field-separator", "temporary-directory",
-                              "buffer-size", "compress-program", "random-source",
-                              "files0-from", "parallel", "batch-size", "sort"))
+    s = scan(
+        args,
+        "kotTSy",
+        (
+            "key",
+            "output",
+            "field-separator",
+            "temporary-directory",
+            "buffer-size",
+            "compress-program",
+            "random-source",
+            "files0-from",
+            "parallel",
+            "batch-size",
+            "sort",
+        ),
+    )
     bad = long_given(s, ("output",)) or short_given(s, "o")
     if bad is not None:
-        return _one("embedded-write", bad.index,
-                    f"sort {bad.name} writes its result to a file; drop it to run unprompted")
+        return _one(
+            "embedded-write",
+            bad.index,
+            f"sort {bad.name} writes its result to a file; drop it to run unprompted",
+        )
     bad = long_given(s, ("compress-program",))
     if bad is not None:
-        return _one("exec-option", bad.index,
-                    "sort --compress-program runs another program; drop it to run unprompted")
+        return _one(
+            "exec-option",
+            bad.index,
+            "sort --compress-program runs another program; drop it to run unprompted",
+        )
     bad = long_given(s, ("temporary-directory",)) or short_given(s, "T")
     if bad is not None:
-        return _one("embedded-write", bad.index,
-                    f"sort {bad.name} writes temporary files to a chosen directory; "
-                    "drop it to run unprompted")
+        return _one(
+            "embedded-write",
+            bad.index,
+            f"sort {bad.name} writes temporary files to a chosen directory; "
+            "drop it to run unprompted",
+        )
     return _OK
 
 
 def _uniq(args: Sequence[str]) -> Checked:
-    s = scan(args, "fsw", ("skip-fields", "skip-chars", "check-chars", "group",
-                           "all-repeated"))
+    s = scan(args, "fsw", ("skip-fields", "skip-chars", "check-chars", "group", "all-repeated"))
     if len(s.operands) > 1:
-        return _one("embedded-write", s.operands[1],
-                    "uniq with a second file name writes its output there; "
-                    "drop the output file to run unprompted")
+        return _one(
+            "embedded-write",
+            s.operands[1],
+            "uniq with a second file name writes its output there; "
+            "drop the output file to run unprompted",
+        )
     return _OK
 
 
 def _xxd(args: Sequence[str]) -> Checked:
     s = scan(args, "cglnosC", (), long_single_dash=False)
     if len(s.operands) > 1:
-        return _one("embedded-write", s.operands[1],
-                    "xxd with a second file name writes its output there; "
-                    "drop the output file to run unprompted")
+        return _one(
+            "embedded-write",
+            s.operands[1],
+            "xxd with a second file name writes its output there; "
+            "drop the output file to run unprompted",
+        )
     return _OK
 
 
@@ -200,8 +281,11 @@ def _tree(args: Sequence[str]) -> Checked:
     s = scan(args, "LPIoHT", ("charset", "filelimit", "timefmt", "sort", "fromfile"))
     bad = short_given(s, "o")
     if bad is not None:
-        return _one("embedded-write", bad.index, "tree -o writes its output to a file; "
-                    "drop -o to run unprompted")
+        return _one(
+            "embedded-write",
+            bad.index,
+            "tree -o writes its output to a file; drop -o to run unprompted",
+        )
     return _OK
 
 
@@ -209,29 +293,40 @@ def _file(args: Sequence[str]) -> Checked:
     s = scan(args, "emfFP", ("exclude", "magic-file", "files-from", "separator", "parameter"))
     bad = short_given(s, "C") or long_given(s, ("compile",))
     if bad is not None:
-        return _one("embedded-write", bad.index, "file -C writes a compiled magic file; "
-                    "drop -C to run unprompted")
+        return _one(
+            "embedded-write",
+            bad.index,
+            "file -C writes a compiled magic file; drop -C to run unprompted",
+        )
     return _OK
 
 
 def _date(args: Sequence[str]) -> Checked:
-    s = scan(args, "dfrsI", ("date", "file", "reference", "set", "iso-8601", "rfc-3339",
-                             "resolution"))
+    s = scan(
+        args, "dfrsI", ("date", "file", "reference", "set", "iso-8601", "rfc-3339", "resolution")
+    )
     bad = short_given(s, "s") or long_given(s, ("set",))
     if bad is not None:
         return _one("system-time", bad.index, "date --set changes the system clock")
     for i in s.operands:
         if not args[i].startswith("+"):
-            return _one("system-time", i, "date with an operand that is not a +FORMAT sets the "
-                        "system clock; use +FORMAT to only print the date")
+            return _one(
+                "system-time",
+                i,
+                "date with an operand that is not a +FORMAT sets the "
+                "system clock; use +FORMAT to only print the date",
+            )
     return Checked((), frozenset(i for i in s.operands))
 
 
 def _hostname(args: Sequence[str]) -> Checked:
     s = scan(args, "F", ("file",))
     if s.operands or short_given(s, "F") or long_given(s, ("file",)):
-        return _one("system-change", s.operands[0] if s.operands else 0,
-                    "hostname with a name sets the machine's name; run it without one to print it")
+        return _one(
+            "system-change",
+            s.operands[0] if s.operands else 0,
+            "hostname with a name sets the machine's name; run it without one to print it",
+        )
     return _OK
 
 
@@ -339,22 +434,25 @@ def _sed_script_problem(script: str) -> str | None:
 
 
 def _sed(args: Sequence[str]) -> Checked:
-    s = scan(args, "eflE", ("expression", "file", "line-length", "separate"),
-             permute=True)
+    s = scan(args, "eflE", ("expression", "file", "line-length", "separate"), permute=True)
     bad = short_given(s, "i") or long_given(s, ("in-place",))
     if bad is not None:
-        return _one("in-place-edit", bad.index,
-                    "sed -i rewrites the files it reads; print the result instead of editing "
-                    "in place to run unprompted")
+        return _one(
+            "in-place-edit",
+            bad.index,
+            "sed -i rewrites the files it reads; print the result instead of editing "
+            "in place to run unprompted",
+        )
     bad = short_given(s, "f") or long_given(s, ("file",))
     if bad is not None:
-        return _one("exec-option", bad.index,
-                    "sed -f reads its script from a file Charter cannot see")
+        return _one(
+            "exec-option", bad.index, "sed -f reads its script from a file Charter cannot see"
+        )
     scripts: list[tuple[int, str]] = []
     for o in s.opts:
-        if o.name in ("-e", "--expression") or (o.name.startswith("--") and
-                                                "expression".startswith(o.name[2:]) and
-                                                len(o.name) > 3):
+        if o.name in ("-e", "--expression") or (
+            o.name.startswith("--") and "expression".startswith(o.name[2:]) and len(o.name) > 3
+        ):
             idx = o.index if args[o.index] != o.name else o.index + 1
             scripts.append((idx, o.value or ""))
     text: set[int] = {i for i, _ in scripts}
@@ -367,29 +465,94 @@ def _sed(args: Sequence[str]) -> Checked:
     for idx, script in scripts:
         problem = _sed_script_problem(script)
         if problem is not None:
-            rule = "exec-option" if "execut" in problem else (
-                "embedded-write" if "writes" in problem else "sed-script")
+            rule = (
+                "exec-option"
+                if "execut" in problem
+                else ("embedded-write" if "writes" in problem else "sed-script")
+            )
             return _one(rule, idx, f"sed: {problem}; use a print-only script to run unprompted")
     return Checked((), frozenset(text))
 
 
 # git: a closed list of read-only shapes.
-_GIT_GLOBAL_OK = frozenset({"--no-pager", "--no-optional-locks", "--literal-pathspecs",
-                            "--no-replace-objects", "--glob-pathspecs", "--noglob-pathspecs",
-                            "--icase-pathspecs", "--no-lazy-fetch"})
-_GIT_READ = frozenset({
-    "status", "diff", "log", "show", "rev-parse", "ls-files", "grep", "describe", "blame",
-    "shortlog", "ls-tree", "cat-file", "rev-list", "merge-base", "show-ref", "name-rev",
-    "diff-tree", "diff-files", "diff-index", "count-objects", "for-each-ref", "whatchanged",
-    "annotate", "show-branch", "cherry", "check-ignore", "check-attr", "verify-commit",
-    "version", "var",
-})
-_GIT_NETWORK = frozenset({"clone", "fetch", "pull", "push", "ls-remote", "submodule", "remote",
-                          "archive", "send-email", "request-pull", "svn", "p4"})
+_GIT_GLOBAL_OK = frozenset(
+    {
+        "--no-pager",
+        "--no-optional-locks",
+        "--literal-pathspecs",
+        "--no-replace-objects",
+        "--glob-pathspecs",
+        "--noglob-pathspecs",
+        "--icase-pathspecs",
+        "--no-lazy-fetch",
+    }
+)
+_GIT_READ = frozenset(
+    {
+        "status",
+        "diff",
+        "log",
+        "show",
+        "rev-parse",
+        "ls-files",
+        "grep",
+        "describe",
+        "blame",
+        "shortlog",
+        "ls-tree",
+        "cat-file",
+        "rev-list",
+        "merge-base",
+        "show-ref",
+        "name-rev",
+        "diff-tree",
+        "diff-files",
+        "diff-index",
+        "count-objects",
+        "for-each-ref",
+        "whatchanged",
+        "annotate",
+        "show-branch",
+        "cherry",
+        "check-ignore",
+        "check-attr",
+        "verify-commit",
+        "version",
+        "var",
+    }
+)
+_GIT_NETWORK = frozenset(
+    {
+        "clone",
+        "fetch",
+        "pull",
+        "push",
+        "ls-remote",
+        "submodule",
+        "remote",
+        "archive",
+        "send-email",
+        "request-pull",
+        "svn",
+        "p4",
+    }
+)
 # Options that run helper programs or write files, in any read-only subcommand.
-_GIT_EXEC_OPTS = ("ext-diff", "textconv", "output", "open-files-in-pager", "show-signature",
-                  "paginate", "exec", "upload-pack", "receive-pack", "config-env",
-                  "run", "tool", "extcmd")
+_GIT_EXEC_OPTS = (
+    "ext-diff",
+    "textconv",
+    "output",
+    "open-files-in-pager",
+    "show-signature",
+    "paginate",
+    "exec",
+    "upload-pack",
+    "receive-pack",
+    "config-env",
+    "run",
+    "tool",
+    "extcmd",
+)
 # Real git options that are prefixes of the names above (not abbreviations).
 _GIT_EXACT = frozenset({"text", "o", "t", "p", "exit-code", "ext", "out"})
 
@@ -401,9 +564,12 @@ def _git(args: Sequence[str]) -> Checked:
         if a in ("--version", "--help", "-h"):
             return _OK
         if a not in _GIT_GLOBAL_OK:
-            return _one("git-global-option", i,
-                        f"git {a} changes where or how git runs (configuration, directory, "
-                        "pager or helpers); run the subcommand without it")
+            return _one(
+                "git-global-option",
+                i,
+                f"git {a} changes where or how git runs (configuration, directory, "
+                "pager or helpers); run the subcommand without it",
+            )
         i += 1
     if i >= len(args):
         return _OK
@@ -416,9 +582,12 @@ def _git(args: Sequence[str]) -> Checked:
         bad = long_given(s, _GIT_EXEC_OPTS, exact_options=_GIT_EXACT)
         if bad is not None:
             rule = "embedded-write" if "output".startswith(bad.name[2:]) else "exec-option"
-            return _one(rule, bad.index + offset,
-                        f"git {sub} {bad.name} runs a helper program or writes a file; "
-                        "drop it to run unprompted")
+            return _one(
+                rule,
+                bad.index + offset,
+                f"git {sub} {bad.name} runs a helper program or writes a file; "
+                "drop it to run unprompted",
+            )
         if sub == "grep" and short_given(s, "O"):
             o = short_given(s, "O")
             assert o is not None
@@ -429,16 +598,41 @@ def _git(args: Sequence[str]) -> Checked:
         return Checked((), frozenset(text))
     if sub in ("branch", "tag"):
         s = scan(rest, "")
-        listing = {"--list", "-l", "-a", "--all", "-r", "--remotes", "-v", "-vv", "--verbose",
-                   "--show-current", "--contains", "--no-contains", "--merged", "--no-merged",
-                   "--sort", "--format", "--points-at", "-n", "--column", "--no-column",
-                   "--color", "--no-color", "--ignore-case", "-i"}
+        listing = {
+            "--list",
+            "-l",
+            "-a",
+            "--all",
+            "-r",
+            "--remotes",
+            "-v",
+            "-vv",
+            "--verbose",
+            "--show-current",
+            "--contains",
+            "--no-contains",
+            "--merged",
+            "--no-merged",
+            "--sort",
+            "--format",
+            "--points-at",
+            "-n",
+            "--column",
+            "--no-column",
+            "--color",
+            "--no-color",
+            "--ignore-case",
+            "-i",
+        }
         names = {o.name.split("=")[0] for o in s.opts}
         if names <= listing and (not s.operands or names & {"--list", "-l"}):
             return Checked((), frozenset(offset + j for j in s.operands))
-        return _one("git-mutation", i,
-                    f"git {sub} with these arguments creates, renames or deletes {sub}es; "
-                    f"only listing {sub}es runs unprompted")
+        return _one(
+            "git-mutation",
+            i,
+            f"git {sub} with these arguments creates, renames or deletes {sub}es; "
+            f"only listing {sub}es runs unprompted",
+        )
     if sub == "remote" and (not rest or rest in (["-v"], ["--verbose"]) or rest[0] == "get-url"):
         return _OK
     if sub == "worktree" and rest[:1] == ["list"]:
@@ -448,26 +642,84 @@ def _git(args: Sequence[str]) -> Checked:
     if sub == "config":
         return _one("git-config", i, "git config can reveal credentials stored in configuration")
     if sub in _GIT_NETWORK:
-        return _one("git-network", i,
-                    f"git {sub} talks to another repository or changes remotes; "
-                    "it always needs approval")
-    return _one("git-mutation", i,
-                f"git {sub} is not one of git's read-only subcommands; it needs approval")
+        return _one(
+            "git-network",
+            i,
+            f"git {sub} talks to another repository or changes remotes; it always needs approval",
+        )
+    return _one(
+        "git-mutation", i, f"git {sub} is not one of git's read-only subcommands; it needs approval"
+    )
 
 
 _sed_checker: Checker = _sed
 
 READ_ONLY: dict[str, Checker] = {
-    **{name: _plain for name in (
-        "cat", "head", "tail", "wc", "cut", "nl", "stat", "du", "df", "ls", "pwd", "basename",
-        "dirname", "realpath", "readlink", "whoami", "id", "uname", "which", "comm", "cmp",
-        "diff", "md5sum", "sha1sum", "sha224sum", "sha256sum", "sha384sum", "sha512sum",
-        "b2sum", "cksum", "base64", "base32", "od", "hexdump", "strings", "column", "fold",
-        "fmt", "paste", "join", "expand", "unexpand", "rev", "tac", "tr", "nproc", "arch",
-        "groups", "test", "jq", "ps", "uptime", "free", "tty", "locale", "lsblk",
-    )},
-    **{name: _text for name in ("echo", "printf", "true", "false", "sleep", "seq", "type",
-                                "expr", ":")},
+    **{
+        name: _plain
+        for name in (
+            "cat",
+            "head",
+            "tail",
+            "wc",
+            "cut",
+            "nl",
+            "stat",
+            "du",
+            "df",
+            "ls",
+            "pwd",
+            "basename",
+            "dirname",
+            "realpath",
+            "readlink",
+            "whoami",
+            "id",
+            "uname",
+            "which",
+            "comm",
+            "cmp",
+            "diff",
+            "md5sum",
+            "sha1sum",
+            "sha224sum",
+            "sha256sum",
+            "sha384sum",
+            "sha512sum",
+            "b2sum",
+            "cksum",
+            "base64",
+            "base32",
+            "od",
+            "hexdump",
+            "strings",
+            "column",
+            "fold",
+            "fmt",
+            "paste",
+            "join",
+            "expand",
+            "unexpand",
+            "rev",
+            "tac",
+            "tr",
+            "nproc",
+            "arch",
+            "groups",
+            "test",
+            "jq",
+            "ps",
+            "uptime",
+            "free",
+            "tty",
+            "locale",
+            "lsblk",
+        )
+    },
+    **{
+        name: _text
+        for name in ("echo", "printf", "true", "false", "sleep", "seq", "type", "expr", ":")
+    },
     "grep": _grep,
     "egrep": _grep,
     "fgrep": _grep,
@@ -498,36 +750,85 @@ def _ask(names: str, rule: str, why: str) -> None:
         ASK_PROGRAMS[name] = (rule, why)
 
 
-_ask("pytest tox nox make cmake ninja meson cargo go npm npx pnpm yarn bun deno uv uvx pip pip3 "
-     "pipx poetry pdm hatch rye conda mvn gradle gradlew ant dotnet rake bundle gem composer "
-     "mix swift swiftc rustc gcc g++ cc clang clang++ ld javac java kotlinc tsc ruff mypy pyright "
-     "eslint prettier jest vitest mocha pre-commit just task bazel buck sbt lein cabal stack "
-     "dune opam nix", "executes-code", _EXEC_MSG)
-_ask("awk gawk mawk nawk perl ruby php lua luajit tclsh Rscript osascript node python python2 "
-     "python3 jshell irb ipython", "executes-code", "is an interpreter that can run any code")
-_ask("curl wget ssh scp sftp rsync nc ncat netcat telnet ftp socat http https aria2c",
-     "network", "reaches the network")
+_ask(
+    "pytest tox nox make cmake ninja meson cargo go npm npx pnpm yarn bun deno uv uvx pip pip3 "
+    "pipx poetry pdm hatch rye conda mvn gradle gradlew ant dotnet rake bundle gem composer "
+    "mix swift swiftc rustc gcc g++ cc clang clang++ ld javac java kotlinc tsc ruff mypy pyright "
+    "eslint prettier jest vitest mocha pre-commit just task bazel buck sbt lein cabal stack "
+    "dune opam nix",
+    "executes-code",
+    _EXEC_MSG,
+)
+_ask(
+    "awk gawk mawk nawk perl ruby php lua luajit tclsh Rscript osascript node python python2 "
+    "python3 jshell irb ipython",
+    "executes-code",
+    "is an interpreter that can run any code",
+)
+_ask(
+    "curl wget ssh scp sftp rsync nc ncat netcat telnet ftp socat http https aria2c",
+    "network",
+    "reaches the network",
+)
 _ask("rm rmdir unlink shred", "file-delete", "deletes files")
-_ask("cp mv mkdir touch chmod chown chgrp ln install tee truncate patch dd mktemp mkfifo "
-     "split csplit tar zip unzip gzip gunzip bzip2 xz zstd 7z", "file-write", "writes files")
+_ask(
+    "cp mv mkdir touch chmod chown chgrp ln install tee truncate patch dd mktemp mkfifo "
+    "split csplit tar zip unzip gzip gunzip bzip2 xz zstd 7z",
+    "file-write",
+    "writes files",
+)
 _ask("kill pkill killall", "process-kill", "signals other processes")
 _ask("cd pushd popd", "cwd-change", "changes the working directory for the commands after it")
-_ask("export unset declare typeset local readonly set shopt alias unalias trap ulimit umask "
-     "hash enable", "shell-state", "changes the shell's own state")
+_ask(
+    "export unset declare typeset local readonly set shopt alias unalias trap ulimit umask "
+    "hash enable",
+    "shell-state",
+    "changes the shell's own state",
+)
 _ask("source .", "executes-code", "runs a script file in the current shell")
-_ask("systemctl service launchctl docker podman kubectl helm crontab at mount umount "
-     "sysctl modprobe insmod rmmod iptables nft ip ifconfig route useradd userdel usermod "
-     "passwd chpasswd", "system-change", "changes the system or its services")
-_ask("vi vim nvim nano emacs less more man top htop watch screen tmux", "interactive",
-     "is interactive or can run commands from inside")
+_ask(
+    "systemctl service launchctl docker podman kubectl helm crontab at mount umount "
+    "sysctl modprobe insmod rmmod iptables nft ip ifconfig route useradd userdel usermod "
+    "passwd chpasswd",
+    "system-change",
+    "changes the system or its services",
+)
+_ask(
+    "vi vim nvim nano emacs less more man top htop watch screen tmux",
+    "interactive",
+    "is interactive or can run commands from inside",
+)
 
 # Shells and interpreters: what a safe-command entry may never name.
-SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash",
-                    "busybox"})
-INTERPRETERS = frozenset(
-    {"python", "python2", "python3", "node", "perl", "ruby", "php", "lua", "awk", "gawk",
-     "deno", "bun", "Rscript", "tclsh", "osascript", "eval", "source", ".", "exec"}
-) | SHELLS
+SHELLS = frozenset(
+    {"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash", "busybox"}
+)
+INTERPRETERS = (
+    frozenset(
+        {
+            "python",
+            "python2",
+            "python3",
+            "node",
+            "perl",
+            "ruby",
+            "php",
+            "lua",
+            "awk",
+            "gawk",
+            "deno",
+            "bun",
+            "Rscript",
+            "tclsh",
+            "osascript",
+            "eval",
+            "source",
+            ".",
+            "exec",
+        }
+    )
+    | SHELLS
+)
 for _shell in SHELLS:
     ASK_PROGRAMS[_shell] = ("executes-code", "is a shell that runs a script")
 ASK_PROGRAMS["eval"] = ("shell-eval", "runs its arguments as a new shell command")
@@ -535,8 +836,9 @@ ASK_PROGRAMS["eval"] = ("shell-eval", "runs its arguments as a new shell command
 # Reserved words. Those that prefix a command (`then rm ...`) are stripped so
 # the command after them is still judged; the construct itself is opaque.
 RESERVED_PREFIX = frozenset({"if", "then", "elif", "else", "do", "while", "until", "{", "!"})
-RESERVED_OPAQUE = frozenset({"fi", "done", "esac", "}", "for", "case", "select", "function",
-                             "[[", "]]", "coproc", "in"})
+RESERVED_OPAQUE = frozenset(
+    {"fi", "done", "esac", "}", "for", "case", "select", "function", "[[", "]]", "coproc", "in"}
+)
 
 
 # --- wrappers --------------------------------------------------------------------------------
@@ -555,10 +857,26 @@ class Unwrapped:
 
 # wrapper -> (short options taking a value, long options taking a value)
 WRAPPERS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "env": ("uCS", ("unset", "chdir", "split-string", "block-signal", "default-signal",
-                    "ignore-signal")),
-    "sudo": ("ugCDhprtUTc", ("user", "group", "close-from", "chdir", "host", "prompt", "role",
-                              "type", "other-user", "command-timeout", "chroot")),
+    "env": (
+        "uCS",
+        ("unset", "chdir", "split-string", "block-signal", "default-signal", "ignore-signal"),
+    ),
+    "sudo": (
+        "ugCDhprtUTc",
+        (
+            "user",
+            "group",
+            "close-from",
+            "chdir",
+            "host",
+            "prompt",
+            "role",
+            "type",
+            "other-user",
+            "command-timeout",
+            "chroot",
+        ),
+    ),
     "doas": ("uC", ()),
     "nice": ("n", ("adjustment",)),
     "nohup": ("", ()),
@@ -567,8 +885,20 @@ WRAPPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "command": ("", ()),
     "exec": ("a", ()),
     "builtin": ("", ()),
-    "xargs": ("adEIiLlnPs", ("arg-file", "delimiter", "eof", "replace", "max-lines",
-                              "max-args", "max-procs", "max-chars", "process-slot-var")),
+    "xargs": (
+        "adEIiLlnPs",
+        (
+            "arg-file",
+            "delimiter",
+            "eof",
+            "replace",
+            "max-lines",
+            "max-args",
+            "max-procs",
+            "max-chars",
+            "process-slot-var",
+        ),
+    ),
     "setsid": ("", ()),
     "stdbuf": ("ioe", ("input", "output", "error")),
     "ionice": ("cnpPut", ("class", "classdata", "pid", "pgid", "uid")),
@@ -593,13 +923,25 @@ def unwrap(wrapper: str, args: Sequence[str]) -> Unwrapped:
     if wrapper == "env":
         bad = short_given(s, "C") or long_given(s, ("chdir",))
         if bad is not None:
-            issues.append(Issue("cwd-change", bad.index, "env -C runs the command in another "
-                                "directory; run it from the working directory instead"))
+            issues.append(
+                Issue(
+                    "cwd-change",
+                    bad.index,
+                    "env -C runs the command in another "
+                    "directory; run it from the working directory instead",
+                )
+            )
         split = short_given(s, "S") or long_given(s, ("split-string",))
         j = first
         while j is not None and j < len(args) and _ASSIGN.match(args[j]):
-            issues.append(Issue("inline-assignment", j, "env sets environment variables for "
-                                "the command; set none to let it run unprompted"))
+            issues.append(
+                Issue(
+                    "inline-assignment",
+                    j,
+                    "env sets environment variables for "
+                    "the command; set none to let it run unprompted",
+                )
+            )
             j += 1
         if split is not None and split.value is not None:
             return Unwrapped(None, tuple(issues), split_string=split.value)
@@ -647,13 +989,46 @@ _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\+?=")
 
 # --- destructive payloads --------------------------------------------------------------------
 
-SYSTEM_DIRS = frozenset({
-    "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32",
-    "/media", "/mnt", "/opt", "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/usr",
-    "/var", "/usr/bin", "/usr/lib", "/usr/local", "/usr/sbin", "/usr/share", "/var/lib",
-    "/System", "/Library", "/Applications", "/Users", "/private", "/Volumes", "/nix",
-    "/snap", "/tmp",
-})
+SYSTEM_DIRS = frozenset(
+    {
+        "/",
+        "/bin",
+        "/boot",
+        "/dev",
+        "/etc",
+        "/home",
+        "/lib",
+        "/lib32",
+        "/lib64",
+        "/libx32",
+        "/media",
+        "/mnt",
+        "/opt",
+        "/proc",
+        "/root",
+        "/run",
+        "/sbin",
+        "/srv",
+        "/sys",
+        "/usr",
+        "/var",
+        "/usr/bin",
+        "/usr/lib",
+        "/usr/local",
+        "/usr/sbin",
+        "/usr/share",
+        "/var/lib",
+        "/System",
+        "/Library",
+        "/Applications",
+        "/Users",
+        "/private",
+        "/Volumes",
+        "/nix",
+        "/snap",
+        "/tmp",
+    }
+)
 _BLOCK_DEVICE = re.compile(
     r"^/dev/(?:sd[a-z]+|hd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+(?:p\d+)?|nvme\d+|mmcblk\d+"
     r"(?:p\d+)?|disk\d+(?:s\d+)?|rdisk\d+(?:s\d+)?|dm-\d+|md\d+|sr\d+|loop\d+|mapper/.+"
@@ -703,13 +1078,23 @@ def critical_target(target: str, cwd: str | None, workspace: str) -> str | None:
 
 _RECURSIVE_RM = ("recursive",)
 # find expression words that do not narrow which files -delete removes
-_FIND_UNFILTERED = frozenset({"-delete", "-depth", "-xdev", "-mount", "-mindepth", "-maxdepth",
-                              "-ignore_readdir_race", "-noleaf", "-daystart", "-follow"})
+_FIND_UNFILTERED = frozenset(
+    {
+        "-delete",
+        "-depth",
+        "-xdev",
+        "-mount",
+        "-mindepth",
+        "-maxdepth",
+        "-ignore_readdir_race",
+        "-noleaf",
+        "-daystart",
+        "-follow",
+    }
+)
 
 
-def destructive(
-    prog: str, args: Sequence[str], cwd: str | None, workspace: str
-) -> Issue | None:
+def destructive(prog: str, args: Sequence[str], cwd: str | None, workspace: str) -> Issue | None:
     """The refusal for a known destructive payload, or None."""
     if prog == "rm":
         s = scan(args, "")
@@ -719,8 +1104,7 @@ def destructive(
         for i in s.operands:
             why = critical_target(args[i], cwd, workspace)
             if why is not None:
-                return Issue("destructive-rm", i, f"recursive rm of {why} is never run",
-                             "deny")
+                return Issue("destructive-rm", i, f"recursive rm of {why} is never run", "deny")
         return None
     if prog in ("chmod", "chown", "chgrp"):
         s = scan(args, "", ("reference", "from"))
@@ -730,16 +1114,16 @@ def destructive(
         for i in s.operands[1:]:
             why = critical_target(args[i], cwd, workspace)
             if why is not None:
-                return Issue("destructive-chmod", i,
-                             f"recursive {prog} of {why} is never run", "deny")
+                return Issue(
+                    "destructive-chmod", i, f"recursive {prog} of {why} is never run", "deny"
+                )
         return None
     if prog.startswith("mkfs") or prog in ("mke2fs", "mkswap", "wipefs", "mkdosfs", "newfs"):
         return Issue("mkfs", -1, f"{prog} erases a file system and is never run", "deny")
     if prog in ("shutdown", "reboot", "halt", "poweroff"):
         return Issue("power-control", -1, f"{prog} stops the machine and is never run", "deny")
     if prog in ("init", "telinit") and any(a in ("0", "6") for a in args):
-        return Issue("power-control", -1, f"{prog} 0/6 stops the machine and is never run",
-                     "deny")
+        return Issue("power-control", -1, f"{prog} 0/6 stops the machine and is never run", "deny")
     if prog == "systemctl" and any(
         a in ("poweroff", "reboot", "halt", "kexec", "emergency", "rescue") for a in args
     ):
@@ -747,30 +1131,38 @@ def destructive(
     if prog == "kill":
         for i, a in enumerate(args):
             if a == "-1" and (i > 0 or len(args) == 1):
-                return Issue("kill-all", i, "kill -1 signals every process and is never run",
-                             "deny")
+                return Issue(
+                    "kill-all", i, "kill -1 signals every process and is never run", "deny"
+                )
         return None
     if prog == "dd":
         for i, a in enumerate(args):
             if a.startswith("of=") and block_device(a[3:]):
-                return Issue("block-device-write", i,
-                             "dd onto a block device destroys its data and is never run",
-                             "deny")
+                return Issue(
+                    "block-device-write",
+                    i,
+                    "dd onto a block device destroys its data and is never run",
+                    "deny",
+                )
         return None
     if prog in ("cp", "mv", "tee", "shred", "install", "ln", "cat", "pv", "truncate"):
         for i, a in enumerate(args):
             if a.startswith("/dev/") and block_device(a) and (prog != "cat"):
-                return Issue("block-device-write", i,
-                             f"{prog} onto a block device destroys its data and is never run",
-                             "deny")
+                return Issue(
+                    "block-device-write",
+                    i,
+                    f"{prog} onto a block device destroys its data and is never run",
+                    "deny",
+                )
         return None
     if prog == "find":
         # `find / -delete` is `rm -rf /` by another name; with a test in the
         # expression (-name, -type, ...) it deletes only some files
         if "-delete" in args:
             starts = 0
-            while starts < len(args) and not (args[starts].startswith("-") or
-                                              args[starts] in ("(", "!")):
+            while starts < len(args) and not (
+                args[starts].startswith("-") or args[starts] in ("(", "!")
+            ):
                 starts += 1
             expr = [a for a in args[starts:] if not a.isdigit()]
             if not set(expr) <= _FIND_UNFILTERED:
@@ -778,7 +1170,6 @@ def destructive(
             for i, a in enumerate(args[:starts]):
                 why = critical_target(a, cwd, workspace)
                 if why is not None:
-                    return Issue("destructive-rm", i, f"find -delete on {why} is never run",
-                                 "deny")
+                    return Issue("destructive-rm", i, f"find -delete on {why} is never run", "deny")
         return None
     return None

@@ -678,6 +678,13 @@ _KIND_OF_TOKEN = {
 
 
 def _make_word(parts: list[Part], text: str) -> Word:
+    if len(parts) == 1 and parts[0].kind == "lit":
+        # the common case: one unquoted literal run
+        p = parts[0]
+        raw = p.raw
+        return Word(
+            (p,), p.start, p.end, p.value, "\\" in raw, p.glob, p.brace, raw.startswith("~")
+        )
     value_parts: list[str] = []
     literal = True
     quoted = False
@@ -884,6 +891,11 @@ class _Table:
     gotos: dict[int, dict[str, int]]
     start: int
     end: int
+    # States whose only action is one reduction (other than to `start`): the
+    # loop reduces there at once instead of first looking at the next token,
+    # which is the standard LALR "default reduction" and saves a round trip
+    # per word.
+    defaults: dict[int, tuple[str, int, Any]]
 
 
 class _NoLexer(Lexer):
@@ -940,27 +952,38 @@ def build_parser() -> _Table:
                 acts[sym] = (False, rules[arg])
         actions[state_id] = acts
         gotos[state_id] = goto
-    return _Table(actions, gotos, table.start_states["start"], table.end_states["start"])
+    defaults: dict[int, tuple[str, int, Any]] = {}
+    for state_id, acts in actions.items():
+        kinds = {a for a in acts.values()}
+        if len(kinds) == 1:
+            ((is_shift, rule),) = kinds
+            if not is_shift and rule[0] != "start":
+                defaults[state_id] = rule
+    return _Table(actions, gotos, table.start_states["start"], table.end_states["start"], defaults)
 
 
 def _drive(tokens: list[Tok], text: str, ctx: _Ctx) -> Program:
     table = build_parser()
     actions = table.actions
     gotos = table.gotos
+    defaults = table.defaults
     states = [table.start]
     values: list[Any] = []
     end_tok: Tok = ("$END", len(text), len(text))
     for t in [*tokens, end_tok]:
         kind = t[0]
         while True:
-            act = actions[states[-1]].get(kind)
-            if act is None:
-                raise ShellSyntaxError(t[1], _unexpected(t, text))
-            if act[0]:
-                states.append(act[1])
-                values.append(t)
-                break
-            name, size, builder = act[1]
+            rule = defaults.get(states[-1])
+            if rule is None:
+                act = actions[states[-1]].get(kind)
+                if act is None:
+                    raise ShellSyntaxError(t[1], _unexpected(t, text))
+                if act[0]:
+                    states.append(act[1])
+                    values.append(t)
+                    break
+                rule = act[1]
+            name, size, builder = rule
             if builder is None and size == 2 and type(values[-2]) is _Splice:
                 # the hot path: a `+`/`*` helper rule growing by one element
                 last = values.pop()

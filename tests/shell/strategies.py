@@ -5,15 +5,94 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 WORDS = [
-    "ls", "cat", "rm", "echo", "git", "log", "status", "sed", "-n", "-i", "p", "find", ".",
-    "-exec", "-name", "rg", "--pre=sh", "-z", "sort", "-o", "x", "/", "~", "-rf", "-r", "--",
-    "$HOME", "$x", "${y}", "$(ls)", "`id`", "$((1+1))", "$[2]", "'a b'", '"q $z"', '"plain"',
-    "*.py", "{a,b}", "a=1", "sudo", "env", "bash", "-c", "'rm -rf /'", "eval", "xargs",
-    "<(ls)", ">(wc)", "$'\\x72m'", "\\rm", "r''m", "if", "then", "fi", "(", ")", "{", "}",
-    "#", "# c", "'", '"', "\\", "$", "/dev/null", "out.txt", "/tmp/x", ".env", "..",
+    "ls",
+    "cat",
+    "rm",
+    "echo",
+    "git",
+    "log",
+    "status",
+    "sed",
+    "-n",
+    "-i",
+    "p",
+    "find",
+    ".",
+    "-exec",
+    "-name",
+    "rg",
+    "--pre=sh",
+    "-z",
+    "sort",
+    "-o",
+    "x",
+    "/",
+    "~",
+    "-rf",
+    "-r",
+    "--",
+    "$HOME",
+    "$x",
+    "${y}",
+    "$(ls)",
+    "`id`",
+    "$((1+1))",
+    "$[2]",
+    "'a b'",
+    '"q $z"',
+    '"plain"',
+    "*.py",
+    "{a,b}",
+    "a=1",
+    "sudo",
+    "env",
+    "bash",
+    "-c",
+    "'rm -rf /'",
+    "eval",
+    "xargs",
+    "<(ls)",
+    ">(wc)",
+    "$'\\x72m'",
+    "\\rm",
+    "r''m",
+    "if",
+    "then",
+    "fi",
+    "(",
+    ")",
+    "{",
+    "}",
+    "#",
+    "# c",
+    "'",
+    '"',
+    "\\",
+    "$",
+    "/dev/null",
+    "out.txt",
+    "/tmp/x",
+    ".env",
+    "..",
 ]
-SEPARATORS = [" ", " ", " ", "; ", " && ", " || ", " | ", " > ", " >> ", " < ", " 2>&1 ",
-              "\n", " & ", " >| ", " <<< ", ""]
+SEPARATORS = [
+    " ",
+    " ",
+    " ",
+    "; ",
+    " && ",
+    " || ",
+    " | ",
+    " > ",
+    " >> ",
+    " < ",
+    " 2>&1 ",
+    "\n",
+    " & ",
+    " >| ",
+    " <<< ",
+    "",
+]
 
 
 @st.composite
@@ -24,8 +103,14 @@ def shellish(draw: st.DrawFn) -> str:
     for i in range(n):
         if i:
             out.append(draw(st.sampled_from(SEPARATORS)))
-        out.append(draw(st.sampled_from(WORDS) | st.text(
-            alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=4)))
+        out.append(
+            draw(
+                st.sampled_from(WORDS)
+                | st.text(
+                    alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=4
+                )
+            )
+        )
     return "".join(out)
 
 

@@ -60,8 +60,9 @@ def test_ungrantable_marks_unnameable_targets_only() -> None:
 
 
 def test_writes_are_resolved() -> None:
-    v = evaluate("echo a > x/../y.txt; echo b >> /tmp/z", cwd=WS + "/sub", workspace=WS,
-                 policy=ShellPolicy())
+    v = evaluate(
+        "echo a > x/../y.txt; echo b >> /tmp/z", cwd=WS + "/sub", workspace=WS, policy=ShellPolicy()
+    )
     paths = [(w.path, w.inside_workspace) for w in v.writes]
     assert paths == [(WS + "/sub/y.txt", True), ("/tmp/z", False)]
     assert v.decision == "deny"

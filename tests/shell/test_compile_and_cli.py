@@ -60,8 +60,7 @@ def test_refused_entries(entry: str, rule: str) -> None:
 def test_accepted_entries_compile_to_words() -> None:
     policy, diags = _compile("cargo check", "npm test", "  make   lint ", defaults=False)
     assert diags == []
-    assert [e.words for e in policy.safe] == [("cargo", "check"), ("npm", "test"),
-                                              ("make", "lint")]
+    assert [e.words for e in policy.safe] == [("cargo", "check"), ("npm", "test"), ("make", "lint")]
     assert policy.defaults is False
     assert ShellPolicy.model_validate(policy.model_dump(mode="json")) == policy
 
@@ -81,8 +80,11 @@ def test_examples_are_checked() -> None:
     assert [d.name for d in diags] == ["safe-command-example-mismatch"] * 2
     assert "npm run build" in diags[0].message and "npm test" in diags[1].message
     assert len(policy.safe) == 1
-    good = SafeShellEntry(command="npm test", match=("npm test -- --ci",),
-                          not_match=("npm install", "npm test; rm x", "npm test > log"))
+    good = SafeShellEntry(
+        command="npm test",
+        match=("npm test -- --ci",),
+        not_match=("npm install", "npm test; rm x", "npm test > log"),
+    )
     assert _compile(good)[1] == []
 
 
@@ -112,18 +114,20 @@ def test_cli_exit_codes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> N
 def test_cli_config(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     cfg = tmp_path / "config.toml"
     cfg.write_text('[safe_commands]\nshell = ["cargo check"]\n', "utf-8")
-    code, out, _ = _run(["cargo check --all", "--config", str(cfg),
-                         "--workspace", str(tmp_path)], capsys)
+    code, out, _ = _run(
+        ["cargo check --all", "--config", str(cfg), "--workspace", str(tmp_path)], capsys
+    )
     assert code == 0 and "safe-command" in out
     cfg.write_text('[safe_commands]\nshell = ["xargs"]\n', "utf-8")
     code, _, err = _run(["ls", "--config", str(cfg)], capsys)
     assert code == 2 and "CH503" in err and ":2:" in err
-    cfg.write_text('[safe_commands\n', "utf-8")
+    cfg.write_text("[safe_commands\n", "utf-8")
     assert _run(["ls", "--config", str(cfg)], capsys)[0] == 2
 
 
-def test_cli_jsonl(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-                   tmp_path: Path) -> None:
+def test_cli_jsonl(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     lines = [
         {"id": 1, "command": "ls"},
         {"id": "b", "command": "rm -rf ~", "cwd": "sub"},
@@ -135,8 +139,10 @@ def test_cli_jsonl(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.Monke
     rows = [json.loads(x) for x in out.splitlines()]
     assert code == 0
     assert [(r["id"], r["decision"], r["rule"]) for r in rows] == [
-        (1, "allow", "read-only"), ("b", "deny", "destructive-rm"),
-        (None, "ask", "command-substitution")]
+        (1, "allow", "read-only"),
+        ("b", "deny", "destructive-rm"),
+        (None, "ask", "command-substitution"),
+    ]
     assert all(set(r) == {"id", "decision", "rule", "message"} for r in rows)
     monkeypatch.setattr("sys.stdin", io.StringIO('{"id": 7}\nnot json\n'))
     code, out, _ = _run(["--jsonl"], capsys)

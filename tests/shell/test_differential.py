@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from strategies import shellish  # noqa: E402
 
 from charter.runtime.shell import ShellPolicy, evaluate  # noqa: E402
-from charter.runtime.shell.syntax import SimpleCommand, parse  # noqa: E402
 from charter.runtime.shell.guard import _is_assignment  # noqa: E402
 from charter.runtime.shell.programs import RESERVED_OPAQUE, RESERVED_PREFIX  # noqa: E402
+from charter.runtime.shell.syntax import SimpleCommand, parse  # noqa: E402
 
 tree_sitter = pytest.importorskip("tree_sitter")
 tsb = pytest.importorskip("tree_sitter_bash")
@@ -30,15 +30,35 @@ tsb = pytest.importorskip("tree_sitter_bash")
 PARSER = tree_sitter.Parser(tree_sitter.Language(tsb.language()))
 WS = "/ws/proj"
 RISKY = {
-    "command_substitution", "process_substitution", "subshell", "heredoc_redirect",
-    "if_statement", "for_statement", "c_style_for_statement", "while_statement",
-    "case_statement", "function_definition", "compound_statement", "ERROR",
+    "command_substitution",
+    "process_substitution",
+    "subshell",
+    "heredoc_redirect",
+    "if_statement",
+    "for_statement",
+    "c_style_for_statement",
+    "while_statement",
+    "case_statement",
+    "function_definition",
+    "compound_statement",
+    "ERROR",
 }
 # Nodes after which program names are not comparable one to one.
-SKIP_NAMES = {"test_command", "declaration_command", "unset_command", "negated_command",
-              "arithmetic_expansion", "expansion", "simple_expansion", "brace_expression",
-              "herestring_redirect", "ansi_c_string", "translated_string", "concatenation",
-              "invalid_assignment"}
+SKIP_NAMES = {
+    "test_command",
+    "declaration_command",
+    "unset_command",
+    "negated_command",
+    "arithmetic_expansion",
+    "expansion",
+    "simple_expansion",
+    "brace_expression",
+    "herestring_redirect",
+    "ansi_c_string",
+    "translated_string",
+    "concatenation",
+    "invalid_assignment",
+}
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[.*\])?\+?$")
 # tree-sitter-bash reports an error for an escaped trailing blank (`ls \ `),
 # which bash reads as a word holding one space.
@@ -46,7 +66,7 @@ _ESCAPED_BLANK = re.compile(r"\\[ \t]\s*$")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 RESERVED = RESERVED_OPAQUE | RESERVED_PREFIX
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "shell"
-BENCH = Path(__file__).resolve().parent.parent.parent / "bench" / "shell_corpus.txt"
+BENCH = FIXTURES / "bench_corpus.txt"
 
 
 def _walk(node, types: set[str], names: list[str]) -> None:  # type: ignore[no-untyped-def]
@@ -126,8 +146,9 @@ def _corpus() -> list[str]:
                 continue
             cmd = line.split("\t")[0]
             out.append(ast.literal_eval(cmd[3:]) if cmd.startswith("py:") else cmd)
-    if BENCH.exists():
-        out.extend(x for x in BENCH.read_text("utf-8").splitlines() if x and not x.startswith("#"))
+    for line in BENCH.read_text("utf-8").splitlines():
+        if line and not line.startswith("#"):
+            out.append(ast.literal_eval(line[3:]) if line.startswith("py:") else line)
     return out
 
 

@@ -17,10 +17,10 @@ WS = "/ws/proj"
 def _cases() -> list[object]:
     cases: list[object] = []
     for path in sorted(DATA.glob("*.tsv")):
-        group = path.stem
+        group = ""
         for n, line in enumerate(path.read_text("utf-8").splitlines(), 1):
             if line.startswith("## "):
-                group = f"{path.stem}: {line[3:]}"
+                group = line[3:]
                 continue
             if not line.strip() or line.startswith("#"):
                 continue
@@ -30,9 +30,8 @@ def _cases() -> list[object]:
             if command.startswith("py:"):
                 command = ast.literal_eval(command[3:])
             assert decision in ("allow", "ask", "deny"), f"{path.name}:{n}: bad decision"
-            cases.append(pytest.param(command, decision, rule, id=f"{path.name}:{n}"))
-            del group
-            group = path.stem
+            case_id = f"{path.name}:{n} {group}"
+            cases.append(pytest.param(command, decision, rule, id=case_id))
     return cases
 
 
@@ -41,8 +40,19 @@ CASES = _cases()
 
 def test_every_family_has_cases() -> None:
     files = {p.stem for p in DATA.glob("*.tsv")}
-    assert {"read_only", "destructive", "expansions", "redirects", "exec_options", "git",
-            "wrappers", "unicode", "credentials", "peer_bypasses", "structure"} <= files
+    assert {
+        "read_only",
+        "destructive",
+        "expansions",
+        "redirects",
+        "exec_options",
+        "git",
+        "wrappers",
+        "unicode",
+        "credentials",
+        "peer_bypasses",
+        "structure",
+    } <= files
     assert len(CASES) >= 300
 
 

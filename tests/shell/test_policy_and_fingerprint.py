@@ -8,14 +8,16 @@ WS = "/ws/proj"
 def test_policy_round_trips_through_json() -> None:
     p = ShellPolicy(
         defaults=False,
-        safe=(SafeShellCommand(words=("cargo", "check"), source="cargo check",
-                               justification="fast"),),
+        safe=(
+            SafeShellCommand(words=("cargo", "check"), source="cargo check", justification="fast"),
+        ),
     )
     data = p.model_dump(mode="json")
     assert ShellPolicy.model_validate(data) == p
-    assert data == {"defaults": False, "safe": [{"words": ["cargo", "check"],
-                                                  "source": "cargo check",
-                                                  "justification": "fast"}]}
+    assert data == {
+        "defaults": False,
+        "safe": [{"words": ["cargo", "check"], "source": "cargo check", "justification": "fast"}],
+    }
 
 
 def test_fingerprint_covers_every_part_of_the_execution_shape() -> None:
@@ -32,16 +34,23 @@ def test_fingerprint_covers_every_part_of_the_execution_shape() -> None:
     }
     assert base not in others and len(others) == 7
     # the overlay's order does not matter
-    assert fingerprint("x", "/", {"A": "1", "B": "2"}, background=False, timeout_s=1) == \
-        fingerprint("x", "/", {"B": "2", "A": "1"}, background=False, timeout_s=1)
+    assert fingerprint(
+        "x", "/", {"A": "1", "B": "2"}, background=False, timeout_s=1
+    ) == fingerprint("x", "/", {"B": "2", "A": "1"}, background=False, timeout_s=1)
 
 
 def test_safe_entries_lift_only_the_program_ask() -> None:
-    policy = ShellPolicy(safe=(SafeShellCommand(words=("cargo", "check"), source="cargo check"),
-                               SafeShellCommand(words=("rg",), source="rg")))
+    policy = ShellPolicy(
+        safe=(
+            SafeShellCommand(words=("cargo", "check"), source="cargo check"),
+            SafeShellCommand(words=("rg",), source="rg"),
+        )
+    )
+
     def d(cmd: str) -> tuple[str, str]:
         v = evaluate(cmd, cwd=WS, workspace=WS, policy=policy)
         return v.decision, v.rule
+
     assert d("cargo check --all") == ("allow", "safe-command")
     assert d("cargo check && ls") == ("allow", "safe-command")
     assert d("cargo build") == ("ask", "executes-code")
@@ -54,8 +63,9 @@ def test_safe_entries_lift_only_the_program_ask() -> None:
 def test_defaults_off_turns_the_read_only_table_off() -> None:
     off = ShellPolicy(defaults=False)
     assert evaluate("ls", cwd=WS, workspace=WS, policy=off).rule == "unknown-command"
-    on_with_entry = ShellPolicy(defaults=False,
-                                safe=(SafeShellCommand(words=("ls",), source="ls"),))
+    on_with_entry = ShellPolicy(
+        defaults=False, safe=(SafeShellCommand(words=("ls",), source="ls"),)
+    )
     assert evaluate("ls -la", cwd=WS, workspace=WS, policy=on_with_entry).decision == "allow"
     assert evaluate("rm -rf /", cwd=WS, workspace=WS, policy=off).decision == "deny"
 

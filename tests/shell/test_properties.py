@@ -49,14 +49,30 @@ def test_arbitrary_text(command: str) -> None:
 
 
 @COMMON
-@given(shellish(), st.sampled_from(["rm -rf /", "rm -rf ~", "mkfs.ext4 /dev/sda", "reboot",
-                                    "dd if=/dev/zero of=/dev/sda", "kill -9 -1"]))
+@given(
+    shellish(),
+    st.sampled_from(
+        [
+            "rm -rf /",
+            "rm -rf ~",
+            "mkfs.ext4 /dev/sda",
+            "reboot",
+            "dd if=/dev/zero of=/dev/sda",
+            "kill -9 -1",
+        ]
+    ),
+)
 def test_a_destructive_payload_is_found_anywhere_in_a_list(prefix: str, payload: str) -> None:
     v = evaluate(f"{prefix}\n{payload}", cwd=WS, workspace=WS, policy=POLICY)
     # after a newline the payload is its own command unless the prefix left a
     # quote, heredoc or substitution open
     if not has_unquoted_risk(prefix) and "<<" not in prefix and "\\" not in prefix:
         assert v.decision == "deny", (prefix, v.rule)
-    for wrapped in (f"sudo {payload}", f"bash -c '{payload}'", f"echo $({payload})",
-                    f"true && {payload}", f"({payload})"):
+    for wrapped in (
+        f"sudo {payload}",
+        f"bash -c '{payload}'",
+        f"echo $({payload})",
+        f"true && {payload}",
+        f"({payload})",
+    ):
         assert evaluate(wrapped, cwd=WS, workspace=WS, policy=POLICY).decision == "deny"
