@@ -96,7 +96,8 @@ def lint_agent(agent: AgentPlan) -> list[Diagnostic]:
     # reporting every stage as unreachable would bury the one real mistake.
     graph_known = agent.entry_stage in stages
     for s in agent.stages if graph_known else ():
-        if s.name not in reachable and s.name in stages:
+        # An unreachable output stage is reported once, as output-unreachable.
+        if s.name not in reachable and s.name in stages and s.mode != "output":
             out.append(
                 diag(
                     "unreachable-stage",

@@ -162,3 +162,25 @@ def test_every_fixture_names_a_rule_and_is_complete() -> None:
         assert case.expected, f"{folder.name}/expected.txt lists no finding"
         for variant in VARIANTS:
             assert (folder / variant).is_dir(), f"{folder.name}: no {variant}/ folder"
+
+
+def test_an_unreachable_output_stage_is_reported_once(tmp_path: Path) -> None:
+    # output-unreachable says more than unreachable-stage; both on one stage is noise.
+    root = _prepare(RULES_DIR / "CH605", "trigger", tmp_path)
+    codes = [d.code for d in _findings(root)]
+    assert codes.count("CH605") == 1
+    assert "CH603" not in codes
+
+
+def test_read_case_parses_expectations_and_xfail_markers(tmp_path: Path) -> None:
+    folder = tmp_path / "CH302"
+    folder.mkdir()
+    (folder / "expected.txt").write_text(
+        "# a comment\n\nCH302 b.toml:2:1\nCH302 a.toml:1:5\nxfail clean: not yet\n", "utf-8"
+    )
+    case = _read_case(folder)
+    assert case.expected == ("CH302 a.toml:1:5", "CH302 b.toml:2:1")
+    assert case.xfail == {"clean": "not yet"}
+    (folder / "expected.txt").write_text("CH303 a.toml:1:5\n", "utf-8")
+    with pytest.raises(ValueError, match="want 'CH302 path:line:col'"):
+        _read_case(folder)
