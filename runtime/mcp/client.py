@@ -207,6 +207,16 @@ def plan_pins(agent: AgentPlan, server: str) -> dict[str, McpToolPin] | None:
     return pins or None
 
 
+def _connection_closed(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what a task group wrapped it in) says the
+    transport is gone."""
+    from mcp_types import CONNECTION_CLOSED
+
+    if isinstance(exc, BaseExceptionGroup):
+        return any(_connection_closed(e) for e in exc.exceptions)
+    return getattr(exc, "code", None) == CONNECTION_CLOSED
+
+
 def _describe(exc: BaseException) -> str:
     """One line for an exception, unwrapping task-group exception groups."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
@@ -235,12 +245,13 @@ class McpConnection:
         self._scope: anyio.CancelScope | None = None
         self._stderr: StderrCapture | None = None
         self.error: str | None = None
+        self._lost = False  # the server closed the connection under a call
         self.stderr_log: Path | None = None
         self.offered: dict[str, DiscoveredTool] = {}  # model-visible name -> tool
 
     @property
     def alive(self) -> bool:
-        return self._client is not None and not self._done.is_set()
+        return self._client is not None and not self._done.is_set() and not self._lost
 
     def _redact(self, text: str) -> str:
         return self.redactor.redact(text, "model")
@@ -355,7 +366,7 @@ class McpConnection:
                 f"calling '{name}' needs '{self.plan.call_capability}', which is not granted",
             )
         client = self._client
-        if client is None or self._done.is_set():
+        if client is None or self._done.is_set() or self._lost:
             return refusal(
                 "unavailable",
                 "dispatch",
@@ -365,18 +376,10 @@ class McpConnection:
             )
         died = False
         try:
-            async with anyio.create_task_group() as tg:
-
-                async def watch() -> None:
-                    nonlocal died
-                    await self._done.wait()
-                    died = True
-                    tg.cancel_scope.cancel()
-
-                tg.start_soon(watch)
-                with anyio.fail_after(self.plan.timeout_seconds):
-                    result = await client.call_tool(tool.tool, dict(args))
-                tg.cancel_scope.cancel()
+            # The SDK wakes a pending request with CONNECTION_CLOSED when the
+            # transport ends, and the deadline covers everything else.
+            with anyio.fail_after(self.plan.timeout_seconds):
+                result = await client.call_tool(tool.tool, dict(args))
         except TimeoutError:
             return ToolResult(
                 "timeout",
@@ -384,18 +387,28 @@ class McpConnection:
                 rule="mcp-call-timeout",
             )
         except Exception as exc:
-            return ToolResult(
-                "error",
-                "[error] " + self._redact(f"MCP server '{self.server}' failed: {_describe(exc)}"),
-                rule="mcp-call-failed",
-            )
+            if _connection_closed(exc):
+                # The server is gone (crashed or exited): later calls are
+                # refused at once, and the connection is wound down so its
+                # stderr reaches the log.
+                self._lost = True
+                self.error = "the server closed the connection"
+                self._stop.set()
+                died = True
+            else:
+                return ToolResult(
+                    "error",
+                    "[error] "
+                    + self._redact(f"MCP server '{self.server}' failed: {_describe(exc)}"),
+                    rule="mcp-call-failed",
+                )
         if died:
             return ToolResult(
                 "error",
                 "[error] "
                 + self._redact(
-                    f"MCP server '{self.server}' closed during the call"
-                    + (f": {self.error}" if self.error else "")
+                    f"MCP server '{self.server}' closed the connection during the call; "
+                    "its tools are unavailable until it is connected again"
                 ),
                 rule="mcp-server-died",
             )

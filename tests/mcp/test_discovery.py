@@ -202,3 +202,38 @@ def test_ask_goes_to_the_approver_with_a_preview_free_of_secrets(kit: Any, tmp_p
     with pytest.raises(ConnectRefused):
         authorize_connect(plan, GRANTED, None)  # nobody to ask: refused
     assert authorize_connect(plan, GRANTED, _yes).by == "approval"
+
+
+def test_tool_errors_and_slow_calls_are_results(kit: Any, tmp_path: Path) -> None:
+    root = kit.write(
+        tmp_path / "p",
+        {
+            "agent.yaml": kit.core(),
+            "agent/mcp/docs.yaml": "command: docs-mcp\ntimeout_seconds: 1\n",
+        },
+    )
+    app = kit.docs_server()
+
+    async def slow(n: int) -> str:
+        await anyio.sleep(30)
+        return "late"
+
+    def broken(n: int) -> str:
+        raise ValueError("token tok-0123456789 rejected")
+
+    app.add_tool(slow, description="Takes its time.")
+    app.add_tool(broken, description="Always fails.")
+    agent = _agent(kit, root)
+
+    async def main() -> tuple[Any, Any]:
+        requests, _ = requests_for(agent, GRANTED, _yes, targets={"docs": app})
+        async with McpPool(_host(root)) as pool:
+            await pool.discover(requests)
+            late = await pool.call("docs__slow", {"n": 1}, grants=GRANTED)
+            bad = await pool.call("docs__broken", {"n": 1}, grants=GRANTED)
+        return late, bad
+
+    late, bad = anyio.run(main)
+    assert (late.status, late.rule) == ("timeout", "mcp-call-timeout")
+    assert (bad.status, bad.rule) == ("error", "mcp-tool-error")
+    assert bad.content.startswith("[error] ")

@@ -137,7 +137,8 @@ def test_lock_then_discover_and_call_over_stdio(
     names = set(env.content.split())
     assert "FAKE_TOKEN" in names and "SECRET_API_KEY" not in names and "H11_TOKEN" not in names
     assert Path(where.content) == (root / "work").resolve()
-    assert crash.status == "error" and after.status in ("error", "unavailable")
+    assert (crash.status, crash.rule) == ("error", "mcp-server-died")
+    assert (after.status, after.rule) == ("unavailable", "mcp-server-unavailable")
 
     log = logs / LOG_NAME
     text = log.read_text()
