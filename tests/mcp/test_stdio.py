@@ -71,9 +71,14 @@ def test_lock_refuses_without_yes_when_nobody_can_be_asked(
     assert not marker.exists() and not (root / "charter.lock.json").exists()
 
 
-def test_lock_unknown_server_is_a_usage_error(kit: Any, tmp_path: Path) -> None:
+def test_lock_usage_errors_start_nothing(kit: Any, tmp_path: Path) -> None:
     root = _project(kit, tmp_path)
     assert main(["mcp", "lock", str(root), "--server", "nope", "--yes"]) == 2
+    assert main(["mcp"]) == 2
+    assert main(["mcp", "lock", str(tmp_path / "missing"), "--yes"]) == 2
+    (root / "agent/mcp/broken.yaml").write_text("transport: http\nurl: https://x.example/\n")
+    assert main(["mcp", "lock", str(root), "--yes"]) == 2
+    assert not (root / "charter.lock.json").exists()
 
 
 def test_lock_then_discover_and_call_over_stdio(
