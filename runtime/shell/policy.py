@@ -14,6 +14,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 __all__ = [
+    "REDIRECT_WRITE_RULE",
+    "RULE_KEYS",
     "Decision",
     "Finding",
     "SafeShellCommand",
@@ -187,3 +189,71 @@ def fingerprint(
     }
     data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+# Every rule key the guard can report, with the decision it carries. Keys are
+# stable: tools and transcripts match on them.
+RULE_KEYS: dict[str, Decision] = {
+    # allow
+    "read-only": "allow",
+    "safe-command": "allow",
+    # deny
+    "destructive-rm": "deny",
+    "destructive-chmod": "deny",
+    "mkfs": "deny",
+    "block-device-write": "deny",
+    "fork-bomb": "deny",
+    "power-control": "deny",
+    "kill-all": "deny",
+    "redirect-outside-workspace": "deny",
+    # ask: the text itself
+    "empty-command": "ask",
+    "unparseable": "ask",
+    "hidden-characters": "ask",
+    "comment-expansion": "ask",
+    "internal-error": "ask",
+    # ask: structure
+    "subshell": "ask",
+    "control-structure": "ask",
+    "heredoc": "ask",
+    # ask: expansions
+    "command-substitution": "ask",
+    "process-substitution": "ask",
+    "parameter-expansion": "ask",
+    "arithmetic-expansion": "ask",
+    "filename-expansion": "ask",
+    "brace-expansion": "ask",
+    # ask: the program
+    "dynamic-command": "ask",
+    "non-bare-executable": "ask",
+    "unknown-command": "ask",
+    "malformed-command": "ask",
+    "executes-code": "ask",
+    "shell-eval": "ask",
+    "wrapper": "ask",
+    "privilege": "ask",
+    "inline-assignment": "ask",
+    "cwd-change": "ask",
+    "shell-state": "ask",
+    "network": "ask",
+    "file-write": "ask",
+    "file-delete": "ask",
+    "process-kill": "ask",
+    "system-change": "ask",
+    "system-time": "ask",
+    "interactive": "ask",
+    # ask: arguments of otherwise read-only programs
+    "exec-option": "ask",
+    "embedded-write": "ask",
+    "in-place-edit": "ask",
+    "sed-script": "ask",
+    "git-global-option": "ask",
+    "git-network": "ask",
+    "git-mutation": "ask",
+    "git-config": "ask",
+    "credential-path": "ask",
+    "path-outside-workspace": "ask",
+    # ask: redirects
+    "redirect-write": "ask",
+    "unnameable-redirect": "ask",
+}
