@@ -43,7 +43,7 @@ from charter.runtime.plan import (
     ToolEntry,
 )
 from charter.runtime.results import ToolCall
-from charter.runtime.session import open_session, prepare
+from charter.runtime.session import load_for_agents, open_session, prepare
 
 TOOLS = [
     "read_file", "read_files", "write_file", "edit_file", "patch", "list_dir", "search_files",
@@ -172,11 +172,14 @@ def main() -> None:
         big = build_plan(100)
         plan_path = Path(tmp) / "plan100.json"
         plan_path.write_text(big.to_json())
-        loads = []
+        loads, fast_loads = [], []
         for _ in range(5):
             t0 = time.perf_counter()
             prepare(load_plan(plan_path))
             loads.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            load_for_agents(plan_path, None, eager=True)
+            fast_loads.append(time.perf_counter() - t0)
         size_kb = plan_path.stat().st_size / 1024
 
         # Installed Python caches bytecode; a sandbox may turn that off
@@ -228,7 +231,11 @@ def main() -> None:
     print(f"shell decision       median {s_med:7.1f} us   p99 {s_p99:7.1f} us")
     print(
         f"100-agent plan load  median {statistics.median(loads) * 1000:7.1f} ms   "
-        f"({size_kb:.0f} KiB, load + digest + validate + prepare)"
+        f"({size_kb:.0f} KiB: load_plan, digest of the models, prepare)"
+    )
+    print(
+        f"100-agent plan load  median {statistics.median(fast_loads) * 1000:7.1f} ms   "
+        "(load_for_agents: digest of the canonical bytes, validate, prepare)"
     )
     print(f"cold charter check   median {check_ms:7.1f} ms   (100-agent plan; target <= 250)")
     print(f"cold hook            median {hook_ms:7.1f} ms   (100-agent plan; target <= 250)")

@@ -407,9 +407,10 @@ _TAIL = re.compile(rb',"digest":"(sha256:[0-9a-f]{64})","schema_version":(\d{1,9
 
 
 def load_for_agents(
-    path: str | Path, agents: Iterable[str], *, eager: bool = False
+    path: str | Path, agents: Iterable[str] | None, *, eager: bool = False
 ) -> PreparedPlan:
-    """Load a plan for deciding calls of the named agents only.
+    """Load a plan for deciding calls of the named agents only (every agent
+    when ``agents`` is None).
 
     A plan written by the compiler is canonical JSON, so the digest can be
     checked on the body's bytes as they are (a few milliseconds, where
@@ -423,7 +424,7 @@ def load_for_agents(
     from charter.runtime.loader import MAX_PLAN_BYTES, load_plan
     from charter.runtime.plan import SCHEMA_VERSION, PlanBody
 
-    wanted = set(agents)
+    wanted = None if agents is None else set(agents)
     p = Path(path)
     data = b""
     try:
@@ -440,7 +441,7 @@ def load_for_agents(
                 body = json.loads(body_bytes)
                 raw_agents = body["agents"]
                 names = tuple(str(a["name"]) for a in raw_agents)
-                chosen = [a for a in raw_agents if a["name"] in wanted]
+                chosen = [a for a in raw_agents if wanted is None or a["name"] in wanted]
                 partial = PlanBody.model_validate({**body, "agents": chosen})
             except (ValueError, TypeError, KeyError, ValidationError):
                 pass  # fall through: the full loader names the problem
