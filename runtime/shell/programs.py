@@ -266,7 +266,7 @@ def _uniq(args: Sequence[str]) -> Checked:
 
 
 def _xxd(args: Sequence[str]) -> Checked:
-    s = scan(args, "cglnosC", (), long_single_dash=False)
+    s = scan(args, "cglnos", (), long_single_dash=False)
     if len(s.operands) > 1:
         return _one(
             "embedded-write",
@@ -434,7 +434,7 @@ def _sed_script_problem(script: str) -> str | None:
 
 
 def _sed(args: Sequence[str]) -> Checked:
-    s = scan(args, "eflE", ("expression", "file", "line-length", "separate"), permute=True)
+    s = scan(args, "efl", ("expression", "file", "line-length", "separate"), permute=True)
     bad = short_given(s, "i") or long_given(s, ("in-place",))
     if bad is not None:
         return _one(
@@ -800,9 +800,7 @@ _ask(
 )
 
 # Shells and interpreters: what a safe-command entry may never name.
-SHELLS = frozenset(
-    {"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash", "busybox"}
-)
+SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "mksh", "fish", "csh", "tcsh", "ash"})
 INTERPRETERS = (
     frozenset(
         {
@@ -910,6 +908,8 @@ WRAPPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "flock": ("wEcn", ("timeout", "conflict-exit-code", "command")),
     "su": ("cgGsw", ("command", "group", "supp-group", "shell", "whitelist-environment")),
     "runuser": ("cgGsuw", ("command", "group", "supp-group", "shell", "user")),
+    # busybox runs its first argument as an applet (`busybox rm -rf /`)
+    "busybox": ("", ()),
     "watch": ("dnqx", ("interval", "differences")),
 }
 
