@@ -755,6 +755,9 @@ def execute(
     def redact(text: str) -> str:
         return redactor.redact(text, "event") if redactor is not None else text
 
+    def show(text: str) -> str:  # what the person asked for approval sees
+        return redactor.redact(text, "operator") if redactor is not None else text
+
     t0 = time.perf_counter()
     out = decide(session, call)
     decide_us = round((time.perf_counter() - t0) * 1e6)
@@ -777,7 +780,7 @@ def execute(
             rule=out.rule,
             cache_key=out.cache_key,
             liftable_by=out.liftable_by,
-            redact=redact,
+            redact=show,
         )
         timings["approval_ms"] = round((time.perf_counter() - t1) * 1000)
         if not ans.approved:
@@ -805,7 +808,7 @@ def execute(
             rule=out.dataflow.rule,
             cache_key=None,  # labels change as the run goes on: never remembered
             liftable_by="",
-            redact=redact,
+            redact=show,
         )
         timings["dataflow_ms"] = round((time.perf_counter() - t1) * 1000)
         if not ans.approved:
@@ -882,6 +885,15 @@ def _dispatch(
     approved: bool,
 ) -> ToolResult:
     entry = out.entry
+    if entry is not None and entry.source == "authored":
+        # Only now, with every gate passed, is the tool's module read,
+        # digest-checked and imported.
+        from charter.runtime.authored import TurnInfo, run_authored
+
+        turn = TurnInfo(session.agent.agent.name, session.stage_name, session.run_id, call.call_id)
+        return run_authored(
+            entry, call.args, runtime, turn=turn, agent_root=session.agent.agent.root
+        )
     if entry is None or entry.source != "builtin":
         return refusal(
             "unavailable",
@@ -893,6 +905,13 @@ def _dispatch(
         from charter.runtime.tools.registry import IMPLEMENTATIONS
 
         registry = IMPLEMENTATIONS
+    if entry.name == "delegate_task":
+        # Child controls only narrow; checked here so no runner can widen them.
+        from charter.runtime.tools.tasks import guard_delegate
+
+        refused = guard_delegate(call.args, session)
+        if refused is not None:
+            return refused
     impl = registry.get(entry.impl)
     if impl is None:
         return refusal(
@@ -901,9 +920,13 @@ def _dispatch(
             "no-implementation",
             f"'{entry.name}' (implementation '{entry.impl}') is not available in this runtime",
         )
+    from charter.runtime.tools.registry import calling_session
+
     try:
         # ``approved``: a person said yes, which is what a credential path
-        # inside the workspace needs before the tool opens it.
-        return impl(call.args, runtime, tool=entry.name, approved=approved)
+        # inside the workspace needs before the tool opens it. The session
+        # is visible to tools that report on it (tools_list, delegate_task).
+        with calling_session(session):
+            return impl(call.args, runtime, tool=entry.name, approved=approved)
     except Exception as exc:  # a tool bug becomes an error result the model can read
         return ToolResult("error", f"[error] {entry.name} failed: {type(exc).__name__}: {exc}")

@@ -289,6 +289,7 @@ def test_approval_preview_is_redacted(
     )
     req = rec.requests[0]
     assert "tok-abcdef-123456" not in req.args_preview
+    assert "<redacted:GH_TOKEN>" in req.args_preview
     assert req.command is not None and "tok-abcdef-123456" not in req.command
 
 
