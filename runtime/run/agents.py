@@ -214,11 +214,19 @@ def _wait(child: Child, caller: AgentRun, timeout_s: float | None) -> bool:
     return True
 
 
-def agent_tools(world: AgentWorld, me: AgentRun) -> dict[str, Any]:
+_AGENT_TOOLS = frozenset(
+    {"spawn_agent", "check_agent", "wait_for_agent", "send_to_agent", "kill_agent", "delegate_task"}
+)
+
+
+def agent_tools(
+    world: AgentWorld, me: AgentRun, base: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """Implementations of the sub-agent tools for the agent ``me``, keyed by
-    catalog ``impl``. The seed-000 task tools that share these keys
-    (``delegate_task``, ``task_status``, ``yield_until``, ``task_control``)
-    are answered by the same machinery."""
+    catalog ``impl``. The seed-000 task tools share these keys
+    (``task_status``, ``yield_until``, ``task_control``, ``task_list``): a
+    call naming one of this agent's children is answered here, anything else
+    goes to ``base``'s implementation for the key (background commands)."""
 
     def ok(text: str, **data: Any) -> ToolResult:
         return ToolResult("ok", text, data=dict(data))
@@ -323,7 +331,7 @@ def agent_tools(world: AgentWorld, me: AgentRun) -> dict[str, Any]:
             return ok("(no sub-agents)")
         return ok("\n".join(describe(c).splitlines()[0] for c in mine))
 
-    return {
+    mine = {
         "agents.spawn": spawn,
         "tasks.status": status,
         "tasks.wait": wait,
@@ -331,3 +339,27 @@ def agent_tools(world: AgentWorld, me: AgentRun) -> dict[str, Any]:
         "tasks.cancel": cancel,
         "tasks.list": listing,
     }
+    if not base:
+        return mine
+
+    def shared(key: str) -> Any:
+        other = base.get(key)
+        own = mine[key]
+        if other is None:
+            return own
+
+        def run(args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **kw: Any) -> Any:
+            if tool in _AGENT_TOOLS:
+                return own(args, rt, tool=tool, **kw)
+            if key == "tasks.list":
+                if args.get("kind") == "agent.spawn":
+                    return own(args, rt, tool=tool, **kw)
+                return other(args, rt, tool=tool, **kw)
+            ref = str(args.get("task_id", ""))
+            if ref == me.id or ref.startswith(me.id + "/"):
+                return own(args, rt, tool=tool, **kw)
+            return other(args, rt, tool=tool, **kw)
+
+        return run
+
+    return {key: shared(key) for key in mine}

@@ -227,7 +227,7 @@ class AgentRun:
         reg: dict[str, Any] = dict(IMPLEMENTATIONS)
         if self.ctx.prompter is not None:
             reg.update(people_tools(self.ctx.prompter, self.ctx.run_dir / "scratch"))
-        reg.update(agent_tools(self.world, self))
+        reg.update(agent_tools(self.world, self, IMPLEMENTATIONS))
         return reg
 
     def deliver(self, message: str, region: str | None) -> None:

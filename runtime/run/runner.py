@@ -128,7 +128,11 @@ async def _main(o: RunOptions) -> RunReport:
         if o.handle_signals and threading.current_thread() is threading.main_thread():
             tg.start_soon(_watch_signals, interrupt)
         with main_scope:
-            result = await root.run()
+            try:
+                result = await root.run()
+            except Exception as exc:  # noqa: BLE001 - a bug ends the run, it does not hide it
+                result = root.partial("failed", f"internal error: {type(exc).__name__}: {exc}")
+                o.bus.emit("agent_finished", "main", **result.to_json())
         tg.cancel_scope.cancel()
     if result is None:
         result = root.partial("cancelled", "the run was interrupted")
