@@ -335,3 +335,33 @@ def test_quiet_prints_only_the_answer(charter_run: Any, tmp_path: Path) -> None:
     assert ran.code == 0
     assert ran.stdout == '{"forced": true}\n'
     assert ran.stderr == ""
+
+
+# -- edges the runtime takes on its own --------------------------------------------
+
+ROUTES = [
+    # script, the edges taken (target, condition), the answer
+    ("routes-stuck.yaml", [("stuck_out", "stuck")], "stuck"),
+    ("routes-refused.yaml", [("stuck_out", "stuck")], "refused"),
+    ("routes-dead-end.yaml", [("idle_out", "dead_end")], "idle"),
+    ("routes-error.yaml", [("error_out", "error")], "recovered"),
+    ("routes-always.yaml", [("relay", "llm_choice"), ("done", "always")], "relayed"),
+]
+
+
+@pytest.mark.parametrize(("name", "edges", "answer"), ROUTES)
+def test_runtime_edges(
+    charter_run: Any, tmp_path: Path, name: str, edges: list[tuple[str, str]], answer: str
+) -> None:
+    ran = charter_run(
+        FIXTURES / "routes",
+        "--agent",
+        "routes",
+        "--model",
+        script(name),
+        "--yolo",
+        workdir=tmp_path,
+    )
+    assert ran.code == 0, ran.finished["reason"]
+    assert [(e["to"], e["condition"]) for e in ran.of("edge_taken")] == edges
+    assert ran.finished["output_text"] == answer
