@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from charter.runtime.redact import FAILED_MARKER, Redactor
 from charter.runtime.results import ToolResult, refusal
-from charter.runtime.tools import context, files, shell, web
+from charter.runtime.tools import catalog_tools, context, files, shell, skills, tasks, web
 from charter.runtime.tools.context import RunStore
 from charter.runtime.workspace import PathOp
 
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "IMPLEMENTATIONS",
+    "calling_session",
+    "current_session",
     "Implementation",
     "RunStore",
     "ToolRuntime",
@@ -65,6 +69,15 @@ class ToolRuntime:
     # Where secret-binding sources are read from: the runtime's own environment.
     secret_env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     output: OutputSpec | None = None  # the stage's declared output, for submit_output
+    # Where the plan's relative paths (authored tool modules) are resolved;
+    # the workspace when None.
+    project_root: Path | None = None
+    # The agent core's configured skills root (slots.skills); skill tools
+    # refuse when it is None.
+    skills_root: Path | None = None
+    # The run's message history for session_search: a callable returning
+    # objects with ``role`` and ``content``; None when the host keeps none.
+    history: Callable[[], Sequence[Any]] | None = None
     web: web.WebConfig | None = None  # network settings for the web tools (None: defaults)
 
 
@@ -80,6 +93,26 @@ class Implementation(Protocol):
 
 
 _Raw = Callable[[Mapping[str, Any], ToolRuntime, str | None, bool], ToolResult]
+
+# The gate session a tool call was dispatched from. Tools that report on the
+# session itself (tools_list, delegate_task's narrowing, session_search) read
+# it; the implementation signature stays the same for every tool.
+_SESSION: ContextVar[Any] = ContextVar("charter_calling_session", default=None)
+
+
+@contextmanager
+def calling_session(session: Any) -> Iterator[None]:
+    token = _SESSION.set(session)
+    try:
+        yield
+    finally:
+        _SESSION.reset(token)
+
+
+def current_session() -> Any:
+    """The ``charter.runtime.session.Session`` of the call being dispatched,
+    or None outside the gate pipeline."""
+    return _SESSION.get()
 
 
 def _safe_views(result: ToolResult, redactor: Redactor) -> ToolResult:
@@ -159,6 +192,18 @@ IMPLEMENTATIONS: Mapping[str, Implementation] = MappingProxyType(
         "context": _wrap("context", _context),
         "checklist": _wrap("checklist", _checklist),
         "output.submit": _wrap("output.submit", _submit),
+        "skills.list": _wrap("skills.list", skills.run_list),
+        "skills.view": _wrap("skills.view", skills.run_view),
+        "skills.manage": _wrap("skills.manage", skills.run_manage),
+        "tasks.list": _wrap("tasks.list", tasks.run_list),
+        "tasks.status": _wrap("tasks.status", tasks.run_status),
+        "tasks.wait": _wrap("tasks.wait", tasks.run_wait),
+        "tasks.cancel": _wrap("tasks.cancel", tasks.run_cancel),
+        "catalog.list": _wrap("catalog.list", catalog_tools.run_tools_list),
+        "sessions.search": _wrap("sessions.search", catalog_tools.run_session_search),
+        "schedules.manage": _wrap("schedules.manage", catalog_tools.run_schedules),
+        "core.evolve": _wrap("core.evolve", catalog_tools.run_evolve),
+        "core.rollback": _wrap("core.rollback", catalog_tools.run_rollback),
         "web.fetch": _wrap("web.fetch", web.run_fetch),
         "web.search": _wrap("web.search", web.run_search),
     }

@@ -96,14 +96,14 @@ def run_shell(
     cwd_arg = "."
     overlay: dict[str, str] = {}
     bindings: list[SecretBinding] = []
+    background = bool(is_terminal and args.get("background", False))
     if is_terminal:
-        if args.get("background", False):
+        if background and args.get("secret_bindings"):
             return refusal(
-                "unavailable",
+                "denied",
                 "dispatch",
-                "terminal-background-unavailable",
-                "background commands are not available in this runtime; run it in the "
-                "foreground with a timeout_seconds of at most 120",
+                "terminal-env-invalid",
+                "secret bindings are for foreground commands only",
             )
         timeout = int(args.get("timeout_seconds", TERMINAL_DEFAULT_TIMEOUT))
         if not 1 <= timeout <= TERMINAL_MAX_TIMEOUT:
@@ -153,6 +153,12 @@ def run_shell(
     rt.redactor.discover_value(overlay)
 
     argv = shell_argv(rt.shell, command)
+    if background:
+        from charter.runtime.tools.tasks import start_shell_task
+
+        return start_shell_task(
+            rt, argv=argv, cwd=where.resolved, env=env, timeout_s=timeout, command=command
+        )
     proc = run_command(
         argv,
         cwd=where.resolved,
