@@ -1002,7 +1002,17 @@ def _drive(tokens: list[Tok], text: str, ctx: _Ctx) -> Program:
                 else:
                     children = []
                 if builder is None:
-                    value = _Splice(_flatten(children))
+                    if children and type(children[0]) is _Splice:
+                        # grow the helper rule's list in place: copying it
+                        # would make long lists (`ls; ls; ...`) quadratic
+                        value = children[0]
+                        for c in children[1:]:
+                            if type(c) is _Splice:
+                                value.extend(c)
+                            else:
+                                value.append(c)
+                    else:
+                        value = _Splice(_flatten(children))
                 elif builder == "expand1":
                     value = children[0]
                 else:

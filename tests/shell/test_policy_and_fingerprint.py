@@ -86,3 +86,23 @@ def test_no_cap_on_the_number_of_commands() -> None:
         assert evaluate(cmd, cwd=WS, workspace=WS, policy=ShellPolicy()).decision == "deny"
     deep = "echo " + "$(" * 300 + "rm -rf /" + ")" * 300
     assert evaluate(deep, cwd=WS, workspace=WS, policy=ShellPolicy()).decision in ("ask", "deny")
+
+
+def test_pathological_inputs_answer_without_raising() -> None:
+    import time
+
+    cases = [
+        "(" * 2000 + "rm -rf /" + ")" * 2000,
+        "echo " + "$(" * 2000 + "ls" + ")" * 2000,
+        'echo "' + '$(echo "' * 300 + "x" + '")' * 300 + '"',
+        "echo " + "'" * 2001,
+        "echo ${" * 2000,
+        "`" * 2001,
+        "cat <<A <<B\n" + "x\n" * 2000 + "A\nB\n",
+        "ls;" * 20000 + "rm -rf /",
+    ]
+    for cmd in cases:
+        start = time.perf_counter()
+        v = evaluate(cmd, cwd=WS, workspace=WS, policy=ShellPolicy())
+        assert v.decision != "allow"
+        assert time.perf_counter() - start < 5.0
