@@ -80,6 +80,7 @@ Status = Literal["completed", "no_output", "failed", "cancelled", "killed"]
 
 _STUCK_TURNS = 3
 _DEAD_END_TURNS = 2
+_MAX_MODEL_FAILURES = 3  # in a row, across error edges
 _REFUSED = ("[error]", "[denied]", "[unavailable]", "[blocked]")
 
 
@@ -206,6 +207,7 @@ class AgentRun:
         self.gate_attempts: dict[tuple[str, int], int] = {}
         self.no_progress = 0
         self.idle_turns = 0
+        self.model_failures = 0
         self.last_signature: tuple[tuple[str, str], ...] | None = None
         self.visit_log: list[str] = []
 
@@ -651,7 +653,10 @@ class AgentRun:
                 self._audit("model_error", stage=stage.name, reason=str(exc))
                 index = self._edge_index("error")
                 self.iteration += 1
-                if index is not None:
+                self.model_failures += 1
+                # Error edges between stages whose model keeps failing would
+                # otherwise go round for ever.
+                if index is not None and self.model_failures < _MAX_MODEL_FAILURES:
                     self._enter(
                         stage.edges[index].to,
                         condition="error",
@@ -661,6 +666,7 @@ class AgentRun:
                 return self._result("failed", f"the model failed: {exc}")
             self.iteration += 1
             self.turns += 1
+            self.model_failures = 0
             self.emit(
                 "model_turn",
                 stage=stage.name,

@@ -14,6 +14,7 @@ caller in every case. A model request in flight is abandoned, not waited for.
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Mapping
@@ -116,7 +117,9 @@ async def _main(o: RunOptions) -> RunReport:
 
         def interrupt(signum: int) -> None:
             if interrupted:
-                return
+                # A second signal while cleaning up: the person insists.
+                o.bus.emit("notice", "main", message="second interrupt: exiting at once")
+                os._exit(128 + signum)
             interrupted.append(signum)
             o.bus.emit("interrupted", "main", signal=signal.Signals(signum).name)
             # Events first, so threads stop their work; then the scopes.
