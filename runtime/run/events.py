@@ -219,7 +219,7 @@ class LiveView:
                 f"with {escape(str(f['model']))}"
                 + ("  [yellow](--yolo: unattended)[/]" if f.get("yolo") else "")
             )
-            print_(f"[dim]run directory: {escape(str(f['run_dir']))}[/]")
+            print_(f"[dim]run directory: {escape(str(f['run_dir']))}[/]", soft_wrap=True)
         elif kind == "stage_entered":
             print_(
                 Text.from_markup(
@@ -288,7 +288,8 @@ class LiveView:
             )
             for label, key in (("audit log", "audit"), ("events", "events"), ("output", "output")):
                 if f.get(key):
-                    print_(f"  {label}: {escape(str(f[key]))}")
+                    # Never wrapped: the paths are meant to be copied.
+                    print_(f"  {label}: {escape(str(f[key]))}", soft_wrap=True)
 
     def close(self) -> None:
         with self._lock:
