@@ -67,6 +67,31 @@ def test_coder_demo_runs_end_to_end_offline(charter_run: Any, tmp_path: Path) ->
     assert [e["kind"] for e in stored] == ran.kinds()
 
 
+def test_coder_with_a_person_at_the_terminal(charter_run: Any, tmp_path: Path) -> None:
+    # shell: deny with a message; the choice; approve the review call, then
+    # the review itself; write_file for this stage; submit_output once.
+    answers = lines("m", "not now", "1", "o", "", "s", "o")
+    ran = charter_run(
+        REPO / "blueprints" / "coder",
+        "--agent",
+        "coder",
+        "--task",
+        "Add a greeting",
+        "--model",
+        script("coder-attended.yaml"),
+        workdir=tmp_path,
+        stdin=answers,
+    )
+    assert ran.code == 0, ran.finished["reason"]
+    assert (tmp_path / "greet.py").exists()
+    cards = {e["tool"]: e["decision"] for e in ran.of("tool_finished")}
+    assert cards["shell"] == "ask→denied"
+    assert cards["present_for_review"] == "ask→allowed"
+    assert cards["ask_user_choice"] == "allow"
+    approved = [e["approved_by"] for e in audit_of(ran) if e.get("approved_by")]
+    assert "terminal:stage" in approved and "terminal" in approved
+
+
 def test_notes_core_runs_with_builtin_tools(charter_run: Any, tmp_path: Path) -> None:
     (tmp_path / "NOTES.md").write_text("remember the milk\n")
     ran = charter_run(
