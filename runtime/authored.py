@@ -159,13 +159,15 @@ def _to_text(value: Any) -> str:
         return value
     if isinstance(value, bytes | bytearray):
         return bytes(value).decode("utf-8", errors="replace")
-    try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    except (TypeError, ValueError, RecursionError):
+    if isinstance(value, Mapping | list | tuple | int | float):
         try:
-            return str(value)
-        except Exception:  # noqa: BLE001 - a __str__ that raises still needs an answer
-            return f"<{type(value).__name__} object>"
+            return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+        except (TypeError, ValueError, RecursionError):
+            pass
+    try:
+        return str(value)
+    except Exception:  # noqa: BLE001 - a __str__ that raises still needs an answer
+        return f"<{type(value).__name__} object>"
 
 
 def _json_safe(value: Any, depth: int = 0) -> Any:
