@@ -171,7 +171,9 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ModelError) as exc:
         return _refuse(str(exc))
     try:
-        return _run(args, plan, found, provider, spec, task, workdir, prepare, normalise_allow)
+        return _run(
+            args, plan, project, found, provider, spec, task, workdir, prepare, normalise_allow
+        )
     except SessionError as exc:
         return _refuse(str(exc))
     finally:
@@ -181,6 +183,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(
     args: argparse.Namespace,
     plan: Any,
+    project: Path | None,
     found: Any,
     provider: Any,
     spec: str,
@@ -248,6 +251,7 @@ def _run(
         allow=tuple(normalise_allow(args.allow)),
         prompter=prompter,
         cancel=prompter.cancel,
+        project_root=project.resolve() if project is not None else None,
     )
     shown_model = spec if not spec.startswith("script:") else f"script:{Path(spec[7:]).name}"
     bus.emit(

@@ -129,6 +129,9 @@ class RunContext:
     prompter: Prompter | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     limiter: anyio.CapacityLimiter | None = None
+    # Where authored tools' modules are found (the compiled project's root);
+    # None falls back to the workspace. Their digests are checked either way.
+    project_root: Path | None = None
 
 
 def _region_hash(store: RunStore, region: str) -> str:
@@ -190,6 +193,7 @@ class AgentRun:
             cancel=self.cancel,
             env=dict(ctx.env),
             grants=self.session.agent.grants,
+            project_root=ctx.project_root,
         )
         self.inbox: list[tuple[str | None, str]] = []
         self._inbox_lock = threading.Lock()

@@ -61,6 +61,7 @@ class RunOptions:
     prompter: Prompter | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     handle_signals: bool = True
+    project_root: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +98,7 @@ async def _main(o: RunOptions) -> RunReport:
         prompter=o.prompter,
         cancel=o.cancel,
         limiter=anyio.CapacityLimiter(_THREADS),
+        project_root=o.project_root,
     )
     found = o.prepared.agents[o.agent]
     interrupted: list[int] = []

@@ -92,7 +92,7 @@ def test_coder_with_a_person_at_the_terminal(charter_run: Any, tmp_path: Path) -
     assert "terminal:stage" in approved and "terminal" in approved
 
 
-def test_notes_core_runs_with_builtin_tools(charter_run: Any, tmp_path: Path) -> None:
+def test_notes_core_runs_with_its_authored_tool(charter_run: Any, tmp_path: Path) -> None:
     (tmp_path / "NOTES.md").write_text("remember the milk\n")
     ran = charter_run(
         REPO / "blueprints" / "notes-core",
@@ -105,11 +105,12 @@ def test_notes_core_runs_with_builtin_tools(charter_run: Any, tmp_path: Path) ->
         "--yolo",
         workdir=tmp_path,
     )
-    assert ran.code == 0, ran.stderr
-    assert ran.finished["output_text"] == "The notes say: remember the milk."
-    assert ran.tool_results("project_note")[0].startswith("[unavailable]")
+    assert ran.code == 0, ran.finished["reason"]
+    assert ran.finished["output_text"] == "The notes say: remember the milk, and keep it cold."
+    assert "keep the milk cold" in (tmp_path / "notes" / "decisions.md").read_text()
     assert ran.tool_results("web_extract")[0].startswith("[denied]")
-    assert ran.of("tool_finished")[0]["decision"] == "allow"  # read_file: lifted by --yolo
+    first = ran.of("tool_finished")[0]
+    assert (first["decision"], first["rule"]) == ("allow", "launch-flag")  # read_file asks
     assert Path(ran.finished["output"]).name == "output.txt"
 
 
