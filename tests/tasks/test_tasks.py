@@ -1,0 +1,111 @@
+"""Background terminal tasks and the tools that follow them, scoped to the
+run that started them."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from charter.runtime.proc import group_running
+from charter.runtime.tools.registry import dispatch
+from charter.runtime.tools.tasks import _TASKS
+
+
+def _start(rt: Any, command: str, timeout: int = 30) -> str:
+    res = dispatch(
+        "terminal", {"command": command, "background": True, "timeout_seconds": timeout}, rt
+    )
+    assert res.ok, res.content
+    assert res.content.startswith("Started background task task_")
+    return str(res.data["task_id"])
+
+
+def test_background_command_runs_and_reports(make_rt: Any) -> None:
+    rt = make_rt()
+    rt.redactor.add("tok-abcdef-123456", "API_TOKEN", "env")
+    tid = _start(rt, "echo out; echo err >&2; echo tok-abcdef-123456; exit 3")
+    done = dispatch("yield_until", {"task_id": tid, "timeout_seconds": 10}, rt)
+    assert done.ok and done.data["timed_out"] is False
+    assert (done.data["status"], done.data["exit_code"]) == ("failed", 3)
+    assert "[stdout]\nout" in done.content and "[stderr]\nerr" in done.content
+    assert "tok-abcdef-123456" not in done.content and "<redacted>" in done.content
+    status = dispatch("task_status", {"task_id": tid}, rt)
+    assert status.ok and status.data["status"] == "failed"
+    # The model-facing payload holds no owner, environment or directory.
+    assert set(status.data) == {"task_id", "kind", "status", "elapsed_s", "exit_code"}
+
+
+def test_yield_until_timing_out_is_not_a_failure(make_rt: Any) -> None:
+    rt = make_rt()
+    tid = _start(rt, "sleep 20")
+    t0 = time.monotonic()
+    res = dispatch("yield_until", {"task_id": tid, "timeout_seconds": 1}, rt)
+    assert res.ok and res.data["timed_out"] is True and res.data["status"] == "running"
+    assert "timed_out is not a failure" in res.content
+    assert 0.9 < time.monotonic() - t0 < 3
+    listed = dispatch("task_list", {"include_completed": False}, rt)
+    assert tid in listed.content
+    cancel = dispatch("task_control", {"task_id": tid, "command": "cancel"}, rt)
+    assert cancel.ok and cancel.data["status"] == "cancelled"
+    task = _TASKS[tid]
+    assert task.result is not None and task.result.pgid is not None
+    assert not group_running(task.result.pgid)  # the whole process tree is gone
+    assert dispatch("task_list", {"include_completed": False}, rt).content == (
+        "(no background tasks)"
+    )
+    again = dispatch("task_control", {"task_id": tid, "command": "cancel"}, rt)
+    assert again.ok and "already finished" in again.content
+
+
+def test_the_task_timeout_bounds_a_background_command(make_rt: Any) -> None:
+    rt = make_rt()
+    tid = _start(rt, "sleep 20", timeout=1)
+    res = dispatch("yield_until", {"task_id": tid, "timeout_seconds": 10}, rt)
+    assert res.data["status"] == "timed_out" and res.data["timed_out"] is False
+
+
+def test_cancelling_the_run_stops_its_tasks(make_rt: Any) -> None:
+    rt = make_rt()
+    tid = _start(rt, "sleep 20")
+    rt.cancel.set()
+    assert _TASKS[tid].done.wait(10)
+    assert _TASKS[tid].status == "cancelled"
+
+
+def test_another_runs_task_is_indistinguishable_from_a_missing_one(make_rt: Any) -> None:
+    mine, other = make_rt(), make_rt()
+    tid = _start(mine, "sleep 5")
+    try:
+        for tool, extra in (
+            ("task_status", {}),
+            ("yield_until", {"timeout_seconds": 1}),
+            ("task_control", {"command": "cancel"}),
+            ("check_agent", {}),
+        ):
+            key = "agent_id" if tool == "check_agent" else "task_id"
+            foreign = dispatch(tool, {key: tid, **extra}, other)
+            missing = dispatch(tool, {key: "task_000000000000", **extra}, other)
+            assert (foreign.status, foreign.rule) == ("error", "unknown-task")
+            assert foreign.content.replace(tid, "ID") == missing.content.replace(
+                "task_000000000000", "ID"
+            )
+        assert dispatch("task_list", {}, other).content == "(no background tasks)"
+        assert _TASKS[tid].status == "running"  # the other run's cancel did nothing
+        assert tid in dispatch("task_list", {"kind": "terminal.exec"}, mine).content
+        assert dispatch("task_list", {"kind": "agent.spawn"}, mine).content == (
+            "(no background tasks)"
+        )
+    finally:
+        dispatch("task_control", {"task_id": tid, "command": "cancel"}, mine)
+
+
+def test_background_refuses_secret_bindings_and_bad_cwd(make_rt: Any) -> None:
+    rt = make_rt(grants=frozenset({"secret.bind:HOME"}))
+    res = dispatch(
+        "terminal",
+        {"command": "env", "background": True, "secret_bindings": [{"source": "env:HOME"}]},
+        rt,
+    )
+    assert (res.status, res.rule) == ("denied", "terminal-env-invalid")
+    res = dispatch("terminal", {"command": "ls", "background": True, "cwd": ".."}, rt)
+    assert res.status == "denied" and "task_id" not in res.data
