@@ -219,6 +219,9 @@ def _run(
         return _refuse(f"cannot create the run directory {run_dir}: {exc.strerror or exc}")
 
     redactor = Redactor()
+    # Credentials in the environment (OPENAI_API_KEY and the like) are hidden
+    # from every view of the run, whoever prints them.
+    redactor.add_env(os.environ)
     env = build_env(os.environ, home=home)
     audit = AuditLog(run_dir / "audit.jsonl", redact=lambda text: redactor.redact(text, "stored"))
     bus = EventBus([JsonLinesSink(events_file, owns=True)])

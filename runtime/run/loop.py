@@ -226,6 +226,12 @@ class AgentRun:
                 event, run=self.ctx.run_id, agent=self.name, agent_id=self.id, **fields
             )
 
+    def _shown(self, text: str) -> str:
+        try:
+            return self.ctx.redactor.redact(text, "event")
+        except Exception:  # noqa: BLE001 - a failing redactor hides, never shows
+            return "[hidden: redaction failed]"
+
     def _registry(self) -> dict[str, Any]:
         from charter.runtime.run.agents import agent_tools
         from charter.runtime.run.people import people_tools
@@ -472,8 +478,10 @@ class AgentRun:
 
     async def _call(self, call: ModelToolCall) -> ToolResult:
         t0 = time.perf_counter()
-        args_text = call.raw_arguments
-        self.emit("tool_started", tool=call.name, call_id=call.id, args=args_text[:400])
+        # Events are read by people and files outside the model's view: the
+        # model's text passes the same redactor as every other event field.
+        args_text = self._shown(call.raw_arguments[:400])
+        self.emit("tool_started", tool=call.name, call_id=call.id, args=args_text)
         decision = "deny"
         gate: str | None = None
         rule: str | None = "malformed-arguments"
@@ -549,7 +557,7 @@ class AgentRun:
             rule=rule,
             status=result.status,
             duration_ms=duration,
-            args=args_text[:400],
+            args=args_text,
             result=(result.display or result.content)[:2000],
         )
         return result
@@ -675,7 +683,7 @@ class AgentRun:
                 "model_turn",
                 stage=stage.name,
                 iteration=self.iteration,
-                text=turn.text,
+                text=self._shown(turn.text) if turn.text else turn.text,
                 tool_calls=[c.name for c in turn.tool_calls],
                 edge=turn.edge,
             )

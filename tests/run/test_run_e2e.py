@@ -391,3 +391,25 @@ def test_runtime_edges(
     assert ran.code == 0, ran.finished["reason"]
     assert [(e["to"], e["condition"]) for e in ran.of("edge_taken")] == edges
     assert ran.finished["output_text"] == answer
+
+
+def test_environment_credentials_never_reach_the_views(
+    charter_run: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "charter-test-secret-0123456789abcdef"
+    monkeypatch.setenv("CHARTER_TEST_API_TOKEN", secret)
+    ran = charter_run(
+        FIXTURES / "solo",
+        "--agent",
+        "solo",
+        "--model",
+        script("solo-secret.yaml"),
+        "--yolo",
+        workdir=tmp_path,
+    )
+    assert ran.code == 0, ran.finished["reason"]
+    assert (tmp_path / "s.txt").read_text().endswith(secret)  # the tool itself got it
+    assert secret not in ran.stdout
+    for name in ("events.jsonl", "audit.jsonl"):
+        assert secret not in (ran.run_dir / name).read_text()
+    assert "token=" in ran.of("tool_finished")[0]["args"]
