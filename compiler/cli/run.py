@@ -272,6 +272,7 @@ def _run(
     audit.write("run_started", run=run_id, agent=found.name, plan=plan.digest, model=shown_model)
     output_path: Path | None = None
     code = EXIT_NO_OUTPUT
+    answer: str | None = None
     try:
         report = execute_run(options)
         result = report.result
@@ -280,6 +281,7 @@ def _run(
             output_path = run_dir / f"output.{ext}"
             output_path.write_text(result.output, encoding="utf-8")
             code = EXIT_OK
+            answer = result.output
             if args.output is not None:
                 try:
                     args.output.write_text(result.output, encoding="utf-8")
@@ -315,8 +317,7 @@ def _run(
     finally:
         audit.close()
         bus.close()
-    if code == EXIT_OK and not args.json and result.output is not None:
-        text = result.output
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    if code == EXIT_OK and not args.json and answer is not None:
+        sys.stdout.write(answer if answer.endswith("\n") else answer + "\n")
         sys.stdout.flush()
     return code
