@@ -14,6 +14,7 @@ gates keep (approval cache, data-flow labels).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -24,10 +25,11 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.catalog import resolve_builtin
-from charter.runtime.plan import AgentPlan, Decision, Plan, Stage, ToolEntry
+from charter.runtime.plan import AgentPlan, Decision, Plan, Stage, ToolEntry, canonical_json
 
 if TYPE_CHECKING:
     from charter.runtime.approval import ApprovalCache
+    from charter.runtime.mcp.session import McpBinding
     from charter.runtime.taint import TaintTracker
 
 __all__ = [
@@ -135,6 +137,10 @@ class PreparedAgent:
     checks_capabilities: bool
     # (stage, tool) -> the plan part of a decision's explanation, built on first use.
     provenance_cache: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    # Plan tools that connected MCP servers do not offer (changed since they
+    # were locked, not listed, server not connected), with the reason a call
+    # is told; filled by charter.runtime.mcp.session.overlay.
+    unavailable: Mapping[str, str] = field(default_factory=dict)
 
     def resolve_name(self, name: str, offered: frozenset[str]) -> str | None:
         """The plan's name for what the model called ``name``: the name itself
@@ -406,56 +412,140 @@ _HEAD = b'{"body":'
 _TAIL = re.compile(rb',"digest":"(sha256:[0-9a-f]{64})","schema_version":(\d{1,9})\}\n?\Z')
 
 
+_AGENTS_OPEN = b'{"agents":['
+_AGENTS_CLOSE = b'],"compiler_version":'
+
+
+@functools.cache
+def _agent_start() -> re.Pattern[bytes] | None:
+    """Where an agent object starts in canonical JSON: ``{"`` and the first of
+    its field names in sorted order. A JSON string cannot hold an unescaped
+    quote, so the sequence marks only a real object start, and only an agent
+    when no model nested in an agent has a field of that name (checked here,
+    so a change to the plan models can never make the split wrong: without a
+    usable marker the whole body is parsed)."""
+    import typing
+
+    from pydantic import BaseModel
+
+    first = min(AgentPlan.model_fields)
+    seen: set[type] = set()
+    todo: list[Any] = [f.annotation for f in AgentPlan.model_fields.values()]
+    while todo:
+        tp = todo.pop()
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            if tp in seen:
+                continue
+            seen.add(tp)
+            if first in tp.model_fields:
+                return None
+            todo.extend(f.annotation for f in tp.model_fields.values())
+        else:
+            todo.extend(typing.get_args(tp))
+    return re.compile(re.escape(b'{"' + first.encode("ascii") + b'":'))
+
+
+def _pick_agents(body: bytes, wanted: set[str]) -> Any | None:
+    """The body with only the wanted agents, parsing none of the others; None
+    when the bytes are not laid out as expected (the caller parses it all)."""
+    from pydantic import ValidationError
+
+    from charter.runtime.plan import PlanBody
+
+    if not body.startswith(_AGENTS_OPEN) or body.count(_AGENTS_CLOSE) != 1:
+        return None
+    end = body.index(_AGENTS_CLOSE)
+    agents = body[len(_AGENTS_OPEN) : end]
+    marker = _agent_start()
+    if marker is None:
+        return None
+    starts = [m.start() for m in marker.finditer(agents)]
+    if not starts or starts[0] != 0:
+        return None
+    bounds = [*starts, len(agents) + 1]
+    chosen: list[Any] = []
+    chunks: dict[str, bytes] = {}
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        if b <= len(agents) and agents[b - 1 : b] != b",":
+            return None
+        chunk = agents[a : b - 1]
+        if not any(
+            b'"name":' + json.dumps(n, ensure_ascii=False).encode("utf-8") in chunk for n in wanted
+        ):
+            continue
+        try:
+            obj = json.loads(chunk)
+        except ValueError:
+            return None
+        if isinstance(obj, dict) and obj.get("name") in wanted:
+            chosen.append(obj)
+            chunks[obj["name"]] = chunk
+    if {c["name"] for c in chosen} != wanted:
+        return None  # an agent is missing: the full path reports it with every name
+    rest_bytes = b"{" + body[end + 2 :]
+    try:
+        rest = json.loads(rest_bytes)
+        partial = PlanBody.model_validate({**rest, "agents": chosen})
+    except (ValueError, TypeError, ValidationError):
+        return None
+    # The digest covers the bytes as written. A plan written by another
+    # version of the models (a field added since, say) still matches its own
+    # digest, but would not survive the full loader, which hashes what these
+    # models make of it; re-serialising the parts used here detects that.
+    dumped = partial.model_dump(mode="json")
+    agents_out = dumped.pop("agents")
+    if canonical_json(dumped).encode("utf-8") != rest_bytes:
+        return None
+    for model in agents_out:
+        if canonical_json(model).encode("utf-8") != chunks[model["name"]]:
+            return None
+    return partial
+
+
 def load_for_agents(
     path: str | Path, agents: Iterable[str] | None, *, eager: bool = False
 ) -> PreparedPlan:
-    """Load a plan for deciding calls of the named agents only (every agent
-    when ``agents`` is None).
+    """Load a plan for deciding calls of the named agents only (every agent,
+    through the full loader, when ``agents`` is None). Raises ``PlanError``.
 
-    A plan written by the compiler is canonical JSON, so the digest can be
-    checked on the body's bytes as they are (a few milliseconds, where
-    re-serialising a 100-agent plan through the models takes most of a
-    second), and only the agents asked for are validated into models. Any
-    file that is not in that exact form goes through the full loader, which
-    refuses it with the problem named if it is damaged. Raises ``PlanError``.
+    A plan written by the compiler is canonical JSON, so its digest can be
+    checked on the body's bytes as they are (milliseconds, where the full
+    loader re-serialises every agent through the models: most of a second
+    for 100 agents), and only the agents asked for are parsed, validated and
+    re-serialised to prove these models read them exactly as written. A file
+    in any other form, or one that fails any of these checks, goes through
+    the full loader, which refuses it with the problem named. When named
+    agents are loaded this way, ``agent_names`` lists only them.
     """
-    from pydantic import ValidationError
-
     from charter.runtime.loader import MAX_PLAN_BYTES, load_plan
-    from charter.runtime.plan import SCHEMA_VERSION, PlanBody
+    from charter.runtime.plan import SCHEMA_VERSION
 
     wanted = None if agents is None else set(agents)
     p = Path(path)
     data = b""
-    try:
-        if p.stat().st_size <= MAX_PLAN_BYTES:
-            data = p.read_bytes()
-    except OSError:
-        data = b""  # the full loader reports it
+    if wanted:
+        try:
+            if p.stat().st_size <= MAX_PLAN_BYTES:
+                data = p.read_bytes()
+        except OSError:
+            data = b""  # the full loader reports it
     tail = _TAIL.search(data) if data.startswith(_HEAD) else None
-    if tail is not None and int(tail.group(2)) == SCHEMA_VERSION:
+    if wanted and tail is not None and int(tail.group(2)) == SCHEMA_VERSION:
         body_bytes = data[len(_HEAD) : tail.start()]
         digest = tail.group(1).decode("ascii")
         if "sha256:" + hashlib.sha256(body_bytes).hexdigest() == digest:
-            try:
-                body = json.loads(body_bytes)
-                raw_agents = body["agents"]
-                names = tuple(str(a["name"]) for a in raw_agents)
-                chosen = [a for a in raw_agents if wanted is None or a["name"] in wanted]
-                partial = PlanBody.model_validate({**body, "agents": chosen})
-            except (ValueError, TypeError, KeyError, ValidationError):
-                pass  # fall through: the full loader names the problem
-            else:
-                # The plan object holds only the agents asked for; its digest is
-                # the verified digest of the whole file.
+            picked = _pick_agents(body_bytes, wanted)
+            if picked is not None:
+                # The plan object holds only these agents; its digest is the
+                # verified digest of the whole file.
                 plan = Plan.model_construct(
-                    schema_version=SCHEMA_VERSION, digest=digest, body=partial
+                    schema_version=SCHEMA_VERSION, digest=digest, body=picked
                 )
                 cache: dict[str, SchemaCheck] = {}
-                prepared = {a.name: _prepare_agent(a, cache, eager=eager) for a in partial.agents}
+                prepared = {a.name: _prepare_agent(a, cache, eager=eager) for a in picked.agents}
+                names = tuple(a.name for a in picked.agents)
                 return PreparedPlan(plan, MappingProxyType(prepared), names)
-    full = load_plan(p)
-    return prepare(full, agents=wanted, eager=eager)
+    return prepare(load_plan(p), agents=wanted, eager=eager)
 
 
 def usable_grants(agent: PreparedAgent, entry: ToolEntry) -> frozenset[str]:
@@ -484,6 +574,8 @@ class Session:
     approvals: ApprovalCache | None = None
     taint: TaintTracker | None = None
     run_id: str = ""
+    # The agent's connected MCP servers (charter.runtime.mcp.session.McpRuntime.attach).
+    mcp: McpBinding | None = None
     _stage: PreparedStage | None = field(default=None, repr=False)
 
     @property

@@ -163,9 +163,14 @@ def test_load_for_agents_fast_path_and_fallback(kit: SimpleNamespace, tmp_path: 
     canonical = tmp_path / "plan.json"
     canonical.write_text(two.to_json())
     fast = load_for_agents(canonical, ["b"])
-    assert fast.agent_names == ("a", "b")
-    assert [a.name for a in fast.plan.body.agents] == ["b"] and set(fast.agents) == {"b"}
-    assert fast.plan.digest == two.digest
+    assert fast.agent_names == ("b",)
+    assert fast.plan.body.agents == (two.body.agents[1],) and set(fast.agents) == {"b"}
+    assert fast.plan.body.shell == two.body.shell and fast.plan.digest == two.digest
+    every = load_for_agents(canonical, None)
+    assert every.agent_names == ("a", "b") and set(every.agents) == {"a", "b"}
+    # An agent the plan does not hold: the full path, which knows every name.
+    missing = load_for_agents(canonical, ["zz"])
+    assert missing.agents == {} and missing.agent_names == ("a", "b")
     # Pretty-printed: not the compiler's exact bytes, so the full loader decides.
     pretty = tmp_path / "pretty.json"
     pretty.write_text(_json.dumps(_json.loads(two.to_json()), indent=2))
@@ -181,6 +186,19 @@ def test_load_for_agents_fast_path_and_fallback(kit: SimpleNamespace, tmp_path: 
         )
         with pytest.raises(PlanError, match="digest mismatch"):
             load_for_agents(edited, ["a"])
+    # Written by another version of the models: its own digest matches its
+    # bytes, but these models would write it differently, so it is refused.
+    stale = tmp_path / "stale.json"
+    raw = _json.loads(two.to_json())
+    raw["body"]["agents"][1]["limits"]["retired_field"] = 1
+    import hashlib
+
+    from charter.runtime.plan import canonical_json
+
+    raw["digest"] = "sha256:" + hashlib.sha256(canonical_json(raw["body"]).encode()).hexdigest()
+    stale.write_text(canonical_json(raw) + "\n")
+    with pytest.raises(PlanError, match="does not match the plan schema"):
+        load_for_agents(stale, ["b"])
     truncated = tmp_path / "truncated.json"
     truncated.write_bytes(canonical.read_bytes()[:-40])
     with pytest.raises(PlanError, match="truncated"):
