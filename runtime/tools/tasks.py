@@ -28,9 +28,11 @@ any other.
 
 from __future__ import annotations
 
+import atexit
 import secrets
 import threading
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +49,7 @@ __all__ = [
     "TAIL_CHARS",
     "ChildControls",
     "Task",
+    "cancel_tasks",
     "check_child_controls",
     "guard_delegate",
     "run_cancel",
@@ -79,7 +82,9 @@ class _Either(threading.Event):
 class Task:
     id: str
     kind: str
-    owner: object  # the RunStore of the run that started it (compared by identity)
+    # The RunStore of the run that started it, compared by identity. Weak: a
+    # finished run's store is not kept alive by its old tasks.
+    owner: weakref.ref[Any]
     summary: str  # the command, already redacted for the model
     timeout_s: int
     cancel: _Either
@@ -99,10 +104,40 @@ def _new_id() -> str:
     return "task_" + secrets.token_hex(6)
 
 
+def _prune() -> None:
+    """Forget finished tasks of runs that no longer exist (call with _LOCK)."""
+    for tid in [t.id for t in _TASKS.values() if t.done.is_set() and t.owner() is None]:
+        del _TASKS[tid]
+
+
+def cancel_tasks(store: object | None = None, *, wait_s: float = 5.0) -> int:
+    """Cancel the running tasks of the run owning ``store`` (every run's when
+    None) and wait up to ``wait_s`` for their process trees to stop; returns
+    how many were cancelled. A host calls this when a run ends; interpreter
+    exit does it for all."""
+    with _LOCK:
+        running = [
+            t
+            for t in _TASKS.values()
+            if not t.done.is_set() and (store is None or t.owner() is store)
+        ]
+    for task in running:
+        task.cancel_requested = True
+        task.cancel.set()
+    deadline = time.monotonic() + wait_s
+    for task in running:
+        task.done.wait(max(0.0, deadline - time.monotonic()))
+    return len(running)
+
+
+# No background command outlives the runtime that started it.
+atexit.register(cancel_tasks)
+
+
 def _owned(rt: ToolRuntime, task_id: Any) -> Task | ToolResult:
     with _LOCK:
         task = _TASKS.get(str(task_id))
-    if task is None or task.owner is not rt.store:
+    if task is None or task.owner() is not rt.store:
         # One answer for "missing" and "not yours": nothing to learn from it.
         return refusal(
             "error",
@@ -171,7 +206,8 @@ def start_shell_task(
     from charter.runtime.proc import run_command
 
     with _LOCK:
-        running = sum(1 for t in _TASKS.values() if t.owner is rt.store and not t.done.is_set())
+        _prune()
+        running = sum(1 for t in _TASKS.values() if t.owner() is rt.store and not t.done.is_set())
         if running >= MAX_TASKS_PER_RUN:
             return refusal(
                 "error",
@@ -183,7 +219,7 @@ def start_shell_task(
         task = Task(
             id=_new_id(),
             kind="terminal.exec",
-            owner=rt.store,
+            owner=weakref.ref(rt.store),
             summary=rt.redactor.redact(command, "model")[:500],
             timeout_s=timeout_s,
             cancel=_Either(rt.cancel),
@@ -241,7 +277,7 @@ def run_list(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bool
     kind = args.get("kind")
     include_done = bool(args.get("include_completed", True))
     with _LOCK:
-        mine = [t for t in _TASKS.values() if t.owner is rt.store]
+        mine = [t for t in _TASKS.values() if t.owner() is rt.store]
     mine.sort(key=lambda t: t.started)
     shown = [
         t

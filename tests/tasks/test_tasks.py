@@ -3,7 +3,11 @@ run that started them."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from charter.runtime.proc import group_running
@@ -109,3 +113,49 @@ def test_background_refuses_secret_bindings_and_bad_cwd(make_rt: Any) -> None:
     assert (res.status, res.rule) == ("denied", "terminal-env-invalid")
     res = dispatch("terminal", {"command": "ls", "background": True, "cwd": ".."}, rt)
     assert res.status == "denied" and "task_id" not in res.data
+
+
+def test_cancel_tasks_is_per_run(make_rt: Any) -> None:
+    from charter.runtime.tools.tasks import cancel_tasks
+
+    one, two = make_rt(), make_rt()
+    a, b, c = _start(one, "sleep 20"), _start(one, "sleep 20"), _start(two, "sleep 20")
+    assert cancel_tasks(one.store) == 2
+    assert _TASKS[a].status == _TASKS[b].status == "cancelled"
+    assert _TASKS[c].status == "running"
+    assert cancel_tasks(two.store) == 1 and _TASKS[c].status == "cancelled"
+
+
+def test_no_background_command_outlives_the_runtime(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    script = f"""
+import time
+from pathlib import Path
+from charter.runtime.redact import Redactor
+from charter.runtime.tools.registry import ToolRuntime, dispatch
+rt = ToolRuntime(
+    workspace=Path({str(tmp_path)!r}), redactor=Redactor(), env={{"PATH": "/usr/bin:/bin"}}
+)
+res = dispatch("terminal", {{"command": "echo $$ > pid; sleep 30", "background": True}}, rt)
+assert res.ok, res.content
+while not Path({str(pid_file)!r}).exists():
+    time.sleep(0.02)
+"""
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=30)
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
