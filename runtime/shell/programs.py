@@ -554,7 +554,7 @@ _GIT_EXEC_OPTS = (
     "extcmd",
 )
 # Real git options that are prefixes of the names above (not abbreviations).
-_GIT_EXACT = frozenset({"text", "o", "t", "p", "exit-code", "ext", "out"})
+_GIT_EXACT = frozenset({"text"})
 
 
 def _git(args: Sequence[str]) -> Checked:
