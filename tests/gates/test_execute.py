@@ -339,3 +339,23 @@ def _req(rid: str, **kw: Any) -> Any:
     }
     fields.update(kw)
     return ApprovalRequest(**fields)
+
+
+def test_dispatch_refusal_without_an_implementation(
+    kit: SimpleNamespace, session_for: Any, workspace: Path
+) -> None:
+    plan = kit.make_plan({"s": {"read_file": "allow"}})
+    session = session_for(plan)
+    result = execute(
+        session,
+        ToolCall("read_file", {"path": "notes.txt"}),
+        {},
+        kit.Recorder(),
+        runtime=_rt(workspace),
+    )
+    assert (result.status, result.gate, result.rule) == (
+        "unavailable",
+        "dispatch",
+        "no-implementation",
+    )
+    assert not result.data.get("counts_as_work")
