@@ -863,6 +863,9 @@ def _implicit_stage(ctx: _Ctx, table: ToolTable) -> dict[str, StageEntry]:
     """An agent core without a blueprint runs as one interactive stage that
     offers every tool the core declares."""
     names = tuple(n for n in table.tools if _enabled(ctx, n))
+    # An unlocked MCP server's tools are known only at connect time; the
+    # pattern lets the runtime offer what it discovers (each with an ask).
+    names += tuple(prefix + "*" for prefix in sorted(table.dynamic_servers))
     # Cores run turn by turn with a person in the conversation.
     stage = StageModel.model_validate({"mode": "interactive", "available_tools": names})
     smap = ctx.core_smap or SourceMap(ctx.agent.directory)
@@ -1124,6 +1127,16 @@ def _mcp_servers(ctx: _Ctx, grants: list[Grant], project_root: Path) -> list[Mcp
                 )
         approval = stricter("ask", APPROVAL_TO_PERMISSION[m.approval_policy])
         connect = Decision(permission=approval, liftable=approval == "ask")
+        # The same test _collect_tools applies: an entry counts only when it
+        # is current for this manifest (a stale one leaves the server dynamic).
+        locked = (
+            server_pins(
+                read_agent_lock(project_root, ctx.agent.directory),
+                server,
+                project_root / loaded.display,
+            ).entry
+            is not None
+        )
         out.append(
             McpServerPlan(
                 server=server,
@@ -1141,6 +1154,7 @@ def _mcp_servers(ctx: _Ctx, grants: list[Grant], project_root: Path) -> list[Mcp
                 connect_decision=connect,
                 connect_timeout_seconds=_whole_seconds(m.connect_timeout_seconds),
                 timeout_seconds=_whole_seconds(m.timeout_seconds),
+                locked=locked,
                 origin=_ref(Span(loaded.display)),
             )
         )

@@ -17,7 +17,8 @@
    answered from the run's approval cache).
 6. **dataflow**: with data-flow tracking on, an outbound call after a
    sensitive read must match the allowlist on its actual target.
-7. **dispatch**: the built-in implementation runs.
+7. **dispatch**: the built-in implementation runs (an MCP tool's call goes to
+   its server, see ``charter.runtime.mcp.session``).
 
 :func:`decide` runs gates 1-4 and 6 without side effects and reports what
 would happen (``charter check`` and the Claude Code hook use it);
@@ -161,6 +162,15 @@ def _visibility(session: Session, call: ToolCall) -> Outcome | str:
     if name is not None:
         return name
     listed = ", ".join(sorted(offered)) or "nothing"
+    gone = session.agent.unavailable.get(call.tool)
+    if gone is not None:  # an MCP tool the connected servers do not offer now
+        return _deny(
+            call,
+            "visibility",
+            "mcp-tool-unavailable",
+            f"'{call.tool}' is not available: {gone}. You may call: {listed}",
+            "unavailable",
+        )
     where = f"stage '{stage.stage.name}'"
     if session.unattended and session.agent.resolve_name(call.tool, stage.attended) is not None:
         rule, why = "not-offered-unattended", f"is not offered in {where} when nobody is watching"
@@ -894,6 +904,17 @@ def _dispatch(
         return run_authored(
             entry, call.args, runtime, turn=turn, agent_root=session.agent.agent.root
         )
+    if entry is not None and entry.source == "mcp":
+        if session.mcp is None:
+            return refusal(
+                "unavailable",
+                "dispatch",
+                "mcp-not-connected",
+                f"'{entry.name}' belongs to an MCP server this session is not connected to",
+            )
+        # The call capability was checked by the capability gate; the
+        # connection checks it again against the same grants.
+        return session.mcp.call(entry.name, call.args, grants=usable_grants(session.agent, entry))
     if entry is None or entry.source != "builtin":
         return refusal(
             "unavailable",

@@ -233,6 +233,10 @@ class McpServerPlan(_Frozen):
     connect_decision: Decision
     connect_timeout_seconds: int = 30
     timeout_seconds: int = 60
+    # Whether the compiler read a current lock entry for the server. A locked
+    # server offers only tools listed exactly as pinned, even when no stage
+    # pins any of them; an unlocked one offers discovered tools with an ask.
+    locked: bool = False
     origin: SourceRef | None = None
 
 

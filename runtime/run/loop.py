@@ -69,6 +69,7 @@ from charter.runtime.tools.registry import IMPLEMENTATIONS, RunStore, ToolRuntim
 if TYPE_CHECKING:
     from charter.runtime.approval import ApprovalProvider
     from charter.runtime.audit import AuditLog
+    from charter.runtime.mcp.session import McpRuntime
     from charter.runtime.redact import Redactor
     from charter.runtime.run.agents import AgentWorld
     from charter.runtime.run.events import EventBus
@@ -132,6 +133,27 @@ class RunContext:
     # Where authored tools' modules are found (the compiled project's root);
     # None falls back to the workspace. Their digests are checked either way.
     project_root: Path | None = None
+    # The run's MCP connections; made when the first agent with servers
+    # starts (or given, e.g. with in-process servers), closed by the root.
+    mcp: McpRuntime | None = None
+    _mcp_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def mcp_runtime(self) -> McpRuntime:
+        with self._mcp_lock:
+            if self.mcp is None:
+                import os
+
+                from charter.runtime.mcp.session import McpRuntime, run_host
+
+                workspace, run_dir = self.workspace, self.run_dir
+
+                def host(agent: Any) -> Any:
+                    # ${VAR} in a manifest is expanded from the real
+                    # environment, and only after connecting was approved.
+                    return run_host(agent, workspace=workspace, run_dir=run_dir, environ=os.environ)
+
+                self.mcp = McpRuntime(host, audit=self.audit)
+            return self.mcp
 
 
 def _region_hash(store: RunStore, region: str) -> str:
@@ -613,10 +635,39 @@ class AgentRun:
         finally:
             # A finished agent leaves nothing behind: its sub-agents stop too.
             self.world.kill_children(self.id, reason=f"agent {self.id} finished")
+            if self.parent is None and self.ctx.mcp is not None:
+                # The root ends the run: every MCP server it started stops.
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self.ctx.mcp.close)
         self.emit("agent_finished", **result.to_json())
         return result
 
+    async def _attach_mcp(self) -> None:
+        """Connect the agent's MCP servers (asking first, as the plan says)
+        and offer what they list; every server's outcome is shown."""
+        if not self.session.agent.agent.mcp_servers:
+            return
+        runtime = self.ctx.mcp_runtime()
+        reports = await anyio.to_thread.run_sync(
+            runtime.attach, self.session, self.ctx.approvals, limiter=self.ctx.limiter
+        )
+        for r in reports:
+            self.emit(
+                "mcp_server",
+                server=r.server,
+                status=r.status,
+                rule=r.rule,
+                offered=[t.name for t in r.offered],
+                changed=[c.name for c in r.changed],
+                new=list(r.new),
+                missing=list(r.missing),
+                collisions=list(r.collisions),
+            )
+            for line in r.lines():
+                self.emit("notice", message=f"MCP {line}")
+
     async def _loop(self) -> AgentResult:
+        await self._attach_mcp()
         agent = self.session.agent.agent
         self.visits[self.stage.name] = 0
         self._enter(self.stage.name, condition="start", transform=None)
