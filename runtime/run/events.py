@@ -229,8 +229,12 @@ class LiveView:
             )
         elif kind == "model_turn":
             text = str(f.get("text") or "").strip()
-            if text:
-                print_(f"{who}[dim]iteration {f.get('iteration')}[/] {escape(trim(text, 600))}")
+            calls = len(f.get("tool_calls") or [])
+            if text or not calls:
+                shown = escape(trim(text, 600)) if text else "[dim](no text, no tool call)[/]"
+                print_(f"{who}[dim]iteration {f.get('iteration')}[/] {shown}")
+            else:
+                print_(f"{who}[dim]iteration {f.get('iteration')}: {calls} tool call(s)[/]")
         elif kind == "tool_finished":
             raw = str(f.get("decision", ""))
             decision = raw + (" (launch flag)" if f.get("rule") == "launch-flag" else "")
