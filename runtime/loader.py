@@ -7,12 +7,13 @@ that does not validate against the plan model. It never resolves anything.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from charter.runtime.plan import SCHEMA_VERSION, Plan, digest_of
+from charter.runtime.plan import SCHEMA_VERSION, Plan, dumps_canonical
 
 __all__ = ["MAX_PLAN_BYTES", "PlanError", "load_plan", "load_plan_bytes"]
 
@@ -64,7 +65,11 @@ def load_plan_bytes(data: bytes, name: str = "<plan>") -> Plan:
             f"{name}: plan does not match the plan schema at {where}: {first['msg']} "
             f"({exc.error_count()} problem(s))"
         ) from None
-    actual = digest_of(plan.body)
+    # Hash the body exactly as the file holds it (re-serialised canonically):
+    # that is what the compiler hashed, and it avoids dumping every model of
+    # a large plan again.
+    body_text = dumps_canonical(raw.get("body"))
+    actual = "sha256:" + hashlib.sha256(body_text.encode("utf-8")).hexdigest()
     if actual != plan.digest:
         raise PlanError(
             f"{name}: plan digest mismatch: the file says {plan.digest} but its body hashes to "
