@@ -914,7 +914,12 @@ def _dispatch(
             )
         # The call capability was checked by the capability gate; the
         # connection checks it again against the same grants.
-        return session.mcp.call(entry.name, call.args, grants=usable_grants(session.agent, entry))
+        return session.mcp.call(
+            entry.name,
+            call.args,
+            grants=usable_grants(session.agent, entry),
+            cancel=getattr(runtime, "cancel", None),
+        )
     if entry is None or entry.source != "builtin":
         return refusal(
             "unavailable",

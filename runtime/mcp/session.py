@@ -32,6 +32,7 @@ import functools
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import CancelledError
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -83,6 +84,8 @@ __all__ = [
 
 HostFor = Callable[[AgentPlan], McpHost]
 
+# How often a waiting call looks at the run's cancel event.
+_CANCEL_POLL_S = 0.1
 # The clamp an unreviewed tool's allow receives.
 _UNPINNED_RULE = "mcp-unpinned-ask"
 
@@ -316,14 +319,22 @@ class McpBinding:
     prepared: PreparedAgent | None = None  # the overlay, built once per agent
     base: PreparedAgent | None = None  # what it was built from
 
-    def call(self, name: str, args: Mapping[str, Any], *, grants: Iterable[str]) -> ToolResult:
-        """Call the offered tool ``name``; blocks until the server answers or
-        the call's timeout passes. Never raises for anything the server does."""
+    def call(
+        self,
+        name: str,
+        args: Mapping[str, Any],
+        *,
+        grants: Iterable[str],
+        cancel: threading.Event | None = None,
+    ) -> ToolResult:
+        """Call the offered tool ``name``; blocks until the server answers,
+        the call's timeout passes, or ``cancel`` is set (the run is being
+        stopped). Never raises for anything the server does."""
         if self.pool is None:
             return refusal(
                 "unavailable", "dispatch", "mcp-server-unavailable", "no MCP server is connected"
             )
-        return self.runtime._call(self.pool, name, args, list(grants))
+        return self.runtime._call(self.pool, name, args, list(grants), cancel)
 
 
 @dataclass(slots=True)
@@ -463,12 +474,10 @@ class McpRuntime:
             pool = self._stack.enter_context(
                 portal.wrap_async_context_manager(McpPool(self._host(agent)))
             )
-            discovering = {r.plan.server for r in requests}
-            taken = [
-                t.name
-                for t in agent.tools
-                if not (t.mcp is not None and t.mcp.server in discovering)
-            ]
+            # Every planned name is taken: a discovered tool of an unlocked
+            # server may not shadow a built-in, authored or pinned tool
+            # (a server's own planned names are exempt inside discover).
+            taken = [t.name for t in agent.tools]
             try:
                 reports = portal.call(functools.partial(pool.discover, requests, taken=taken))
             except Exception as exc:  # discovery itself broke: no server is offered
@@ -504,7 +513,12 @@ class McpRuntime:
     # -- calling --------------------------------------------------------------------
 
     def _call(
-        self, pool: McpPool, name: str, args: Mapping[str, Any], grants: list[str]
+        self,
+        pool: McpPool,
+        name: str,
+        args: Mapping[str, Any],
+        grants: list[str],
+        cancel: threading.Event | None,
     ) -> ToolResult:
         portal = self._portal
         if portal is None or self._closed:
@@ -515,13 +529,38 @@ class McpRuntime:
                 "the MCP connections of this run are closed",
             )
         try:
-            result: ToolResult = portal.call(
+            future = portal.start_task_soon(
                 functools.partial(pool.call, name, dict(args), grants=grants)
             )
-        except Exception as exc:  # the connection loop itself failed: still a result
+        except Exception as exc:  # the portal is gone: still a result
             return ToolResult(
                 "error",
                 f"[error] the MCP call to '{name}' failed: {type(exc).__name__}",
                 rule="mcp-call-failed",
             )
-        return result
+        while True:
+            try:
+                result: ToolResult = future.result(timeout=_CANCEL_POLL_S)
+                return result
+            except TimeoutError:
+                if cancel is not None and cancel.is_set():
+                    # Cancelling the future cancels the task on the loop; the
+                    # server hears of it through the SDK's cancellation.
+                    future.cancel()
+                    return ToolResult(
+                        "error",
+                        f"[error] the call to '{name}' was stopped: the run is ending",
+                        rule="mcp-call-cancelled",
+                    )
+            except CancelledError:
+                return ToolResult(
+                    "error",
+                    f"[error] the call to '{name}' was cancelled",
+                    rule="mcp-call-cancelled",
+                )
+            except Exception as exc:  # the connection loop itself failed: still a result
+                return ToolResult(
+                    "error",
+                    f"[error] the MCP call to '{name}' failed: {type(exc).__name__}",
+                    rule="mcp-call-failed",
+                )

@@ -357,3 +357,36 @@ def test_an_allow_for_an_unlocked_servers_tools_is_raised_to_ask(kit: Any, tmp_p
     assert decision.permission == "ask" and decision.liftable
     assert [c.rule for c in decision.clamps] == ["mcp-unpinned-ask"]
     assert out.decision == "ask"
+
+
+def test_a_call_in_flight_stops_when_the_run_is_cancelled(kit: Any, tmp_path: Path) -> None:
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    import anyio
+
+    root: Path = kit.write(
+        tmp_path / "p", {"agent.yaml": kit.core(), "agent/mcp/docs.yaml": "command: docs-mcp\n"}
+    )
+    app = kit.docs_server()
+
+    async def slow(n: int) -> str:
+        await anyio.sleep(30)
+        return "late"
+
+    app.add_tool(slow, description="Takes its time.")
+    session = _session(_plan(kit, root), root)
+    cancel = threading.Event()
+    with McpRuntime(_host(root), targets={"docs": app}) as rt:
+        rt.attach(session, Approver())
+        timer = threading.Timer(0.2, cancel.set)
+        timer.start()
+        t0 = time.perf_counter()
+        call = ToolCall("docs__slow", {"n": 1}, "c1")
+        result = execute(session, call, None, Approver(), runtime=SimpleNamespace(cancel=cancel))
+        waited = time.perf_counter() - t0
+        quick = _run(session, "docs__search", {"query": "still there"}, Approver())
+    assert (result.status, result.rule) == ("error", "mcp-call-cancelled")
+    assert waited < 5
+    assert (quick.status, quick.content) == ("ok", "results for still there")
