@@ -1156,20 +1156,45 @@ def destructive(prog: str, args: Sequence[str], cwd: str | None, workspace: str)
                 )
         return None
     if prog == "find":
-        # `find / -delete` is `rm -rf /` by another name; with a test in the
-        # expression (-name, -type, ...) it deletes only some files
-        if "-delete" in args:
-            starts = 0
-            while starts < len(args) and not (
-                args[starts].startswith("-") or args[starts] in ("(", "!")
-            ):
-                starts += 1
-            expr = [a for a in args[starts:] if not a.isdigit()]
-            if not set(expr) <= _FIND_UNFILTERED:
-                return None
-            for i, a in enumerate(args[:starts]):
-                why = critical_target(a, cwd, workspace)
-                if why is not None:
-                    return Issue("destructive-rm", i, f"find -delete on {why} is never run", "deny")
+        # `find / -delete` and `find / -exec rm {} +` are `rm -rf /` by other
+        # names; with a test in the expression (-name, -type, ...) they
+        # remove only some files
+        starts = 0
+        while starts < len(args) and not (
+            args[starts].startswith("-") or args[starts] in ("(", "!")
+        ):
+            starts += 1
+        expr: list[str] = []
+        removes = "-delete" in args
+        i = starts
+        while i < len(args):
+            a = args[i]
+            if a in ("-exec", "-execdir", "-ok", "-okdir"):
+                # (-ok and -okdir ask before each file: not a blind removal)
+                j = i + 1
+                while j < len(args) and args[j] not in (";", "+"):
+                    j += 1
+                inner = args[i + 1 : j]
+                if (
+                    a in ("-exec", "-execdir")
+                    and inner
+                    and posixpath.basename(inner[0]) in ("rm", "shred", "unlink", "rmdir")
+                ):
+                    removes = True
+                else:
+                    expr.append(a)  # some other command: not a plain removal
+                i = j + 1
+                continue
+            if not a.isdigit():
+                expr.append(a)
+            i += 1
+        if not removes or not set(expr) <= _FIND_UNFILTERED:
+            return None
+        for i, a in enumerate(args[:starts]):
+            why = critical_target(a, cwd, workspace)
+            if why is not None:
+                return Issue(
+                    "destructive-rm", i, f"removing every file under {why} is never run", "deny"
+                )
         return None
     return None
