@@ -46,6 +46,7 @@ __all__ = [
     "ToolEntry",
     "canonical_json",
     "digest_of",
+    "dumps_canonical",
     "stricter",
 ]
 
@@ -317,16 +318,17 @@ class Plan(_Frozen):
         return cls(schema_version=body.schema_version, digest=digest_of(body), body=body)
 
     def to_json(self) -> str:
-        return _dumps(self.model_dump(mode="json")) + "\n"
+        return dumps_canonical(self.model_dump(mode="json")) + "\n"
 
 
 def canonical_json(value: Any) -> str:
     """Sorted keys, no insignificant whitespace, UTF-8 text; floats refused."""
     _refuse_floats(value)
-    return _dumps(value)
+    return dumps_canonical(value)
 
 
-def _dumps(value: Any) -> str:
+def dumps_canonical(value: Any) -> str:
+    """Canonical JSON text without the float check (plan bodies hold none)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -334,7 +336,7 @@ def digest_of(body: PlanBody) -> str:
     # No float check here: no plan field is typed as a float (a test pins
     # that), so a dump cannot hold one, and walking every value of a large
     # plan again would cost more than the hashing.
-    text = _dumps(body.model_dump(mode="json"))
+    text = dumps_canonical(body.model_dump(mode="json"))
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

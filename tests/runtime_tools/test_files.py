@@ -189,5 +189,5 @@ def test_path_args() -> None:
 
 
 def test_unknown_tool_is_unavailable(rt: ToolRuntime) -> None:
-    res = dispatch("web_fetch", {"url": "https://example.com"}, rt)
+    res = dispatch("no_such_tool", {"url": "https://example.com"}, rt)
     assert (res.status, res.rule) == ("unavailable", "no-implementation")
