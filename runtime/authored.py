@@ -368,7 +368,7 @@ def _error_text(tool: str, exc: BaseException, path: Path) -> tuple[str, str, st
     if isinstance(exc, CapabilityDenied):
         text = f"{tool} was refused a capability: {exc}"
         return "capability-not-granted", text, text + where
-    if isinstance(exc, SyntaxError):
+    if isinstance(exc, SyntaxError) and exc.filename == str(path):
         text = f"{tool} could not be loaded: its module does not compile (line {exc.lineno})"
         return "authored-module-invalid", text, text
     try:
