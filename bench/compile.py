@@ -18,11 +18,32 @@ import tempfile
 from pathlib import Path
 
 BUILTINS = [
-    "read_file", "read_files", "write_file", "edit_file", "list_dir", "shell",
-    "context_write", "context_append", "context_read", "context_delete", "context_list",
-    "todo_add", "todo_done", "todo_note", "ask_user_text", "ask_user_choice",
-    "ask_user_confirm", "present_for_review", "edit_document", "spawn_agent", "check_agent",
-    "wait_for_agent", "send_to_agent", "kill_agent", "web_search", "web_fetch",
+    "read_file",
+    "read_files",
+    "write_file",
+    "edit_file",
+    "list_dir",
+    "shell",
+    "context_write",
+    "context_append",
+    "context_read",
+    "context_delete",
+    "context_list",
+    "todo_add",
+    "todo_done",
+    "todo_note",
+    "ask_user_text",
+    "ask_user_choice",
+    "ask_user_confirm",
+    "present_for_review",
+    "edit_document",
+    "spawn_agent",
+    "check_agent",
+    "wait_for_agent",
+    "send_to_agent",
+    "kill_agent",
+    "web_search",
+    "web_fetch",
 ]
 
 CORE = """agent:
@@ -52,14 +73,19 @@ MCP = "command: docs-server\ntools:\n  include: [search, get_page]\n"
 
 
 def blueprint(n: int) -> str:
-    lines = [f'[agent]\nname = "agent{n}"\nentry_stage = "s0"\n', '[tool_permissions]\nshell = "ask"\n']
+    lines = [
+        f'[agent]\nname = "agent{n}"\nentry_stage = "s0"\n',
+        '[tool_permissions]\nshell = "ask"\n',
+    ]
     for s in range(5):
-        tools = BUILTINS[(s * 5) % len(BUILTINS):] + BUILTINS
+        tools = BUILTINS[(s * 5) % len(BUILTINS) :] + BUILTINS
         offered = list(dict.fromkeys(tools))[:24] + ["note0", "note1", "docs__search"]
         mode = "output" if s == 4 else "interactive"
-        lines.append(f'[stages.s{s}]\nmode = "{mode}"\nmax_revisits = 2\n'
-                     f"available_tools = {json.dumps(offered)}\n"
-                     f'[stages.s{s}.tool_permissions]\nwrite_file = "ask"\n')
+        lines.append(
+            f'[stages.s{s}]\nmode = "{mode}"\nmax_revisits = 2\n'
+            f"available_tools = {json.dumps(offered)}\n"
+            f'[stages.s{s}.tool_permissions]\nwrite_file = "ask"\n'
+        )
         if s < 4:
             lines.append(f'[[stages.s{s}.edges]]\nto = "s{s + 1}"\nhint = "next"\n')
     return "\n".join(lines)
@@ -104,20 +130,25 @@ print(json.dumps({"import": t1 - t0, "load": t2 - t1, "compile": t3 - t2,
 
 def main(argv: list[str]) -> int:
     sizes = [int(a) for a in argv] or [50, 100, 200]
-    print(f"{'agents':>6} {'load s':>8} {'compile s':>9} {'total s':>8} {'ms/agent':>9} "
-          f"{'+rss MiB':>9} {'rss MiB':>8}")
+    print(
+        f"{'agents':>6} {'load s':>8} {'compile s':>9} {'total s':>8} {'ms/agent':>9} "
+        f"{'+rss MiB':>9} {'rss MiB':>8}"
+    )
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             make_project(Path(tmp), size)
-            out = subprocess.run([sys.executable, "-c", CHILD, tmp], capture_output=True,
-                                 text=True, check=True)
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, tmp], capture_output=True, text=True, check=True
+            )
             r = json.loads(out.stdout)
             if r["errors"] or r["agents"] != size:
                 print(f"compile failed: {r['errors']}", file=sys.stderr)
                 return 1
             total = r["load"] + r["compile"]
-            print(f"{size:>6} {r['load']:>8.3f} {r['compile']:>9.3f} {total:>8.3f} "
-                  f"{1000 * total / size:>9.2f} {r['peak_mib']:>9.1f} {r['maxrss_mib']:>8.1f}")
+            print(
+                f"{size:>6} {r['load']:>8.3f} {r['compile']:>9.3f} {total:>8.3f} "
+                f"{1000 * total / size:>9.2f} {r['peak_mib']:>9.1f} {r['maxrss_mib']:>8.1f}"
+            )
     return 0
 
 

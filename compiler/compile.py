@@ -78,6 +78,7 @@ from charter.runtime.plan import (
     canonical_json,
     stricter,
 )
+from charter.runtime.shell import ShellPolicy
 
 __all__ = ["CompileOptions", "CompileResult", "compile_project", "default_shell"]
 
@@ -1175,6 +1176,41 @@ def _warning() -> Any:
 # the agent
 
 
+def _shell_policy(ctx: _Ctx, agent_name: str) -> ShellPolicy:
+    """The agent's shell policy: the user's [safe_commands], their
+    [agent_safe_commands.<agent>] entries, and the blueprint's own
+    [safe_commands] only when the user trusts them. Only the user's config
+    switches the built-in read-only table."""
+    from charter.compiler.shell_policy import compile_shell_policy
+
+    cfg, csm = ctx.config, ctx.config_smap
+    parts: list[ShellPolicy] = []
+
+    def add(safe: Any, smap: SourceMap | None, prefix: tuple[str | int, ...]) -> None:
+        policy, diags = compile_shell_policy(
+            safe, source=smap.path if smap else "<none>", smap=smap, key_prefix=prefix
+        )
+        ctx.diags.extend(diags)
+        parts.append(policy)
+
+    add(cfg.safe_commands if cfg else None, csm, ("safe_commands",))
+    per_agent = cfg.agent_safe_commands.get(agent_name) if cfg else None
+    if per_agent is not None:
+        from charter.compiler.frontends.config_toml import SafeCommands
+
+        extra = SafeCommands(tools=per_agent.tools, shell=per_agent.shell)
+        add(extra, csm, ("agent_safe_commands", agent_name))
+    bp = ctx.blueprint
+    trusted = cfg is not None and (
+        cfg.security.allow_blueprint_safe_commands
+        or (per_agent is not None and per_agent.allow_blueprint)
+    )
+    if bp is not None and bp.safe_commands is not None and trusted:
+        add(bp.safe_commands, ctx.bp_smap, ("safe_commands",))
+    safe = tuple(dict.fromkeys(entry for p in parts for entry in p.safe))
+    return ShellPolicy(defaults=parts[0].defaults, safe=safe)
+
+
 def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan | None:
     _salvage_invalid(ctx)
     bp, bsm = ctx.blueprint, ctx.bp_smap
@@ -1273,14 +1309,8 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
     taint_on = bool(cfg and cfg.taint_tracking) or bool(
         bp is not None and bp.security is not None and bp.security.taint_tracking
     )
-    from charter.compiler.shell_policy import compile_shell_policy
 
-    shell_policy, shell_diags = compile_shell_policy(
-        cfg.safe_commands if cfg is not None else None,
-        source=ctx.config_smap.path if ctx.config_smap else None,
-        smap=ctx.config_smap,
-    )
-    ctx.diags.extend(shell_diags)
+    shell_policy = _shell_policy(ctx, agent_name)
     kind: Literal["blueprint", "core", "combined"] = (
         "combined"
         if ctx.core is not None and bp is not None

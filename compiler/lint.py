@@ -164,12 +164,11 @@ def _stage_checks(agent: AgentPlan, stages: Iterable[Stage]) -> list[Diagnostic]
                     )
                 )
         for name in _SHELL_NAMES:
-            d = decisions.get(name)
-            if d is None:
+            shell_decision = decisions.get(name)
+            if shell_decision is None:
                 continue
-            if all(sv.value is None for sv in d.scopes if sv.scope != "builtin_default") and (
-                d.permission == "ask"
-            ):
+            spoke = [sv for sv in shell_decision.scopes if sv.scope != "builtin_default"]
+            if all(sv.value is None for sv in spoke) and shell_decision.permission == "ask":
                 out.append(
                     diag(
                         "implicit-shell-policy",

@@ -92,9 +92,6 @@ def check_schema(schema: Any) -> tuple[str, str] | None:
             "schema-does-not-compile",
             f"invalid schema{' at ' + where if where else ''}: {exc.message}",
         )
-    except (
-        referencing.exceptions.Unresolvable,
-        jsonschema.exceptions._WrappedReferencingError,
-    ) as exc:
+    except referencing.exceptions.Unresolvable as exc:  # jsonschema wraps it in a subclass
         return "schema-does-not-compile", f"unresolvable reference: {exc}"
     return None

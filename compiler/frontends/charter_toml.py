@@ -54,7 +54,7 @@ class Expectation(InputModel):
         return self
 
     def call_args(self) -> dict[str, Any]:
-        out = _thaw(self.args)
+        out: dict[str, Any] = _thaw(self.args)
         if self.command is not None:
             out["command"] = self.command
         return out

@@ -519,3 +519,20 @@ def test_the_plan_is_deeply_immutable(tree: Any) -> None:
     assert isinstance(stage.attended, tuple)
     with pytest.raises(ValidationError):
         stage.attended = ()  # type: ignore[misc]
+
+
+def test_blueprint_safe_commands_apply_only_when_the_user_trusts_them(tmp_path: Path) -> None:
+    src = Path(__file__).resolve().parents[2] / "blueprints" / "coder"
+    root = tmp_path / "coder"
+    shutil.copytree(src, root)
+    cfg = root.parent / "config.toml"
+    cfg.write_text("[safe_commands]\nshell = []\n")
+    untrusted = compile_project(load_project(root, config=cfg), POSIX)
+    assert untrusted.plan is not None
+    assert untrusted.plan.body.agents[0].shell.safe == ()
+    cfg.write_text('[agent_safe_commands.coder]\nallow_blueprint = true\nshell = ["make lint"]\n')
+    trusted = compile_project(load_project(root, config=cfg), POSIX)
+    assert trusted.plan is not None
+    sources = {e.source for e in trusted.plan.body.agents[0].shell.safe}
+    assert {"make lint", "git status", "git diff"} <= sources
+    assert "blueprint-safe-commands-inert" not in {d.name for d in trusted.diagnostics}
