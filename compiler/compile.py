@@ -574,7 +574,7 @@ def _authored_entry(
         authored=AuthoredTool(
             tool_id=ref.name,
             directory=src.directory,
-            module=f"{src.directory}/{module_path.name}",
+            module=f"{src.directory}/{module_file.replace('.', '/')}.py",
             entrypoint=spec.entrypoint,
             module_sha256=info.sha256,
             capabilities=tuple(sorted(spec.capabilities)),
@@ -1176,6 +1176,14 @@ def _warning() -> Any:
 # the agent
 
 
+def _skills_root(ctx: _Ctx) -> str | None:
+    core = ctx.core
+    if core is None or core.slots.skills is None:
+        return None
+    prefix = "" if ctx.agent.directory == "." else ctx.agent.directory + "/"
+    return prefix + str(core.slots.skills).strip("/")
+
+
 def _shell_policy(ctx: _Ctx, agent_name: str) -> ShellPolicy:
     """The agent's shell policy: the user's [safe_commands], their
     [agent_safe_commands.<agent>] entries, and the blueprint's own
@@ -1332,6 +1340,7 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
         taint=TaintPolicy(enabled=taint_on),
         allow_local_network=bool(cfg and cfg.security.allow_local_network),
         allow_env_vars=tuple(sorted(cfg.security.allow_env_vars)) if cfg else (),
+        skills_root=_skills_root(ctx),
         origin=_ref(ctx.agent_span()),
     )
 

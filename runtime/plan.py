@@ -273,6 +273,8 @@ class AgentPlan(_Frozen):
     # Credential-shaped environment variables the user let tools read
     # ([security] allow_env_vars), e.g. BRAVE_API_KEY for web_search.
     allow_env_vars: tuple[str, ...] = ()
+    # The core's skills folder (slots.skills), relative to the project root.
+    skills_root: str | None = None
     origin: SourceRef | None = None
 
     def tool(self, name: str) -> ToolEntry | None:

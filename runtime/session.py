@@ -360,12 +360,19 @@ def _prepare_agent(
         if t.input_schema is None:
             checks[t.name] = SchemaCheck(None, off_note=t.validation_note or "off in the plan")
             continue
-        # Agents and tools share schema texts; compile each distinct text once.
-        check = cache.get(t.input_schema)
-        if check is None:
-            check = cache[t.input_schema] = SchemaCheck(
-                t.input_schema, trusted=_is_catalog_schema(t), eager=eager
+        # Cross-field rules (not shown to the model) are checked with the
+        # schema: "start needs goal" holds before any approval is asked.
+        text = t.input_schema
+        if t.input_rules is not None:
+            text = json.dumps(
+                {"allOf": [json.loads(t.input_schema), json.loads(t.input_rules)]},
+                sort_keys=True,
+                separators=(",", ":"),
             )
+        # Agents and tools share schema texts; compile each distinct text once.
+        check = cache.get(text)
+        if check is None:
+            check = cache[text] = SchemaCheck(text, trusted=_is_catalog_schema(t), eager=eager)
         checks[t.name] = check
     stages = {
         s.name: PreparedStage(

@@ -40,6 +40,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -65,6 +66,8 @@ from charter.runtime.plan import Edge, OutputSpec, Stage
 from charter.runtime.results import ToolCall, ToolResult, refusal
 from charter.runtime.session import PreparedPlan, Session, open_session
 from charter.runtime.tools.registry import IMPLEMENTATIONS, RunStore, ToolRuntime
+from charter.runtime.tools.tasks import cancel_tasks
+from charter.runtime.tools.web import web_config_for
 
 if TYPE_CHECKING:
     from charter.runtime.approval import ApprovalProvider
@@ -156,6 +159,16 @@ class RunContext:
             return self.mcp
 
 
+def _skills_root(agent: Any, project_root: Path | None, workspace: Path) -> Path | None:
+    """Where the core's skills live: the plan names the folder relative to the
+    project, which a run from a project directory knows; a run from a plan
+    file reads it relative to the workspace."""
+    rel = getattr(agent, "skills_root", None)
+    if rel is None:
+        return None
+    return (project_root or workspace) / rel
+
+
 def _region_hash(store: RunStore, region: str) -> str:
     with store.lock:
         entries = store.regions.get(region) or []
@@ -216,6 +229,9 @@ class AgentRun:
             env=dict(ctx.env),
             grants=self.session.agent.grants,
             project_root=ctx.project_root,
+            skills_root=_skills_root(agent, ctx.project_root, ctx.workspace),
+            history=lambda: self.messages,
+            web=web_config_for(agent.allow_local_network, agent.allow_env_vars, os.environ),
         )
         self.inbox: list[tuple[str | None, str]] = []
         self._inbox_lock = threading.Lock()
@@ -633,8 +649,11 @@ class AgentRun:
         try:
             result = await self._loop()
         finally:
-            # A finished agent leaves nothing behind: its sub-agents stop too.
+            # A finished agent leaves nothing behind: its sub-agents stop too,
+            # and so do the background tasks it started.
             self.world.kill_children(self.id, reason=f"agent {self.id} finished")
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(cancel_tasks, self.rt.store)
             if self.parent is None and self.ctx.mcp is not None:
                 # The root ends the run: every MCP server it started stops.
                 with anyio.CancelScope(shield=True):
