@@ -96,17 +96,24 @@ def connect_key(server: str) -> str:
 
 
 def run_host(
-    agent: AgentPlan, *, workspace: Path, run_dir: Path, environ: Mapping[str, str]
+    agent: AgentPlan,
+    *,
+    workspace: Path,
+    run_dir: Path,
+    environ: Mapping[str, str],
+    project_root: Path | None = None,
 ) -> McpHost:
-    """Where ``charter run`` starts an agent's servers: the agent's directory
-    inside the workspace (a manifest ``cwd`` must stay inside the workspace),
-    HOME and the stderr log in the run's own directory."""
+    """Where ``charter run`` starts an agent's servers. A manifest's ``cwd``
+    is relative to the agent's directory in the compiled project (the
+    workspace when the run started from a plan file) and must resolve inside
+    the workspace; HOME and the stderr log are in the run's own directory."""
     from charter.runtime.net.urlpolicy import UrlPolicy
 
     home = run_dir / "mcp-home"
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    base = project_root if project_root is not None else workspace
     return McpHost(
-        agent_dir=(workspace / agent.root) if agent.root not in ("", ".") else workspace,
+        agent_dir=base / agent.root if agent.root not in ("", ".") else base,
         workspace=workspace,
         home=home,
         log_dir=run_dir / "logs",

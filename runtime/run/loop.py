@@ -148,12 +148,18 @@ class RunContext:
 
                 from charter.runtime.mcp.session import McpRuntime, run_host
 
-                workspace, run_dir = self.workspace, self.run_dir
+                workspace, run_dir, project = self.workspace, self.run_dir, self.project_root
 
                 def host(agent: Any) -> Any:
                     # ${VAR} in a manifest is expanded from the real
                     # environment, and only after connecting was approved.
-                    return run_host(agent, workspace=workspace, run_dir=run_dir, environ=os.environ)
+                    return run_host(
+                        agent,
+                        workspace=workspace,
+                        run_dir=run_dir,
+                        environ=os.environ,
+                        project_root=project,
+                    )
 
                 self.mcp = McpRuntime(host, audit=self.audit)
             return self.mcp

@@ -390,3 +390,22 @@ def test_a_call_in_flight_stops_when_the_run_is_cancelled(kit: Any, tmp_path: Pa
     assert (result.status, result.rule) == ("error", "mcp-call-cancelled")
     assert waited < 5
     assert (quick.status, quick.content) == ("ok", "results for still there")
+
+
+def test_run_host_places_servers_in_the_project_and_the_run(kit: Any, tmp_path: Path) -> None:
+    from charter.runtime.mcp.launch import LaunchError, resolve_cwd
+    from charter.runtime.mcp.session import run_host
+
+    root = _locked(kit, tmp_path)
+    agent = _plan(kit, root).body.agents[0]
+    run_dir = tmp_path / "run"
+    host = run_host(agent, workspace=root, run_dir=run_dir, environ={}, project_root=root)
+    assert host.agent_dir == root and host.log_dir == run_dir / "logs"
+    assert (run_dir / "mcp-home").stat().st_mode & 0o777 == 0o700
+    # A project outside the workspace: no server may start there.
+    elsewhere = tmp_path / "ws"
+    elsewhere.mkdir()
+    outside = run_host(agent, workspace=elsewhere, run_dir=run_dir, environ={}, project_root=root)
+    with pytest.raises(LaunchError) as info:
+        resolve_cwd(None, outside.agent_dir, outside.workspace)
+    assert info.value.rule == "mcp-cwd-outside-workspace"
