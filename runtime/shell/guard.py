@@ -386,6 +386,15 @@ def _redirect(st: _State, r: Redirect) -> None:
             _salvage(st, doc.body, span)
         return
     if op == "<<<":
+        # Like a heredoc, a here-string is inline input; some parsers (and
+        # people reviewing a transcript) read the surrounding redirections
+        # differently, so it is never allowed without a person.
+        st.add(
+            "ask",
+            "heredoc",
+            span,
+            "a here-string feeds inline text to the command; it is never allowed automatically",
+        )
         return
     if (
         op in ("<&", ">&")
