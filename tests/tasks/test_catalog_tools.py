@@ -104,7 +104,9 @@ def test_host_only_core_tools_refuse_per_action(
     res = _call(notes_plan, rt, recorder, "rollback_core", {}, session=session)
     assert res.rule == "host-only" and len(recorder.requests) == 3
     bad = _call(notes_plan, rt, recorder, "evolve_core", {"action": "review"}, session=session)
-    assert (bad.status, bad.rule) == ("invalid", "evolve-missing-field")
+    # The schema gate enforces the tool's cross-field rules, before anyone is asked.
+    assert (bad.status, bad.gate) == ("invalid", "schema")
+    assert len(recorder.requests) == 3
 
 
 def test_session_search_reads_only_the_current_session(
