@@ -238,8 +238,14 @@ def _skip_backtick(text: str, i: int) -> int:
     raise ShellSyntaxError(i, "unterminated backtick substitution")
 
 
-def _skip_parens(text: str, i: int) -> int:
-    """``text[i]`` is ``(``; return the index after the matching ``)``."""
+def _skip_balanced(text: str, i: int, opener: str, closer: str, unclosed: str) -> int:
+    """``text[i]`` is ``opener``; return the index after its matching ``closer``.
+
+    Quotes, backticks and escapes are stepped over so a bracket inside them
+    does not count. Inside ``${...}`` a nested ``$(`` is skipped whole, so a
+    ``}`` inside a command substitution does not close the expansion; inside
+    parentheses the depth count already covers ``$(`` without recursing.
+    """
     n = len(text)
     depth = 0
     while i < n:
@@ -247,9 +253,9 @@ def _skip_parens(text: str, i: int) -> int:
         if c == "\\":
             i += 2
             continue
-        if c == "(":
+        if c == opener:
             depth += 1
-        elif c == ")":
+        elif c == closer:
             depth -= 1
             if depth == 0:
                 return i + 1
@@ -264,41 +270,21 @@ def _skip_parens(text: str, i: int) -> int:
         elif c == "`":
             i = _skip_backtick(text, i)
             continue
+        elif opener != "(" and c == "$" and text.startswith("$(", i):
+            i = _skip_parens(text, i + 1)
+            continue
         i += 1
-    raise ShellSyntaxError(i, "unbalanced parenthesis")
+    raise ShellSyntaxError(i, unclosed)
+
+
+def _skip_parens(text: str, i: int) -> int:
+    """``text[i]`` is ``(``; return the index after the matching ``)``."""
+    return _skip_balanced(text, i, "(", ")", "unbalanced parenthesis")
 
 
 def _skip_braces(text: str, i: int) -> int:
     """``text[i]`` is ``{`` of ``${``; return the index after its ``}``."""
-    n = len(text)
-    depth = 0
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        elif c == "'":
-            end = text.find("'", i + 1)
-            if end < 0:
-                raise ShellSyntaxError(i, "unterminated single quote")
-            i = end
-        elif c == '"':
-            i = _skip_quoted_dq(text, i)
-            continue
-        elif c == "`":
-            i = _skip_backtick(text, i)
-            continue
-        elif c == "$" and text.startswith("$(", i):
-            i = _skip_parens(text, i + 1)
-            continue
-        i += 1
-    raise ShellSyntaxError(i, "unterminated ${...} expansion")
+    return _skip_balanced(text, i, "{", "}", "unterminated ${...} expansion")
 
 
 def _arith_end(text: str, i: int) -> int | None:
