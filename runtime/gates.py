@@ -778,62 +778,61 @@ def execute(
     if redactor is not None and isinstance(call.args, dict):
         redactor.discover_value(call.args)
 
-    approved_by = "policy"
-    if out.needs_approval:
+    def ask_person(
+        gate: str, *, reason: str, rule: str, cache_key: str | None, liftable_by: str
+    ) -> tuple[ApprovalAnswer, ToolResult | None]:
+        """Ask for approval at ``gate`` and time it under ``<gate>_ms``; a
+        refusal is audited here and comes back as the call's result."""
         t1 = time.perf_counter()
         ans = _ask(
             session,
             out,
             call,
             provider,
+            reason=reason,
+            rule=rule,
+            cache_key=cache_key,
+            liftable_by=liftable_by,
+            redact=show,
+        )
+        timings[f"{gate}_ms"] = round((time.perf_counter() - t1) * 1000)
+        if ans.approved:
+            return ans, None
+        denied = _refused_by_person(out, ans, gate)
+        _audit(
+            audit,
+            "decision",
+            session,
+            call,
+            denied,
+            redact,
+            timings=timings,
+            approved_by=ans.source,
+        )
+        return ans, denied.refusal()
+
+    approved_by = "policy"
+    if out.needs_approval:
+        ans, refused = ask_person(
+            "approval",
             reason=out.reason,
             rule=out.rule,
             cache_key=out.cache_key,
             liftable_by=out.liftable_by,
-            redact=show,
         )
-        timings["approval_ms"] = round((time.perf_counter() - t1) * 1000)
-        if not ans.approved:
-            denied = _refused_by_person(out, ans, "approval")
-            _audit(
-                audit,
-                "decision",
-                session,
-                call,
-                denied,
-                redact,
-                timings=timings,
-                approved_by=ans.source,
-            )
-            return denied.refusal()
+        if refused is not None:
+            return refused
         approved_by = f"{ans.source}:{ans.kind}"
     if out.dataflow is not None and out.dataflow.decision == "ask":
-        t1 = time.perf_counter()
-        ans = _ask(
-            session,
-            out,
-            call,
-            provider,
+        ans, refused = ask_person(
+            "dataflow",
             reason=out.dataflow.reason,
             rule=out.dataflow.rule,
             cache_key=None,  # labels change as the run goes on: never remembered
             liftable_by="",
-            redact=show,
         )
-        timings["dataflow_ms"] = round((time.perf_counter() - t1) * 1000)
-        if not ans.approved:
-            denied = _refused_by_person(out, ans, "dataflow")
-            _audit(
-                audit,
-                "decision",
-                session,
-                call,
-                denied,
-                redact,
-                timings=timings,
-                approved_by=ans.source,
-            )
-            return denied.refusal()
+        if refused is not None:
+            return refused
         approved_by += f"+dataflow:{ans.source}"
     allowed = dataclasses.replace(out, decision="allow")
     _audit(
