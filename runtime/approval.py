@@ -40,6 +40,7 @@ __all__ = [
     "ApprovalRequest",
     "HeadlessProvider",
     "NonInteractiveProvider",
+    "REPLY_CHOICES",
     "TerminalProvider",
     "call_key",
 ]
@@ -126,7 +127,9 @@ class ApprovalCache:
             return len(self._run) + len(self._stage)
 
 
-_CHOICES = {
+# What a person may type at an approval prompt, and the choice it stands
+# for. Shared by every terminal prompt so the words mean the same everywhere.
+REPLY_CHOICES: Mapping[str, str] = {
     "o": "once",
     "once": "once",
     "y": "once",
@@ -177,7 +180,7 @@ class TerminalProvider:
             if not line:
                 self._out.write("\n   (no answer: denied)\n")
                 return ApprovalAnswer("deny", "no answer was given", "terminal")
-            choice = _CHOICES.get(line.strip().lower())
+            choice = REPLY_CHOICES.get(line.strip().lower())
             if choice is None:
                 self._out.write("   not understood\n")
                 continue

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
 from charter.runtime.approval import (
+    REPLY_CHOICES,
     ApprovalAnswer,
     ApprovalRequest,
     NonInteractiveProvider,
@@ -223,23 +224,6 @@ class _Session:
 
 # --------------------------------------------------------------------------- approvals
 
-_CHOICES: dict[str, str] = {
-    "o": "once",
-    "once": "once",
-    "y": "once",
-    "yes": "once",
-    "s": "stage",
-    "stage": "stage",
-    "r": "run",
-    "run": "run",
-    "d": "deny",
-    "deny": "deny",
-    "n": "deny",
-    "no": "deny",
-    "m": "message",
-    "message": "message",
-}
-
 
 class PromptApprovals:
     """The approval provider of an attended run: asks at the terminal, with
@@ -282,7 +266,7 @@ class PromptApprovals:
                     return ApprovalAnswer("deny", self._p.expired_text(), "expiry")
                 if reply.why == "cancelled" or reply.text is None:
                     return ApprovalAnswer("deny", "the run was cancelled", "cancelled")
-                choice = _CHOICES.get(reply.text.strip().lower())
+                choice = REPLY_CHOICES.get(reply.text.strip().lower())
                 if choice is None:
                     s.show("[yellow]not understood[/]")
                     continue
