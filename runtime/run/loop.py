@@ -169,7 +169,7 @@ def _skills_root(agent: Any, project_root: Path | None, workspace: Path) -> Path
     """Where the core's skills live: the plan names the folder relative to the
     project, which a run from a project directory knows; a run from a plan
     file reads it relative to the workspace."""
-    rel = getattr(agent, "skills_root", None)
+    rel: str | None = getattr(agent, "skills_root", None)
     if rel is None:
         return None
     return (project_root or workspace) / rel
