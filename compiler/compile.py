@@ -1085,6 +1085,10 @@ def _edge(
         hint=e.hint,
         transform=e.transform,
         gate=gate,
+        stuck_after_iterations=e.stuck_after_iterations,
+        stuck_after_minutes=e.stuck_after_minutes,
+        stuck_after_same_file_edits=e.stuck_after_same_file_edits,
+        stuck_after_tool_calls=e.stuck_after_tool_calls,
         origin=_ref(entry.span(*path, key=True)),
     )
 

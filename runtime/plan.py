@@ -174,6 +174,11 @@ class Edge(_Frozen):
     hint: str | None = None
     transform: str | None = None
     gate: Gate | None = None
+    # Thresholds of a ``stuck`` edge (any one reached fires it).
+    stuck_after_iterations: int | None = None
+    stuck_after_minutes: int | None = None
+    stuck_after_same_file_edits: int | None = None
+    stuck_after_tool_calls: int | None = None
     origin: SourceRef | None = None
 
 
