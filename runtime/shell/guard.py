@@ -508,52 +508,64 @@ def _redirect(st: _State, r: Redirect) -> None:
 # --- commands --------------------------------------------------------------------------------
 
 
+def _control_structure(name: str) -> str:
+    return (
+        f"shell control structures ({name} ...) are never allowed automatically; "
+        "run the commands one by one"
+    )
+
+
+def _program_asks(
+    st: _State,
+    words: tuple[Word, ...] | list[Word],
+    rule: str,
+    message: str,
+    text_args: frozenset[int] = frozenset(),
+) -> None:
+    """The program word itself needs approval; its arguments are still read,
+    so a credential path among them is reported too."""
+    w0 = words[0]
+    st.add("ask", rule, (w0.start, w0.end), message)
+    _generic_args(st, words[1:], text_args)
+
+
 def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
     if not words:
         return
     w0 = words[0]
     name = w0.value
     if name is None:
-        st.add(
-            "ask",
+        _program_asks(
+            st,
+            words,
             "dynamic-command",
-            (w0.start, w0.end),
             f"the program name {_clip(w0.raw)} is only known at run time; "
             "name the program literally",
         )
-        _generic_args(st, words[1:], frozenset())
         return
     if not w0.quoted:
         if name in RESERVED_PREFIX:
             if name != "!":
-                st.add(
-                    "ask",
-                    "control-structure",
-                    (w0.start, w0.end),
-                    f"shell control structures ({name} ...) are never allowed "
-                    "automatically; run the commands one by one",
-                )
+                st.add("ask", "control-structure", (w0.start, w0.end), _control_structure(name))
             _argv(st, words[1:])
             return
         if name in RESERVED_OPAQUE:
-            st.add(
-                "ask",
+            _program_asks(
+                st,
+                words,
                 "control-structure",
-                (w0.start, w0.end),
-                f"shell control structures ({name} ...) are never allowed automatically; "
-                "run the commands one by one",
+                _control_structure(name),
+                frozenset(range(len(words) - 1)),
             )
-            _generic_args(st, words[1:], frozenset(range(len(words) - 1)))
             return
     if w0.glob or w0.brace:
-        st.add(
-            "ask",
+        _program_asks(
+            st,
+            words,
             "filename-expansion",
-            (w0.start, w0.end),
             f"the program name {_clip(w0.raw)} is expanded by the shell; name the program "
             "literally",
         )
-        _generic_args(st, words[1:], frozenset())
         return
     prog = name.rsplit("/", 1)[-1] if "/" in name else name
     if "/" in name or w0.tilde:
