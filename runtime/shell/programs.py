@@ -254,7 +254,8 @@ def _sort(args: Sequence[str]) -> Checked:
 
 
 def _uniq(args: Sequence[str]) -> Checked:
-    s = scan(args, "fsw", ("skip-fields", "skip-chars", "check-chars", "group", "all-repeated"))
+    # --group and --all-repeated take a value only when it is attached with `=`
+    s = scan(args, "fsw", ("skip-fields", "skip-chars", "check-chars"))
     if len(s.operands) > 1:
         return _one(
             "embedded-write",
