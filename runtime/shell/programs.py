@@ -266,12 +266,31 @@ def _uniq(args: Sequence[str]) -> Checked:
     return _OK
 
 
+# xxd matches an option on its first two characters (`-ps` is `-p`, `-bits` is
+# `-b`) and never bundles; a valued option takes the rest of the word unless
+# the rest is its long spelling (`-cols 8`), in which case it takes the next.
+_XXD_VALUED = {"c": "ols", "g": "roupsize", "l": "en", "n": "ame", "o": "ffset", "s": "eek", "R": ""}
+
+
 def _xxd(args: Sequence[str]) -> Checked:
-    s = scan(args, "cglnos", (), long_single_dash=False)
-    if len(s.operands) > 1:
+    operands: list[int] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            operands.extend(range(i + 1, len(args)))
+            break
+        if a.startswith("-") and len(a) > 1:
+            long_rest = _XXD_VALUED.get(a[1])
+            if long_rest is not None and (len(a) == 2 or (long_rest and a[2:] == long_rest)):
+                i += 1  # the value is the next argument
+        else:
+            operands.append(i)
+        i += 1
+    if len(operands) > 1:
         return _one(
             "embedded-write",
-            s.operands[1],
+            operands[1],
             "xxd with a second file name writes its output there; "
             "drop the output file to run unprompted",
         )
