@@ -26,24 +26,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jsonl", action="store_true", help="read paths as JSON lines from stdin")
 
 
+def _malformed(line_id: Any, message: str) -> dict[str, Any]:
+    return {"id": line_id, "decision": "deny", "rule": "malformed-request", "message": message}
+
+
 def _line(req: Any, n: int, workspace: str, default_op: str) -> dict[str, Any]:
     from charter.runtime.workspace import decide_path
 
     if not isinstance(req, dict):
-        return {
-            "id": None,
-            "decision": "deny",
-            "rule": "malformed-request",
-            "message": f"line {n}: not a JSON object",
-        }
+        return _malformed(None, f"line {n}: not a JSON object")
     line_id, path, op = req.get("id"), req.get("path"), req.get("op", default_op)
     if not isinstance(path, str):
-        return {
-            "id": line_id,
-            "decision": "deny",
-            "rule": "malformed-request",
-            "message": f"line {n}: 'path' must be a string",
-        }
+        return _malformed(line_id, f"line {n}: 'path' must be a string")
     if not isinstance(op, str):
         op = repr(op)
     found = decide_path(workspace, path, op)
@@ -70,12 +64,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 req = json.loads(raw)
             except json.JSONDecodeError as exc:
-                out = {
-                    "id": None,
-                    "decision": "deny",
-                    "rule": "malformed-request",
-                    "message": f"line {n}: not JSON ({exc.msg})",
-                }
+                out = _malformed(None, f"line {n}: not JSON ({exc.msg})")
             else:
                 out = _line(req, n, args.workspace, args.op)
             sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
