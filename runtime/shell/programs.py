@@ -269,7 +269,15 @@ def _uniq(args: Sequence[str]) -> Checked:
 # xxd matches an option on its first two characters (`-ps` is `-p`, `-bits` is
 # `-b`) and never bundles; a valued option takes the rest of the word unless
 # the rest is its long spelling (`-cols 8`), in which case it takes the next.
-_XXD_VALUED = {"c": "ols", "g": "roupsize", "l": "en", "n": "ame", "o": "ffset", "s": "eek", "R": ""}
+_XXD_VALUED = {
+    "c": "ols",
+    "g": "roupsize",
+    "l": "en",
+    "n": "ame",
+    "o": "ffset",
+    "s": "eek",
+    "R": "",
+}
 
 
 def _xxd(args: Sequence[str]) -> Checked:
@@ -298,14 +306,19 @@ def _xxd(args: Sequence[str]) -> Checked:
 
 
 def _tree(args: Sequence[str]) -> Checked:
-    s = scan(args, "LPIoHT", ("charset", "filelimit", "timefmt", "sort", "fromfile"))
-    bad = short_given(s, "o")
-    if bad is not None:
-        return _one(
-            "embedded-write",
-            bad.index,
-            "tree -o writes its output to a file; drop -o to run unprompted",
-        )
+    # tree's valued short options take the *next* argument even inside a
+    # bundle (`-Po PAT FILE`), so any -o in a short-option word is an output
+    # file; -R writes a 00Tree.html into every directory it visits.
+    for i, a in enumerate(args):
+        if a == "--":
+            break
+        if a.startswith("-") and not a.startswith("--") and ("o" in a or "R" in a):
+            flag = "-o" if "o" in a else "-R"
+            return _one(
+                "embedded-write",
+                i,
+                f"tree {flag} writes its output to files; drop {flag} to run unprompted",
+            )
     return _OK
 
 
