@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Opt", "Scanned", "long_given", "scan", "short_given"]
+__all__ = ["Opt", "Scanned", "expand_long", "long_given", "scan", "short_given"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,3 +124,25 @@ def long_given(
             if abbreviations and given and w.startswith(given) and given not in exact_options:
                 return o
     return None
+
+
+def expand_long(args: Sequence[str], names: Iterable[str]) -> list[str]:
+    """``args`` with every unambiguous abbreviation of one of the program's
+    long option ``names`` written out (``--expr=x`` becomes
+    ``--expression=x``), the way getopt_long reads them, so that :func:`scan`
+    sees which options take a value. Ambiguous or unknown names are left as
+    they are (the program rejects them). Stops at ``--``."""
+    full = tuple(names)
+    out = list(args)
+    for i, a in enumerate(out):
+        if a == "--":
+            break
+        if not a.startswith("--") or len(a) <= 2:
+            continue
+        name, eq, val = a[2:].partition("=")
+        if name in full:
+            continue
+        matches = [n for n in full if n.startswith(name)]
+        if len(matches) == 1:
+            out[i] = "--" + matches[0] + eq + val
+    return out

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from charter.runtime.shell.options import Scanned, long_given, scan, short_given
+from charter.runtime.shell.options import Scanned, expand_long, long_given, scan, short_given
 
 __all__ = [
     "ASK_PROGRAMS",
@@ -466,8 +466,32 @@ def _sed_script_problem(script: str) -> str | None:
     return None
 
 
+# GNU sed's long options, to read their abbreviations (`--e=SCRIPT`, `--expr SCRIPT`).
+_SED_LONG = (
+    "binary",
+    "debug",
+    "expression",
+    "file",
+    "follow-symlinks",
+    "help",
+    "in-place",
+    "line-length",
+    "null-data",
+    "zero-terminated",
+    "posix",
+    "quiet",
+    "silent",
+    "regexp-extended",
+    "sandbox",
+    "separate",
+    "unbuffered",
+    "version",
+)
+
+
 def _sed(args: Sequence[str]) -> Checked:
-    s = scan(args, "efl", ("expression", "file", "line-length", "separate"), permute=True)
+    args = expand_long(args, _SED_LONG)
+    s = scan(args, "efl", ("expression", "file", "line-length"), permute=True)
     bad = short_given(s, "i") or long_given(s, ("in-place",))
     if bad is not None:
         return _one(
