@@ -18,7 +18,7 @@ from charter.compiler.sources.text import read_source
 from charter.compiler.sources.toml_reader import read_toml
 from charter.compiler.sources.yaml_reader import read_yaml
 
-__all__ = ["Loaded", "load_document", "parse_document", "salvage"]
+__all__ = ["Loaded", "load_document", "parse_document", "parse_mapping", "salvage"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -51,6 +51,36 @@ def parse_document(
     return data, smap, [*diags, *more]
 
 
+def parse_mapping(
+    path: Path,
+    display: str,
+    kind: Literal["yaml", "toml"],
+    *,
+    what: str = "the file",
+    describe: Callable[[Any], str] = lambda data: type(data).__name__,
+) -> tuple[dict[str, Any], SourceMap, list[Diagnostic]] | Loaded[Any]:
+    """Read and parse a document whose top level must be a mapping.
+
+    Gives the mapping with its source map and the diagnostics so far, or,
+    when the file cannot be read or holds something else (reported as
+    ``wrong-type``, naming the file as ``what`` and the value by
+    ``describe``), the finished model-less ``Loaded`` to hand back as is.
+    """
+    data, smap, diags = parse_document(path, display, kind)
+    if data is None:
+        return Loaded(display, None, smap, tuple(diags))
+    if not isinstance(data, dict):
+        diags.append(
+            diag(
+                "wrong-type",
+                f"{what} must hold a mapping of keys to values, not {describe(data)}",
+                smap.value_span(()),
+            )
+        )
+        return Loaded(display, None, smap, tuple(diags), data)
+    return data, smap, diags
+
+
 def load_document(
     path: Path,
     display: str,
@@ -63,18 +93,10 @@ def load_document(
 ) -> Loaded[M]:
     """``precheck`` runs on the plain data before validation (for rules that
     need the raw keys); ``postcheck`` runs on a validated model."""
-    data, smap, diags = parse_document(path, display, kind)
-    if data is None:
-        return Loaded(display, None, smap, tuple(diags))
-    if not isinstance(data, dict):
-        diags.append(
-            diag(
-                "wrong-type",
-                f"the file must hold a mapping of keys to values, not {type(data).__name__}",
-                smap.value_span(()),
-            )
-        )
-        return Loaded(display, None, smap, tuple(diags), data)
+    parsed = parse_mapping(path, display, kind)
+    if isinstance(parsed, Loaded):
+        return parsed
+    data, smap, diags = parsed
     if precheck is not None:
         diags.extend(precheck(data, smap))
     result, more = validate_model(model, data, smap, unknown_key_severity=unknown_key_severity)

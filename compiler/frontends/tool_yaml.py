@@ -22,7 +22,7 @@ from pydantic import AfterValidator, field_validator
 from pydantic_core import PydanticCustomError
 
 from charter.compiler.diagnostics import Diagnostic
-from charter.compiler.frontends.base import Loaded, parse_document
+from charter.compiler.frontends.base import Loaded, parse_mapping
 from charter.compiler.frontends.validation import InputModel, validate_model
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
@@ -141,18 +141,10 @@ def tool_id_from_path(path: Path) -> str:
 
 def load_tool_yaml(path: Path, display: str) -> Loaded[ToolSpec]:
     """Read and validate one tool.yaml. Never raises on file content."""
-    data, smap, diags = parse_document(path, display, "yaml")
-    if data is None:
-        return Loaded(display, None, smap, tuple(diags))
-    if not isinstance(data, dict):
-        diags.append(
-            diag(
-                "wrong-type",
-                f"tool.yaml must hold a mapping of keys to values, not {_kind(data)}",
-                smap.value_span(()),
-            )
-        )
-        return Loaded(display, None, smap, tuple(diags), data)
+    parsed = parse_mapping(path, display, "yaml", what="tool.yaml", describe=_kind)
+    if isinstance(parsed, Loaded):
+        return parsed
+    data, smap, diags = parsed
     slot_only = [k for k in data if k in SLOT_ONLY_FIELDS]
     diags.extend(_slot_only(slot_only, smap))
     # Validate without the slot-only keys: each was reported above under its
