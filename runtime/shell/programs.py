@@ -77,7 +77,62 @@ def _text(args: Sequence[str]) -> Checked:
     return Checked((), frozenset(range(len(args))))
 
 
+# GNU grep's long options, to read their abbreviations (`--reg=PAT` is --regexp).
+_GREP_LONG = (
+    "after-context",
+    "basic-regexp",
+    "before-context",
+    "binary",
+    "binary-files",
+    "byte-offset",
+    "color",
+    "colour",
+    "context",
+    "count",
+    "dereference-recursive",
+    "devices",
+    "directories",
+    "exclude",
+    "exclude-dir",
+    "exclude-from",
+    "extended-regexp",
+    "file",
+    "files-with-matches",
+    "files-without-match",
+    "fixed-strings",
+    "group-separator",
+    "help",
+    "ignore-case",
+    "include",
+    "initial-tab",
+    "invert-match",
+    "label",
+    "line-buffered",
+    "line-number",
+    "line-regexp",
+    "max-count",
+    "no-filename",
+    "no-group-separator",
+    "no-ignore-case",
+    "no-messages",
+    "null",
+    "null-data",
+    "only-matching",
+    "perl-regexp",
+    "quiet",
+    "recursive",
+    "regexp",
+    "silent",
+    "text",
+    "version",
+    "with-filename",
+    "word-regexp",
+)
+
+
 def _grep(args: Sequence[str]) -> Checked:
+    args = expand_long(args, _GREP_LONG)
+    # --color/--colour take a value only when it is attached with `=`
     s = scan(
         args,
         "efmABCDd",
@@ -94,9 +149,8 @@ def _grep(args: Sequence[str]) -> Checked:
             "exclude",
             "exclude-dir",
             "exclude-from",
+            "group-separator",
             "label",
-            "color",
-            "colour",
             "binary-files",
         ),
     )
@@ -105,7 +159,14 @@ def _grep(args: Sequence[str]) -> Checked:
         for o in s.opts
         if o.name in ("-e", "--regexp")
     }
-    if not any(o.name in ("-e", "--regexp", "-f", "--file") for o in s.opts) and s.operands:
+    # An ambiguous abbreviation (`--fi`) that might name --regexp or --file
+    # also means the first operand may be a file: it is checked as a path.
+    patterns = any(
+        o.name in ("-e", "-f")
+        or (len(o.name) > 2 and ("regexp".startswith(o.name[2:]) or "file".startswith(o.name[2:])))
+        for o in s.opts
+    )
+    if not patterns and s.operands:
         text.add(s.operands[0])
     return Checked((), frozenset(text))
 
