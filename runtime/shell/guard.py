@@ -799,9 +799,11 @@ def _path_candidates(v: str, w: Word) -> list[tuple[str, bool]]:
             val = v.split("=", 1)[1]
             return [(val, val.startswith("~"))]
         if not v.startswith("--") and len(v) > 2:
-            rest = v[2:]
-            if rest.startswith(("/", "~", "..")):
-                return [(rest, rest.startswith("~"))]
+            # a value attached after any number of bundled flags (`-Rf/etc/x`)
+            for k in range(2, len(v)):
+                rest = v[k:]
+                if rest.startswith(("/", "~", "..")):
+                    return [(rest, rest.startswith("~"))]
         return []
     return [(v, w.tilde)]
 

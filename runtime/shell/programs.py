@@ -396,9 +396,8 @@ def _file(args: Sequence[str]) -> Checked:
 
 
 def _date(args: Sequence[str]) -> Checked:
-    s = scan(
-        args, "dfrsI", ("date", "file", "reference", "set", "iso-8601", "rfc-3339", "resolution")
-    )
+    # -I/--iso-8601 take a value only when attached; --resolution takes none
+    s = scan(args, "dfrs", ("date", "file", "reference", "set", "rfc-3339"))
     bad = short_given(s, "s") or long_given(s, ("set",))
     if bad is not None:
         return _one("system-time", bad.index, "date --set changes the system clock")
