@@ -18,14 +18,12 @@ word keeps its :class:`Part` s so that nothing expanded can pass for a literal.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
-
-from lark import Lark, Token
-from lark.lexer import Lexer
 
 __all__ = [
     "EXPANSION_KINDS",
@@ -884,68 +882,44 @@ class _Table:
     defaults: dict[int, tuple[str, int, Any]]
 
 
-class _NoLexer(Lexer):
-    """lark requires a lexer for declared terminals; Charter never asks lark
-    to lex or parse (see :func:`tokenize` and :func:`_drive`)."""
-
-    __future_interface__ = 0
-
-    def __init__(self, lexer_conf: Any) -> None:
-        self.conf = lexer_conf
-
-    def lex(self, lexer_state: Any, parser_state: Any = None) -> Iterator[Token]:
-        raise NotImplementedError("Charter drives the LALR table itself")
-
-
 @functools.cache
 def build_parser() -> _Table:
-    """Build the LALR table from ``bash.lark`` once per process. No grammar
-    cache file is written or read: lark's cache is a pickle in a shared temp
-    directory, which a security tool must not load."""
-    grammar = resources.files("charter.runtime.shell").joinpath("bash.lark").read_text("utf-8")
-    lark = Lark(grammar, parser="lalr", lexer=_NoLexer, maybe_placeholders=False)
-    table = lark.parser.parser.parser.parse_table
-    nonterminals: set[str] = set()
-    for state in table.states.values():
-        for _sym, (action, arg) in state.items():
-            if action.name == "Reduce":
-                nonterminals.add(str(arg.origin.name))
+    """The LALR table for ``bash.lark``, once per process: loaded from the
+    table shipped beside the grammar when it was computed from this exact
+    grammar text, else computed with lark (see :mod:`.tablegen`). No grammar
+    cache file is written, and nothing is unpickled: lark's own cache is a
+    pickle in a shared temp directory, which a security tool must not load."""
+    from charter.runtime.shell import tablegen
+
+    grammar = tablegen.grammar_text()
+    data: Any = None
+    try:
+        shipped = resources.files("charter.runtime.shell").joinpath("data", tablegen.TABLE_FILE)
+        data = json.loads(shipped.read_text("utf-8"))
+    except (OSError, ValueError):
+        data = None
+    if not isinstance(data, dict) or data.get("grammar_sha256") != tablegen.grammar_digest(grammar):
+        data = tablegen.export_table(grammar)
+    rules: list[tuple[str, int, Any]] = []
+    for name, length, kind in data["rules"]:
+        builder: Any = (
+            None if kind == "splice" else "expand1" if kind == "expand1" else _BUILDERS[name]
+        )
+        rules.append((name, length, builder))
     actions: dict[int, dict[str, tuple[bool, Any]]] = {}
-    gotos: dict[int, dict[str, int]] = {}
-    rules: dict[Any, tuple[str, int, Any]] = {}
-    for state_id, state in table.states.items():
-        acts: dict[str, tuple[bool, Any]] = {}
-        goto: dict[str, int] = {}
-        for sym_key, (action, arg) in state.items():
-            # lark's keys are str subclasses with a slow __eq__; plain str
-            # keys make every lookup in the loop below a fast one.
-            sym = str(sym_key)
-            if action.name == "Shift":
-                if sym in nonterminals:
-                    goto[sym] = arg
-                else:
-                    acts[sym] = (True, arg)
-            else:
-                if arg not in rules:
-                    name = str(arg.origin.name)
-                    if name.startswith("_"):
-                        builder: Any = None  # spliced into the parent
-                    elif arg.options.expand1:
-                        builder = "expand1"
-                    else:
-                        builder = _BUILDERS[name]
-                    rules[arg] = (name, len(arg.expansion), builder)
-                acts[sym] = (False, rules[arg])
-        actions[state_id] = acts
-        gotos[state_id] = goto
+    for state, acts in data["actions"].items():
+        actions[int(state)] = {
+            sym: (True, arg) if shift else (False, rules[arg]) for sym, (shift, arg) in acts.items()
+        }
+    gotos = {int(state): dict(goto) for state, goto in data["gotos"].items()}
     defaults: dict[int, tuple[str, int, Any]] = {}
     for state_id, acts in actions.items():
-        kinds = {a for a in acts.values()}
+        kinds = set(acts.values())
         if len(kinds) == 1:
             ((is_shift, rule),) = kinds
             if not is_shift and rule[0] != "start":
                 defaults[state_id] = rule
-    return _Table(actions, gotos, table.start_states["start"], table.end_states["start"], defaults)
+    return _Table(actions, gotos, data["start"], data["end"], defaults)
 
 
 def _drive(tokens: list[Tok], text: str, ctx: _Ctx) -> Program:
