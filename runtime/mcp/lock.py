@@ -22,13 +22,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from charter.runtime.atomic import write_atomic
 from charter.runtime.naming import mcp_safe_names
 
 __all__ = [
@@ -305,15 +304,7 @@ def read_lock(path: Path) -> Lock | None:
 
 def write_lock(path: Path, lock: Lock) -> None:
     """Replace the lock atomically: a reader never sees half a file."""
-    text = dumps(lock)
-    fd, tmp = tempfile.mkstemp(prefix=".charter-lock-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, dumps(lock), prefix=".charter-lock-", newline="\n")
 
 
 # --------------------------------------------------------------------------- comparison

@@ -23,14 +23,13 @@ and the host-only core tools evolve_core and rollback_core.
 from __future__ import annotations
 
 import json
-import os
 import re
 import secrets
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from charter.runtime.atomic import write_atomic
 from charter.runtime.capabilities import is_granted
 from charter.runtime.results import ToolResult, refusal
 
@@ -239,15 +238,8 @@ def _load_schedules(path: Path) -> list[dict[str, Any]] | ToolResult:
 
 def _save_schedules(path: Path, items: list[dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".schedules-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"schedules": items}, fh, indent=2, sort_keys=True)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    text = json.dumps({"schedules": items}, indent=2, sort_keys=True) + "\n"
+    write_atomic(path, text, prefix=".schedules-")
 
 
 def _show(item: dict[str, Any]) -> str:

@@ -22,14 +22,13 @@ turn has already been produced).
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from charter.runtime.atomic import write_atomic
 from charter.runtime.results import ToolResult, refusal
 
 if TYPE_CHECKING:
@@ -239,14 +238,7 @@ def run_view(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bool
 
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".skill-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, text, prefix=".skill-", newline="")
 
 
 def _too_large(text: Any, what: str) -> ToolResult | None:
