@@ -705,6 +705,10 @@ def _git(args: Sequence[str]) -> Checked:
                 f"git {sub} {bad.name} runs a helper program or writes a file; "
                 "drop it to run unprompted",
             )
+        if sub == "var" and short_given(s, "l"):
+            return _one(
+                "git-config", offset, "git var -l lists the configuration, credentials included"
+            )
         if sub == "grep" and short_given(s, "O"):
             o = short_given(s, "O")
             assert o is not None
@@ -755,6 +759,17 @@ def _git(args: Sequence[str]) -> Checked:
     if sub == "worktree" and rest[:1] == ["list"]:
         return _OK
     if sub == "stash" and rest[:1] in (["list"], ["show"]):
+        # stash list takes log options and stash show diff options
+        s = scan(rest[1:], "")
+        bad = long_given(s, _GIT_EXEC_OPTS, exact_options=_GIT_EXACT)
+        if bad is not None:
+            rule = "embedded-write" if "output".startswith(bad.name[2:]) else "exec-option"
+            return _one(
+                rule,
+                bad.index + offset + 1,
+                f"git stash {rest[0]} {bad.name} runs a helper program or writes a file; "
+                "drop it to run unprompted",
+            )
         return _OK
     if sub == "config":
         return _one("git-config", i, "git config can reveal credentials stored in configuration")
