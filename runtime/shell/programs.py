@@ -130,6 +130,17 @@ _GREP_LONG = (
 )
 
 
+def _printf(args: Sequence[str]) -> Checked:
+    # bash's printf -v assigns its output to a shell variable (PATH, IFS, ...)
+    if args and args[0].startswith("-v"):
+        return _one(
+            "shell-state",
+            0,
+            "printf -v assigns a shell variable; print the text instead to run unprompted",
+        )
+    return _text(args)
+
+
 def _grep(args: Sequence[str]) -> Checked:
     args = expand_long(args, _GREP_LONG)
     # --color/--colour take a value only when it is attached with `=`
@@ -852,6 +863,7 @@ READ_ONLY: dict[str, Checker] = {
         name: _text
         for name in ("echo", "printf", "true", "false", "sleep", "seq", "type", "expr", ":")
     },
+    "printf": _printf,
     "grep": _grep,
     "egrep": _grep,
     "fgrep": _grep,
