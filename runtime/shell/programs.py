@@ -130,6 +130,37 @@ _GREP_LONG = (
 )
 
 
+# jq's `env` and `$ENV` read the environment (where bound secrets live), and
+# `import`/`include` read any JSON or jq file by path.
+_JQ_READS = re.compile(r"\$ENV\b|(?<![\w.$])env\b|\b(?:import|include)\b")
+
+
+def _jq(args: Sequence[str]) -> Checked:
+    for i, a in enumerate(args):
+        if _JQ_READS.search(a):
+            return _one(
+                "credential-path",
+                i,
+                "jq env/$ENV reads the environment and import/include read files by path; "
+                "it needs approval",
+            )
+    return _OK
+
+
+def _ps(args: Sequence[str]) -> Checked:
+    # BSD-style `e` (ps e, ps auxe, ps eww) prints every process's environment,
+    # the runtime's own credentials included
+    for i, a in enumerate(args):
+        if not a.startswith("-") and "e" in a:
+            return _one(
+                "credential-path",
+                i,
+                "ps e prints the environment of processes, where credentials live; "
+                "drop e to run unprompted",
+            )
+    return _OK
+
+
 def _printf(args: Sequence[str]) -> Checked:
     # bash's printf -v assigns its output to a shell variable (PATH, IFS, ...)
     if args and args[0].startswith("-v"):
@@ -864,6 +895,8 @@ READ_ONLY: dict[str, Checker] = {
         for name in ("echo", "printf", "true", "false", "sleep", "seq", "type", "expr", ":")
     },
     "printf": _printf,
+    "jq": _jq,
+    "ps": _ps,
     "grep": _grep,
     "egrep": _grep,
     "fgrep": _grep,
