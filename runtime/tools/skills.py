@@ -207,6 +207,22 @@ def _support_files(skill: Path) -> list[str]:
     return found[:200]
 
 
+def _read_skill_file(
+    root: Path, skill: Path, name: Any, file_path: Any
+) -> tuple[Path, str] | ToolResult:
+    """A skill's file (its SKILL.md when ``file_path`` is None) and its text,
+    or the refusal saying why it cannot be read."""
+    target = _target(root, skill, file_path, allow_skill_md=True)
+    if isinstance(target, ToolResult):
+        return target
+    if not target.is_file():
+        return _err("skill-file-missing", f"skill {name!r} has no file {file_path!r}")
+    text = _read_text(target)
+    if isinstance(text, ToolResult):
+        return text
+    return target, text
+
+
 def run_view(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bool) -> ToolResult:
     root = _root(rt)
     if isinstance(root, ToolResult):
@@ -216,16 +232,10 @@ def run_view(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bool
         return skill
     if not (skill / SKILL_FILE).is_file():
         return _err("skill-unknown", f"no skill named {args.get('name')!r}; skills_list shows them")
-    target = _target(root, skill, args.get("file_path"), allow_skill_md=True)
-    if isinstance(target, ToolResult):
-        return target
-    if not target.is_file():
-        return _err(
-            "skill-file-missing", f"skill {args['name']!r} has no file {args['file_path']!r}"
-        )
-    text = _read_text(target)
-    if isinstance(text, ToolResult):
-        return text
+    found = _read_skill_file(root, skill, args.get("name"), args.get("file_path"))
+    if isinstance(found, ToolResult):
+        return found
+    target, text = found
     if target.name == SKILL_FILE and target.parent == skill:
         files = _support_files(skill)
         if files:
@@ -275,16 +285,10 @@ def run_manage(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bo
     if not exists:
         return _err("skill-unknown", f"no skill named {name!r}; skills_list shows them")
     if action == "patch":
-        target = _target(root, skill, args.get("file_path"), allow_skill_md=True)
-        if isinstance(target, ToolResult):
-            return target
-        if not target.is_file():
-            return _err(
-                "skill-file-missing", f"skill {name!r} has no file {args.get('file_path')!r}"
-            )
-        text = _read_text(target)
-        if isinstance(text, ToolResult):
-            return text
+        found = _read_skill_file(root, skill, name, args.get("file_path"))
+        if isinstance(found, ToolResult):
+            return found
+        path, text = found
         old, new = args.get("old_string"), args.get("new_string")
         if not isinstance(old, str) or not old or not isinstance(new, str):
             return _err("skill-bad-patch", "patch needs old_string and new_string", "invalid")
@@ -300,8 +304,8 @@ def run_manage(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bo
         bad = _too_large(updated, "the patched file")
         if bad is not None:
             return bad
-        _write(target, updated)
-        rel = target.relative_to(skill).as_posix()
+        _write(path, updated)
+        rel = path.relative_to(skill).as_posix()
         return ToolResult(
             "ok",
             f"patched {rel} of skill {name!r} ({count if args.get('replace_all') else 1} "
