@@ -296,7 +296,15 @@ def _find(args: Sequence[str]) -> Checked:
     issues: list[Issue] = []
     text: set[int] = set()
     in_expr = False
+    # -H, -L, -P, -D DEBUG and -O LEVEL come before the starting points
+    first = 0
+    while first < len(args) and (
+        args[first] in ("-H", "-L", "-P", "-D") or args[first].startswith(("-D", "-O"))
+    ):
+        first += 2 if args[first] == "-D" else 1
     for i, a in enumerate(args):
+        if i < first:
+            continue
         if a in _FIND_FORBIDDEN:
             rule = (
                 "file-delete"
