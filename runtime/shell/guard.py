@@ -463,8 +463,10 @@ def _redirect(st: _State, r: Redirect) -> None:
             "no permission or flag lifts this",
         )
         return
+    # No lexical normalisation before resolving: the kernel follows a symlink
+    # before it applies a later `..` (link/../x climbs from link's target).
     if v.startswith("/"):
-        path = posixpath.normpath("/" + v.lstrip("/"))
+        path = "/" + v.lstrip("/")
     elif st.cwd is None:
         st.ungrantable = True
         st.writes.append(Write(None, False, span))
@@ -477,7 +479,7 @@ def _redirect(st: _State, r: Redirect) -> None:
         )
         return
     else:
-        path = posixpath.normpath(posixpath.join(st.cwd, v))
+        path = posixpath.join(st.cwd, v)
     real = _realpath(path)
     inside = real == st.ws_real or real.startswith(st.ws_real.rstrip("/") + "/")
     st.writes.append(Write(real, inside, span))

@@ -1,0 +1,28 @@
+"""Red-team cases that need a real file system (symlinks): the golden data
+runs against a workspace path that does not exist."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from charter.runtime.shell import ShellPolicy, evaluate
+
+
+def _layout(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    outside = tmp_path / "outside" / "deep"
+    outside.mkdir(parents=True)
+    (ws / "link").symlink_to(outside)
+    return ws
+
+
+def test_dotdot_after_a_symlink_is_resolved_by_the_kernel(tmp_path: Path) -> None:
+    # open("link/../x") follows link first, then climbs from its target:
+    # the file written is outside/x, not ws/x
+    ws = _layout(tmp_path)
+    for cmd in ("echo x > link/../x", f"echo x > {ws}/link/../x", "echo x >> sub/../link/../x"):
+        v = evaluate(cmd, cwd=ws, workspace=ws, policy=ShellPolicy())
+        assert (v.decision, v.rule) == ("deny", "redirect-outside-workspace"), cmd
+    v = evaluate("echo x > sub/../x", cwd=ws, workspace=ws, policy=ShellPolicy())
+    assert (v.decision, v.rule) == ("ask", "redirect-write")
