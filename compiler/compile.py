@@ -1118,7 +1118,7 @@ def _mcp_servers(ctx: _Ctx, grants: list[Grant], project_root: Path) -> list[Mcp
                     )
                 )
         connect_cap = f"mcp.connect:{server}"
-        call_cap = m.capability or f"mcp.call:{server}"
+        call_cap = m.call_capability(server)
         for cap, what in ((connect_cap, "connect to"), (call_cap, "call tools of")):
             if not _granted(cap, grants, None):
                 ctx.diags.append(
@@ -1143,31 +1143,11 @@ def _mcp_servers(ctx: _Ctx, grants: list[Grant], project_root: Path) -> list[Mcp
             is not None
         )
         out.append(
-            McpServerPlan(
-                server=server,
-                transport=cast(Any, m.transport),
-                command=m.command,
-                args=tuple(m.args),
-                env=tuple(sorted(m.env.items())),
-                cwd=m.cwd,
-                url=m.url,
-                headers=tuple(sorted(m.headers.items())),
-                include=tuple(m.tools.include),
-                exclude=tuple(m.tools.exclude),
-                connect_capability=connect_cap,
-                call_capability=call_cap,
-                connect_decision=connect,
-                connect_timeout_seconds=_whole_seconds(m.connect_timeout_seconds),
-                timeout_seconds=_whole_seconds(m.timeout_seconds),
-                locked=locked,
-                origin=_ref(Span(loaded.display)),
+            m.server_plan(
+                server, connect_decision=connect, locked=locked, origin=_ref(Span(loaded.display))
             )
         )
     return out
-
-
-def _whole_seconds(value: float) -> int:
-    return max(1, int(-(-value // 1)))
 
 
 def _warning() -> Any:

@@ -59,25 +59,9 @@ def _state_dir() -> Path:
 def server_plan(server: str, m: McpServer) -> McpServerPlan:
     """The runtime's view of a manifest, for launching during locking (the
     person running the command approves the connection)."""
-    from charter.runtime.plan import Decision, McpServerPlan
+    from charter.runtime.plan import Decision
 
-    return McpServerPlan(
-        server=server,
-        transport=m.transport,
-        command=m.command,
-        args=tuple(m.args),
-        env=tuple(sorted(m.env.items())),
-        cwd=m.cwd,
-        url=m.url,
-        headers=tuple(sorted(m.headers.items())),
-        include=tuple(m.tools.include),
-        exclude=tuple(m.tools.exclude),
-        connect_capability=f"mcp.connect:{server}",
-        call_capability=m.call_capability(server),
-        connect_decision=Decision(permission="ask", liftable=True),
-        connect_timeout_seconds=max(1, int(-(-m.connect_timeout_seconds // 1))),
-        timeout_seconds=max(1, int(-(-m.timeout_seconds // 1))),
-    )
+    return m.server_plan(server, connect_decision=Decision(permission="ask", liftable=True))
 
 
 def _confirm(out: TextIO, yes: bool) -> bool | None:

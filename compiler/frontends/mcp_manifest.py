@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, field_validator
@@ -27,6 +27,9 @@ from charter.compiler.frontends.tool_yaml import ApprovalPolicy, Capability, Ris
 from charter.compiler.frontends.validation import InputModel
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
+
+if TYPE_CHECKING:
+    from charter.runtime.plan import Decision, McpServerPlan, SourceRef
 
 __all__ = [
     "MAX_CALL_TIMEOUT_SECONDS",
@@ -148,6 +151,43 @@ class McpServer(InputModel):
     def call_capability(self, server_id: str) -> str:
         """The capability every call into this server needs."""
         return self.capability or f"mcp.call:{server_id}"
+
+    def server_plan(
+        self,
+        server_id: str,
+        *,
+        connect_decision: Decision,
+        locked: bool = False,
+        origin: SourceRef | None = None,
+    ) -> McpServerPlan:
+        """The runtime's view of this manifest: how to reach the server, which
+        tools to expose, the capabilities it needs. Timeouts round up to whole
+        seconds (at least one), the unit the runtime counts in."""
+        from charter.runtime.plan import McpServerPlan
+
+        return McpServerPlan(
+            server=server_id,
+            transport=self.transport,
+            command=self.command,
+            args=tuple(self.args),
+            env=tuple(sorted(self.env.items())),
+            cwd=self.cwd,
+            url=self.url,
+            headers=tuple(sorted(self.headers.items())),
+            include=tuple(self.tools.include),
+            exclude=tuple(self.tools.exclude),
+            connect_capability=f"mcp.connect:{server_id}",
+            call_capability=self.call_capability(server_id),
+            connect_decision=connect_decision,
+            connect_timeout_seconds=_whole_seconds(self.connect_timeout_seconds),
+            timeout_seconds=_whole_seconds(self.timeout_seconds),
+            locked=locked,
+            origin=origin,
+        )
+
+
+def _whole_seconds(value: float) -> int:
+    return max(1, int(-(-value // 1)))
 
 
 def server_id_from_path(path: Path) -> str:
