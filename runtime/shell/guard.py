@@ -12,6 +12,8 @@ payload and make it "deny", never anything weaker.
 from __future__ import annotations
 
 import functools
+import glob
+import itertools
 import os
 import posixpath
 import re
@@ -482,6 +484,15 @@ def _redirect(st: _State, r: Redirect) -> None:
         path = posixpath.join(st.cwd, v)
     real = _realpath(path)
     inside = real == st.ws_real or real.startswith(st.ws_real.rstrip("/") + "/")
+    if target.glob and inside:
+        # bash writes to the file a pattern matches (l*/f is link/f): judge
+        # the matches that exist now too, so a pattern cannot reach a
+        # symlinked directory that the plain spelling would be refused for
+        for match in itertools.islice(glob.iglob(path), 1000):
+            r = _realpath(match)
+            if not (r == st.ws_real or r.startswith(st.ws_real.rstrip("/") + "/")):
+                real, inside = r, False
+                break
     st.writes.append(Write(real, inside, span))
     if not inside:
         st.add(

@@ -26,3 +26,17 @@ def test_dotdot_after_a_symlink_is_resolved_by_the_kernel(tmp_path: Path) -> Non
         assert (v.decision, v.rule) == ("deny", "redirect-outside-workspace"), cmd
     v = evaluate("echo x > sub/../x", cwd=ws, workspace=ws, policy=ShellPolicy())
     assert (v.decision, v.rule) == ("ask", "redirect-write")
+
+
+def test_a_glob_redirect_target_is_matched_against_the_file_system(tmp_path: Path) -> None:
+    # bash expands a pattern in a redirect target when it matches one existing
+    # file: l*/f is link/f, outside the workspace, which no flag may lift
+    ws = _layout(tmp_path)
+    (tmp_path / "outside" / "deep" / "f").write_text("")
+    (tmp_path / "outside" / "f").write_text("")
+    for cmd in ("echo x > l*/f", "echo x > li?k/f", "echo x > [l]ink/../f"):
+        v = evaluate(cmd, cwd=ws, workspace=ws, policy=ShellPolicy())
+        assert (v.decision, v.rule) == ("deny", "redirect-outside-workspace"), cmd
+    v = evaluate("echo x > s*/f", cwd=ws, workspace=ws, policy=ShellPolicy())
+    assert v.decision == "ask"
+    assert all(w.inside_workspace for w in v.writes)
