@@ -102,38 +102,32 @@ def _resolve(scopes: ScopeInputs, core: CoreInputs | None) -> Decision:
 
     result: Permission
     if blueprint is not None and ceiling is not None:
-        result = stricter(blueprint.value, ceiling.value)
-        if result != blueprint.value:
-            clamps.append(
-                Clamp(
-                    rule="blueprint-tighten-only",
-                    before=blueprint.value,
-                    after=result,
-                    reason=f"the user's {ceiling_scope} sets {ceiling.value}; "
-                    f"a blueprint may only tighten it",
-                    source=ceiling.source,
-                )
-            )
+        result = _tighten(
+            blueprint.value,
+            ceiling.value,
+            clamps,
+            rule="blueprint-tighten-only",
+            reason=f"the user's {ceiling_scope} sets {ceiling.value}; "
+            f"a blueprint may only tighten it",
+            source=ceiling.source,
+        )
     elif blueprint is not None:
         trusted = scopes.blueprint_loosenable or scopes.allow_blueprint_permissions is not None
         if trusted:
             result = blueprint.value
         else:
-            result = stricter(blueprint.value, scopes.builtin_default)
-            if result != blueprint.value:
-                clamps.append(
-                    Clamp(
-                        rule="blueprint-above-default",
-                        before=blueprint.value,
-                        after=result,
-                        reason=f"the user did not configure this tool, so the {blueprint_scope} "
-                        f"entry may go no looser than the built-in default "
-                        f"({scopes.builtin_default}); name the tool in "
-                        f"[agent_tool_permissions.<agent>] or set "
-                        f"allow_blueprint_permissions to trust it",
-                        source=blueprint.source,
-                    )
-                )
+            result = _tighten(
+                blueprint.value,
+                scopes.builtin_default,
+                clamps,
+                rule="blueprint-above-default",
+                reason=f"the user did not configure this tool, so the {blueprint_scope} "
+                f"entry may go no looser than the built-in default "
+                f"({scopes.builtin_default}); name the tool in "
+                f"[agent_tool_permissions.<agent>] or set "
+                f"allow_blueprint_permissions to trust it",
+                source=blueprint.source,
+            )
     elif ceiling is not None:
         result = ceiling.value
     else:
@@ -156,19 +150,15 @@ def _resolve(scopes: ScopeInputs, core: CoreInputs | None) -> Decision:
                 )
             )
             core_value = stricter(core_value, said.value)
-        combined = stricter(result, core_value)
-        if combined != result:
-            clamps.append(
-                Clamp(
-                    rule="core-approval-stricter",
-                    before=result,
-                    after=combined,
-                    reason=f"the agent core's approval resolves to {core_value}; "
-                    f"where both systems speak the stricter wins",
-                    source=_strictest_source(core),
-                )
-            )
-        result = combined
+        result = _tighten(
+            result,
+            core_value,
+            clamps,
+            rule="core-approval-stricter",
+            reason=f"the agent core's approval resolves to {core_value}; "
+            f"where both systems speak the stricter wins",
+            source=_strictest_source(core),
+        )
 
     return Decision(
         permission=result,
@@ -176,6 +166,23 @@ def _resolve(scopes: ScopeInputs, core: CoreInputs | None) -> Decision:
         scopes=tuple(consulted),
         clamps=tuple(clamps),
     )
+
+
+def _tighten(
+    value: Permission,
+    limit: Permission,
+    clamps: list[Clamp],
+    *,
+    rule: str,
+    reason: str,
+    source: SourceRef | None,
+) -> Permission:
+    """``value`` made no looser than ``limit``. When that changes it, the change
+    is recorded in ``clamps`` under ``rule``, so the plan can say why."""
+    result = stricter(value, limit)
+    if result != value:
+        clamps.append(Clamp(rule=rule, before=value, after=result, reason=reason, source=source))
+    return result
 
 
 def _strictest_source(core: CoreInputs) -> SourceRef | None:
