@@ -247,6 +247,16 @@ def _decode(fetched: _Fetched) -> str:
     return fetched.body.decode("utf-8", errors="replace")
 
 
+def _http_error(fetched: _Fetched, meta: dict[str, Any], who: str) -> ToolResult | None:
+    """The error result for an HTTP error status (4xx, 5xx) from ``who``;
+    None when the request succeeded."""
+    if fetched.status < 400:
+        return None
+    return ToolResult(
+        "error", f"[error] {who} answered HTTP {fetched.status}", rule="http-status", data=meta
+    )
+
+
 _TEXTUAL = ("text/", "application/json", "application/xml", "application/xhtml", "+xml", "+json")
 
 
@@ -261,13 +271,9 @@ def run_fetch(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: boo
     if isinstance(got, ToolResult):
         return got
     fetched, meta = got
-    if fetched.status >= 400:
-        return ToolResult(
-            "error",
-            f"[error] the server answered HTTP {fetched.status}",
-            rule="http-status",
-            data=meta,
-        )
+    failed = _http_error(fetched, meta, "the server")
+    if failed is not None:
+        return failed
     ctype = fetched.ctype.split(";")[0].strip().lower()
     if ctype and not any(t in ctype for t in _TEXTUAL):
         return ToolResult(
@@ -327,13 +333,9 @@ def run_search(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bo
     if isinstance(got, ToolResult):
         return got
     fetched, meta = got
-    if fetched.status >= 400:
-        return ToolResult(
-            "error",
-            f"[error] the {provider} search answered HTTP {fetched.status}",
-            rule="http-status",
-            data=meta,
-        )
+    failed = _http_error(fetched, meta, f"the {provider} search")
+    if failed is not None:
+        return failed
     try:
         payload = json.loads(_decode(fetched))
         results = _brave(payload) if provider == "brave" else _wikipedia(payload, cfg)
