@@ -1231,6 +1231,10 @@ def critical_target(target: str, cwd: str | None, workspace: str) -> str | None:
     written as ``~``."""
     if target == UNKNOWN or not target:
         return None
+    if target.startswith("~+") and target[2:3] in ("", "/") and cwd is not None:
+        target = cwd + target[2:]  # ~+ is the working directory
+    if cwd is not None and cwd.startswith("~") and not target.startswith(("/", "~")):
+        target = posixpath.join(cwd, target)  # after `cd ~`: relative to home
     if target.startswith("~"):
         rest = target[1:]
         if "/" in rest and not rest.startswith("/"):
