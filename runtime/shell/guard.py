@@ -94,6 +94,8 @@ class _State:
     ungrantable: bool = False
     safe_hits: list[str] = field(default_factory=list)
     commands: int = 0
+    # after `cd ~/x` or a bare `cd`: the cwd as a ~ path, for the destructive checks only
+    home_cwd: str | None = None
 
     def add(self, decision: Decision, rule: str, span: tuple[int, int], message: str) -> None:
         self.findings.append(Finding(decision, rule, span, message))
@@ -595,7 +597,9 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
         w = args[index] if 0 <= index < len(args) else w0
         return (w.start, w.end)
 
-    issue = destructive(prog, [_symbolic(w) for w in args], st.cwd, st.ws)
+    issue = destructive(
+        prog, [_symbolic(w) for w in args], st.cwd if st.cwd is not None else st.home_cwd, st.ws
+    )
     if issue is not None:
         st.add("deny", issue.rule, span_of(issue.index), issue.message)
 
@@ -763,6 +767,11 @@ def _safe_match(
 
 def _change_dir(st: _State, prog: str, vals: list[str]) -> None:
     operands = [v for v in vals if not v.startswith("-") or v == "-"]
+    st.home_cwd = None
+    if prog == "cd" and not operands:
+        st.home_cwd = "~"
+    elif operands and prog != "popd" and (operands[0] == "~" or operands[0].startswith("~/")):
+        st.home_cwd = posixpath.normpath(operands[0])
     if (
         prog == "popd"
         or not operands
