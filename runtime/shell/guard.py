@@ -597,9 +597,15 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
         w = args[index] if 0 <= index < len(args) else w0
         return (w.start, w.end)
 
-    issue = destructive(
-        prog, [_symbolic(w) for w in args], st.cwd if st.cwd is not None else st.home_cwd, st.ws
-    )
+    sym = [_symbolic(w) for w in args]
+    dcwd = st.cwd if st.cwd is not None else st.home_cwd
+    issue = destructive(prog, sym, dcwd, st.ws)
+    for k, w in enumerate(args):
+        # rm -rf {/,x} is rm -rf / x: try each word the braces make
+        for variant in _brace_words(sym[k]) if w.brace and issue is None else ():
+            issue = destructive(prog, [*sym[:k], variant, *sym[k + 1 :]], dcwd, st.ws)
+            if issue is not None:
+                break
     if issue is not None:
         st.add("deny", issue.rule, span_of(issue.index), issue.message)
 
@@ -661,6 +667,32 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
     if prog in ("cd", "pushd", "popd"):
         _change_dir(st, prog, vals)
     _generic_args(st, args, text_args)
+
+
+def _brace_words(text: str, limit: int = 64) -> list[str]:
+    """The words bash's brace expansion makes of ``text`` (comma lists, nested;
+    at most ``limit``)."""
+    depth = 0
+    start = -1
+    commas: list[int] = []
+    for i, c in enumerate(text):
+        if c == "{":
+            if depth == 0:
+                start, commas = i, []
+            depth += 1
+        elif c == "," and depth == 1:
+            commas.append(i)
+        elif c == "}" and depth > 0:
+            depth -= 1
+            if depth == 0 and commas:
+                bounds = [start, *commas, i]
+                out: list[str] = []
+                for a, b in zip(bounds, bounds[1:], strict=False):
+                    out.extend(_brace_words(text[:start] + text[a + 1 : b] + text[i + 1 :], limit))
+                    if len(out) >= limit:
+                        break
+                return out[:limit]
+    return [text]
 
 
 def _symbolic(w: Word) -> str:
