@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.capabilities import is_granted
-from charter.runtime.redact import FAILED_MARKER, Redactor
+from charter.runtime.redact import Redactor, redacted_views
 from charter.runtime.results import ToolResult, refusal
 
 if TYPE_CHECKING:
@@ -383,27 +383,6 @@ def _error_text(tool: str, exc: BaseException, path: Path) -> tuple[str, str, st
     return "tool-crashed", text, text + where
 
 
-def _views(result: ToolResult, redactor: Redactor, extra_display: str = "") -> ToolResult:
-    try:
-        content = redactor.redact(result.content, "model")
-        display_src = result.display if result.display is not None else result.content
-        display = redactor.redact(display_src + extra_display, "operator")
-        data = redactor.redact_value(result.data, "stored")
-    except Exception:  # noqa: BLE001 - a failing redactor hides everything
-        content = display = FAILED_MARKER
-        data = {}
-    if FAILED_MARKER in (content, display):
-        return ToolResult("error", FAILED_MARKER, rule="redaction-failed", display=FAILED_MARKER)
-    return ToolResult(
-        result.status,
-        content,
-        gate=result.gate,
-        rule=result.rule,
-        display=None if display == content else display,
-        data=data if isinstance(data, dict) else {},
-    )
-
-
 def run_authored(
     entry: ToolEntry,
     args: Mapping[str, Any],
@@ -507,7 +486,7 @@ def run_authored(
         else:
             text = f"[cancelled] {name} was cancelled with the run; {async_note}"
             result = ToolResult("error", text, rule="cancelled")
-        return _views(result, redactor)
+        return redacted_views(result, redactor)
     if outcome.error is not None:
         raised = outcome.error
         try:
@@ -543,4 +522,4 @@ def run_authored(
         extra = "\n[progress]\n" + "\n".join(output.messages)
         if output.dropped:
             extra += f"\n[{output.dropped} more progress messages dropped]"
-    return _views(result, redactor, extra)
+    return redacted_views(result, redactor, extra)

@@ -39,12 +39,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
+from charter.runtime.results import ToolResult
+
 __all__ = [
     "FAILED_MARKER",
     "MIN_SECRET_LEN",
     "VIEWS",
     "Redactor",
     "View",
+    "redacted_views",
     "sensitive_name",
 ]
 
@@ -274,3 +277,31 @@ class Redactor:
     def names(self) -> Iterable[str]:
         """The names of the known secrets (never their values)."""
         return sorted({name for name, _ in self._values.values()})
+
+
+def redacted_views(result: ToolResult, redactor: Redactor, extra_display: str = "") -> ToolResult:
+    """``result`` with each view passed through its own redaction: the
+    content for the model, the display (plus ``extra_display``) for the
+    operator, the data for storage. If any view cannot be redacted, the
+    whole result becomes a ``redaction-failed`` error: one failed view means
+    the values could not be checked anywhere, so none is shown."""
+    try:
+        content = redactor.redact(result.content, "model")
+        display_src = result.display if result.display is not None else result.content
+        display = redactor.redact(display_src + extra_display, "operator")
+        data = redactor.redact_value(result.data, "stored")
+    except Exception:  # noqa: BLE001 - a failing redactor must hide, never show
+        content = display = FAILED_MARKER
+        data = {}
+    if FAILED_MARKER in (content, display):
+        return ToolResult(
+            "error", FAILED_MARKER, gate=result.gate, rule="redaction-failed", display=FAILED_MARKER
+        )
+    return ToolResult(
+        result.status,
+        content,
+        gate=result.gate,
+        rule=result.rule,
+        display=None if display == content else display,
+        data=data if isinstance(data, dict) else {},
+    )

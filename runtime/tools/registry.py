@@ -31,7 +31,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from charter.runtime.redact import FAILED_MARKER, Redactor
+from charter.runtime.redact import Redactor, redacted_views
 from charter.runtime.results import ToolResult, refusal
 from charter.runtime.tools import catalog_tools, context, files, shell, skills, tasks, web
 from charter.runtime.tools.context import RunStore
@@ -115,35 +115,6 @@ def current_session() -> Any:
     return _SESSION.get()
 
 
-def _safe_views(result: ToolResult, redactor: Redactor) -> ToolResult:
-    try:
-        content = redactor.redact(result.content, "model")
-        display = redactor.redact(
-            result.display if result.display is not None else result.content, "operator"
-        )
-        data = redactor.redact_value(result.data, "stored")
-    except Exception:  # noqa: BLE001 - a failing redactor must hide, never show
-        content = display = FAILED_MARKER
-        data = {}
-    if FAILED_MARKER in (content, display):
-        # One failed view means the values could not be checked anywhere.
-        return ToolResult(
-            "error",
-            FAILED_MARKER,
-            gate=result.gate,
-            rule="redaction-failed",
-            display=FAILED_MARKER,
-        )
-    return ToolResult(
-        result.status,
-        content,
-        gate=result.gate,
-        rule=result.rule,
-        display=None if display == content else display,
-        data=data if isinstance(data, dict) else {},
-    )
-
-
 def _wrap(impl: str, raw: _Raw) -> Implementation:
     def run(
         call_args: Mapping[str, Any],
@@ -162,7 +133,7 @@ def _wrap(impl: str, raw: _Raw) -> Implementation:
                 "tool-crashed",
                 f"{tool or impl} failed: {type(exc).__name__}: {exc}",
             )
-        return _safe_views(result, rt.redactor)
+        return redacted_views(result, rt.redactor)
 
     run.__name__ = f"run_{impl.replace('.', '_')}"
     run.__qualname__ = run.__name__
