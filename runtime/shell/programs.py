@@ -1149,6 +1149,12 @@ def unwrap(wrapper: str, args: Sequence[str]) -> Unwrapped:
         out = short_given(s, "o") or long_given(s, ("output",))
         if out is not None:
             issues.append(Issue("embedded-write", out.index, "time -o writes to a file"))
+    if wrapper in ("su", "runuser", "flock"):
+        # su USER -c CMD and flock FILE -c CMD: -c may follow the operand
+        late = scan(args, short, long_, permute=True)
+        cmd = short_given(late, "c") or long_given(late, ("command",))
+        if cmd is not None and cmd.value is not None:
+            return Unwrapped(None, tuple(issues), split_string=cmd.value)
     if wrapper in ("chroot", "flock"):
         # the first operand is the new root or the lock file
         if first is None or first + 1 >= len(args):
@@ -1158,6 +1164,8 @@ def unwrap(wrapper: str, args: Sequence[str]) -> Unwrapped:
         cmd = short_given(s, "c") or long_given(s, ("command",))
         if cmd is not None and cmd.value is not None:
             return Unwrapped(None, tuple(issues), split_string=cmd.value)
+        if wrapper == "runuser" and (short_given(s, "u") or long_given(s, ("user",))):
+            return Unwrapped(first, tuple(issues))  # runuser -u USER [--] COMMAND
         return Unwrapped(None, tuple(issues))
     if wrapper == "flock":
         cmd = short_given(s, "c") or long_given(s, ("command",))
