@@ -744,7 +744,8 @@ def _wrapper(
 def _shell(
     st: _State, prog: str, w0: Word, args: tuple[Word, ...] | list[Word], vals: list[str]
 ) -> None:
-    s = scan(vals, "oO", (), permute=False)
+    # `+o opt`, `+O opt` and `+e` are options to a shell just like their `-` forms
+    s = scan([("-" + v[1:]) if v[:1] == "+" else v for v in vals], "oO", (), permute=False)
     has_c = any(o.name == "-c" for o in s.opts)
     if not has_c:
         st.add(
