@@ -32,6 +32,7 @@ from charter.compiler.frontends.config_toml import UserConfig
 from charter.compiler.frontends.mcp_manifest import McpServer, server_id_from_path
 from charter.compiler.frontends.project import AgentSources, Project
 from charter.compiler.frontends.stage_toml import StageEntry, combine_stages
+from charter.compiler.frontends.validation import thaw
 from charter.compiler.mcp_lock import lock_display, pinned_schema, read_agent_lock, server_pins
 from charter.compiler.permissions import (
     APPROVAL_TO_PERMISSION,
@@ -627,7 +628,7 @@ def _builtin_entry(ctx: _Ctx, ref: ToolRef, output: StageModel | None) -> ToolEn
 def _schema(
     ctx: _Ctx, schema: Any, smap: SourceMap | None, path: tuple[str | int, ...]
 ) -> tuple[str | None, str]:
-    schema = _thaw(schema)
+    schema = thaw(schema)
     text = schema_text(schema)
     problem = _checked(text)
     if problem is None:
@@ -656,15 +657,6 @@ def schema_text(schema: Any) -> str:
 def _checked(text: str) -> tuple[str, str] | None:
     # Agents often share tools; check each distinct schema once.
     return check_schema(json.loads(text))
-
-
-def _thaw(value: Any) -> Any:
-    """Input models hold tuples; JSON Schema wants lists and dicts."""
-    if isinstance(value, dict):
-        return {k: _thaw(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_thaw(v) for v in value]
-    return value
 
 
 def _ints_only(value: Any) -> Any:
@@ -991,7 +983,7 @@ def _compile_stage(
             format=o.format,
             instructions=o.instructions,
             example=o.example,
-            answer_schema=canonical_json(_ints_only(_thaw(o.schema_))) if o.schema_ else None,
+            answer_schema=canonical_json(_ints_only(thaw(o.schema_))) if o.schema_ else None,
         )
     hint = None
     wants_hint = st.shell_hint if st.shell_hint is not None else _agent_hint(ctx)

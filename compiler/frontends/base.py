@@ -11,7 +11,7 @@ from typing import Any, Generic, Literal, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from charter.compiler.diagnostics import Diagnostic, Severity, Span, format_key_path
-from charter.compiler.frontends.validation import _is_union_tag, freeze, validate_model
+from charter.compiler.frontends.validation import _is_union_tag, freeze, thaw, validate_model
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
 from charter.compiler.sources.text import read_source
@@ -129,7 +129,7 @@ def salvage(model: type[M], raw: Any, *, rounds: int = 8) -> M | None:
     """
     if not isinstance(raw, dict):
         return None
-    data = _copy(raw)
+    data = thaw(raw)
     for _ in range(rounds):
         try:
             return model.model_validate(freeze(data))
@@ -146,14 +146,6 @@ def salvage(model: type[M], raw: Any, *, rounds: int = 8) -> M | None:
             if not progress:
                 return None
     return None
-
-
-def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_copy(v) for v in value]
-    return value
 
 
 def _remove(data: Any, loc: list[str | int]) -> bool:

@@ -18,7 +18,7 @@ from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from charter.compiler.frontends.base import Loaded, load_document
-from charter.compiler.frontends.validation import InputModel
+from charter.compiler.frontends.validation import InputModel, thaw
 
 __all__ = ["Expectation", "LintSettings", "ProjectSettings", "SETTINGS_FILE", "load_settings"]
 
@@ -54,7 +54,7 @@ class Expectation(InputModel):
         return self
 
     def call_args(self) -> dict[str, Any]:
-        out: dict[str, Any] = _thaw(self.args)
+        out: dict[str, Any] = thaw(self.args)
         if self.command is not None:
             out["command"] = self.command
         return out
@@ -63,14 +63,6 @@ class Expectation(InputModel):
 class ProjectSettings(InputModel):
     lint: LintSettings = LintSettings()
     expect: tuple[Expectation, ...] = Field(default=())
-
-
-def _thaw(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _thaw(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_thaw(v) for v in value]
-    return value
 
 
 def load_settings(path: Path, display: str) -> Loaded[ProjectSettings]:

@@ -23,7 +23,7 @@ from pydantic_core import PydanticCustomError
 
 from charter.compiler.diagnostics import Diagnostic
 from charter.compiler.frontends.base import Loaded, parse_mapping
-from charter.compiler.frontends.validation import InputModel, validate_model
+from charter.compiler.frontends.validation import InputModel, thaw, validate_model
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
 
@@ -113,7 +113,7 @@ class ToolSpec(InputModel):
         """``input_schema`` as plain JSON data. Loading turns every list into
         a tuple (models hold nothing mutable); a JSON Schema validator wants
         arrays back as lists."""
-        thawed: dict[str, Any] = _thaw(self.input_schema)
+        thawed: dict[str, Any] = thaw(self.input_schema)
         return thawed
 
     @field_validator("entrypoint")
@@ -168,14 +168,6 @@ def _slot_only(keys: list[str], smap: SourceMap) -> list[Diagnostic]:
         )
         for key in keys
     ]
-
-
-def _thaw(value: Any) -> Any:
-    if isinstance(value, tuple | list):
-        return [_thaw(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _thaw(v) for k, v in value.items()}
-    return value
 
 
 def _kind(value: Any) -> str:

@@ -25,7 +25,7 @@ from charter.compiler.diagnostics import Diagnostic, Severity, did_you_mean, for
 from charter.compiler.rules import _BY_NAME, diag
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
 
-__all__ = ["InputModel", "freeze", "validate_model"]
+__all__ = ["InputModel", "freeze", "thaw", "validate_model"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -43,6 +43,17 @@ def freeze(value: Any) -> Any:
         return tuple(freeze(v) for v in value)
     if isinstance(value, dict):
         return {k: freeze(v) for k, v in value.items()}
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """The reverse of :func:`freeze`: a fresh copy in which every tuple or
+    list is a list and every dict a new dict. What a JSON Schema validator or
+    an in-place edit needs from data a frozen model holds."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [thaw(v) for v in value]
     return value
 
 
