@@ -300,6 +300,14 @@ def _simple(st: _State, cmd: SimpleCommand) -> None:
         _word_expansions(st, w)
     for r in cmd.redirects:
         _word_expansions(st, r.target)
+    name = words[i].value if i < len(words) else None
+    if name is not None and posixpath.basename(name) in SHELLS:
+        # `bash <<< 'CMD'` and `bash <<EOF`: the inline text is the shell's script
+        for r in cmd.redirects:
+            if r.op == "<<<" and r.target.value is not None:
+                _nested(st, r.target.value, (r.start, r.end))
+            elif r.op in ("<<", "<<-") and r.heredoc is not None:
+                _nested(st, r.heredoc.body, (r.start, r.end))
 
 
 def _is_assignment(w: Word) -> bool:
