@@ -630,8 +630,9 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
             (w0.start, w0.end),
             "eval runs its arguments as a new command line; run that command directly",
         )
-        if args and all(w.value is not None for w in args):
-            _nested(st, " ".join(vals), (args[0].start, args[-1].end))
+        texts = [_script_text(w) for w in args]
+        if args and all(t is not None for t in texts):
+            _nested(st, " ".join(t or "" for t in texts), (args[0].start, args[-1].end))
         return
     if prog == "find":
         _find_exec(st, args, vals)
@@ -703,6 +704,24 @@ def _brace_words(text: str, limit: int = 64) -> list[str]:
     return [text]
 
 
+def _script_text(w: Word) -> str | None:
+    """A word that is run as a command line (bash -c, eval), with its
+    variables left as `$NAME` text for the inner reading (`bash -c "rm -rf
+    $HOME"` is judged as `rm -rf $HOME`); None when it holds a substitution."""
+    if w.value is not None:
+        return w.value
+    out: list[str] = []
+    for p in w.parts:
+        for q in p.inner if p.kind == "dq" else (p,):
+            if q.value is not None:
+                out.append(q.value)
+            elif q.kind in ("param", "param_brace") and "$(" not in q.raw and "`" not in q.raw:
+                out.append(q.raw)
+            else:
+                return None
+    return "".join(out)
+
+
 def _symbolic(w: Word) -> str:
     """The word's value, with ``$HOME``/``${HOME}`` written as ``~`` so the
     destructive-payload checks see ``rm -rf "$HOME"`` for what it is."""
@@ -770,9 +789,10 @@ def _shell(
     if not s.operands:
         return
     script_word = args[s.operands[0]]
-    if script_word.value is None:
+    script = _script_text(script_word)
+    if script is None:
         return  # its expansions are already findings
-    _nested(st, script_word.value, (script_word.start, script_word.end))
+    _nested(st, script, (script_word.start, script_word.end))
 
 
 def _find_exec(st: _State, args: tuple[Word, ...] | list[Word], vals: list[str]) -> None:
