@@ -71,6 +71,7 @@ __all__ = [
     "ServerRequest",
     "authorize_connect",
     "plan_pins",
+    "plan_tool_names",
     "requests_for",
     "to_listed",
 ]
@@ -205,6 +206,12 @@ def plan_pins(agent: AgentPlan, server: str) -> dict[str, McpToolPin] | None:
         and t.mcp.schema_sha256 is not None
     }
     return pins or None
+
+
+def plan_tool_names(agent: AgentPlan, server: str) -> dict[str, str]:
+    """The names the plan gives one server's tools, keyed by the server's own
+    tool name, so a listed tool is offered under its planned name."""
+    return {t.mcp.tool: t.name for t in agent.tools if t.mcp is not None and t.mcp.server == server}
 
 
 def _connection_closed(exc: BaseException) -> bool:
@@ -649,17 +656,12 @@ def requests_for(
         except ConnectRefused as exc:
             refused.append(ServerReport(plan.server, "refused", exc.rule, exc.message))
             continue
-        names = {
-            t.mcp.tool: t.name
-            for t in agent.tools
-            if t.mcp is not None and t.mcp.server == plan.server
-        }
         requests.append(
             ServerRequest(
                 plan,
                 auth,
                 pins=plan_pins(agent, plan.server),
-                names=names,
+                names=plan_tool_names(agent, plan.server),
                 target=(targets or {}).get(plan.server),
             )
         )

@@ -49,6 +49,7 @@ from charter.runtime.mcp.client import (
     ServerRequest,
     authorize_connect,
     plan_pins,
+    plan_tool_names,
 )
 from charter.runtime.mcp.filters import pattern_matches
 from charter.runtime.mcp.launch import ConnectPreview
@@ -463,11 +464,7 @@ class McpRuntime:
             pins = plan_pins(agent, plan.server)
             if pins is None and plan.locked:
                 pins = {}  # locked, but no stage offers a pinned tool: nothing is offered
-            names = {
-                t.mcp.tool: t.name
-                for t in agent.tools
-                if t.mcp is not None and t.mcp.server == plan.server
-            }
+            names = plan_tool_names(agent, plan.server)
             requests.append(
                 ServerRequest(
                     plan, auth, pins=pins, names=names, target=self.targets.get(plan.server)
