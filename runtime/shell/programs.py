@@ -1307,8 +1307,12 @@ def destructive(prog: str, args: Sequence[str], cwd: str | None, workspace: str)
         s = scan(args, "", ("reference", "from"))
         if (short_given(s, "R") or long_given(s, ("recursive",))) is None:
             return None
-        # the first operand is the mode or owner
-        for i in s.operands[1:]:
+        # the first operand is the mode or owner, unless --reference gives it
+        # or the mode is written like an option (chmod -R -w /)
+        no_mode = long_given(s, ("reference",)) is not None or (
+            prog == "chmod" and any(re.fullmatch(r"-[rwxXst]+", a) for a in args)
+        )
+        for i in s.operands if no_mode else s.operands[1:]:
             why = critical_target(args[i], cwd, workspace)
             if why is not None:
                 return Issue(
