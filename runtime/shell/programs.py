@@ -1225,7 +1225,7 @@ SYSTEM_DIRS = frozenset(
 _BLOCK_DEVICE = re.compile(
     r"^/dev/(?:sd[a-z]+|hd[a-z]+|vd[a-z]+|xvd[a-z]+|nvme\d+n\d+(?:p\d+)?|nvme\d+|mmcblk\d+"
     r"(?:p\d+)?|disk\d+(?:s\d+)?|rdisk\d+(?:s\d+)?|dm-\d+|md\d+|sr\d+|loop\d+|mapper/.+"
-    r"|root|sd[a-z]+\d+)\d*$"
+    r"|root|sd[a-z]+\d+|nbd\d+|disk/by-[a-z-]+/.+)\d*$"
 )
 
 
@@ -1326,12 +1326,13 @@ def destructive(prog: str, args: Sequence[str], cwd: str | None, workspace: str)
     if prog in ("init", "telinit") and any(a in ("0", "6") for a in args):
         return Issue("power-control", -1, f"{prog} 0/6 stops the machine and is never run", "deny")
     if prog == "systemctl" and any(
-        a in ("poweroff", "reboot", "halt", "kexec", "emergency", "rescue") for a in args
+        a.removesuffix(".target") in ("poweroff", "reboot", "halt", "kexec", "emergency", "rescue")
+        for a in args
     ):
         return Issue("power-control", -1, "systemctl power actions are never run", "deny")
     if prog == "kill":
         for i, a in enumerate(args):
-            if a == "-1" and (i > 0 or len(args) == 1):
+            if re.fullmatch(r"-0*1", a) and (i > 0 or len(args) == 1):
                 return Issue(
                     "kill-all", i, "kill -1 signals every process and is never run", "deny"
                 )
