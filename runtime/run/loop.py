@@ -270,6 +270,20 @@ class AgentRun:
                 event, run=self.ctx.run_id, agent=self.name, agent_id=self.id, **fields
             )
 
+    def _audit_refusal(self, call: ModelToolCall, gate: str, rule: str, reason: str | None) -> None:
+        """Audit a call the loop refuses itself, before the gates see it, in
+        the shape the gates' own decision records have."""
+        self._audit(
+            "decision",
+            stage=self.stage.name,
+            call_id=call.id,
+            tool=call.name,
+            gate=gate,
+            rule=rule,
+            decision="deny",
+            reason=reason,
+        )
+
     def _shown(self, text: str) -> str:
         try:
             return self.ctx.redactor.redact(text, "event")
@@ -537,16 +551,7 @@ class AgentRun:
                 f"the call to '{call.name}' was not run: {call.error or 'no arguments'}",
             )
             gate = "schema"
-            self._audit(
-                "decision",
-                stage=self.stage.name,
-                call_id=call.id,
-                tool=call.name,
-                gate="schema",
-                rule="malformed-arguments",
-                decision="deny",
-                reason=call.error,
-            )
+            self._audit_refusal(call, "schema", "malformed-arguments", call.error)
         else:
             tool_call = ToolCall(call.name, call.arguments, call.id)
             outcome = decide(self.session, tool_call)
@@ -563,16 +568,7 @@ class AgentRun:
             guarded = self._guard_records(outcome.canonical or call.name, call.arguments)
             if guarded is not None and outcome.decision != "deny":
                 result, decision, gate, rule = guarded, "deny", "dispatch", "run-records"
-                self._audit(
-                    "decision",
-                    stage=self.stage.name,
-                    call_id=call.id,
-                    tool=call.name,
-                    gate="dispatch",
-                    rule="run-records",
-                    decision="deny",
-                    reason=guarded.content,
-                )
+                self._audit_refusal(call, "dispatch", "run-records", guarded.content)
             else:
                 result = await anyio.to_thread.run_sync(run, limiter=self.ctx.limiter)
             if decision == "ask":
