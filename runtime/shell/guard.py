@@ -61,6 +61,11 @@ _DISCARD = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "NU
 _FD_PATH = re.compile(r"^/dev/fd/[0-9]+$")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _FORK_BOMB = re.compile(r"([^\s(){};|&<>]+)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*&?\s*\1(?![^\s;&|}])")
+# the same with the `function NAME` keyword form, which parses (as an opaque
+# control structure), so it is looked for in every command line
+_FORK_BOMB_KW = re.compile(
+    r"\bfunction\s+([^\s(){};|&<>]+)\s*(?:\(\s*\)\s*)?\{[^}]*?\1\s*\|\s*&?\s*\1(?![^\s;&|}])"
+)
 _SALVAGE_SPLIT = re.compile(r"[;&|(){}\n`]|\$\(")
 
 _EXPANSION_RULE = {
@@ -223,6 +228,8 @@ def _judge(st: _State) -> None:
         _salvage(st, st.text, (0, len(st.text)))
         return
     _program(st, result.program)
+    if "function" in st.text and _FORK_BOMB_KW.search(st.text):
+        st.add("deny", "fork-bomb", (0, len(st.text)), "a fork bomb is never run")
     for start, end in result.comments:
         body = st.text[start:end]
         if any(c in body for c in "$`'\"\\") or "<(" in body or ">(" in body:
@@ -241,7 +248,7 @@ def _judge(st: _State) -> None:
 def _salvage(st: _State, text: str, span: tuple[int, int]) -> None:
     """Look for destructive payloads in text that did not parse: judge each
     piece between shell operators on its own and keep only refusals."""
-    if _FORK_BOMB.search(text):
+    if _FORK_BOMB.search(text) or _FORK_BOMB_KW.search(text):
         st.add("deny", "fork-bomb", span, "a fork bomb is never run")
     for piece in _SALVAGE_SPLIT.split(text):
         if not piece.strip():
