@@ -191,13 +191,13 @@ def main() -> None:
             charter_cmd = [sys.executable, "-m", "charter.compiler"]
         else:
             charter_cmd = [charter]
-        check_ms = _cold(
-            [*charter_cmd, "check", str(plan_path), "--agent", "agent42", "--workspace",
-             str(ws), "read_file", '{"path":"src/main.py"}'],
-            b"",
-            opts.runs,
-            env,
-        )  # fmt: skip
+
+        def cold_check(plan: Path, agent: str) -> float:
+            """A cold `charter check` of one read_file call against ``plan``."""
+            argv = [*charter_cmd, "check", str(plan), "--agent", agent, "--workspace", str(ws)]
+            return _cold([*argv, "read_file", '{"path":"src/main.py"}'], b"", opts.runs, env)
+
+        check_ms = cold_check(plan_path, "agent42")
         event = json.dumps(
             {
                 "session_id": "bench",
@@ -218,13 +218,7 @@ def main() -> None:
         hook_small_ms = _cold(
             [*charter_cmd, "hook", "claude-code", "--plan", str(small_path)], event, opts.runs, env
         )
-        check_small_ms = _cold(
-            [*charter_cmd, "check", str(small_path), "--agent", "agent0", "--workspace",
-             str(ws), "read_file", '{"path":"src/main.py"}'],
-            b"",
-            opts.runs,
-            env,
-        )  # fmt: skip
+        check_small_ms = cold_check(small_path, "agent0")
         base_ms = _cold([sys.executable, "-c", "pass"], b"", opts.runs, env)
 
     print(f"read_file decision   median {r_med:7.1f} us   p99 {r_p99:7.1f} us   (target <= 50)")
