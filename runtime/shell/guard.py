@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from charter.runtime.shell.normalize import hidden_characters, readings
+from charter.runtime.shell.normalize import Reading, hidden_characters, readings
 from charter.runtime.shell.options import scan
 from charter.runtime.shell.policy import (
     REDIRECT_WRITE_RULE,
@@ -131,7 +131,11 @@ def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Ve
     ungrantable = False
     safe_hits: list[str] = []
     commands = 0
-    for reading in readings(command):
+    extra: list[Reading] = []
+    if "$IFS" in command or "${IFS}" in command:
+        # rm${IFS}-rf${IFS}/ is rm -rf / once the shell splits the words
+        extra.append(Reading("IFS-split", re.sub(r"\$\{IFS\}|\$IFS\b", " ", command)))
+    for reading in [*readings(command), *extra]:
         st = _State(reading.text, cw, ws, ws_real, policy)
         _judge(st)
         if reading.label == "raw":
