@@ -1287,6 +1287,12 @@ _FIND_UNFILTERED = frozenset(
         "-noleaf",
         "-daystart",
         "-follow",
+        "-true",
+        "-print",
+        "-print0",
+        "-ls",
+        "-nowarn",
+        "-warn",
     }
 )
 
@@ -1361,7 +1367,12 @@ def destructive(prog: str, args: Sequence[str], cwd: str | None, workspace: str)
         # `find / -delete` and `find / -exec rm {} +` are `rm -rf /` by other
         # names; with a test in the expression (-name, -type, ...) they
         # remove only some files
-        starts = 0
+        lead = 0  # -H/-L/-P/-D X/-OLEVEL come before the starting points
+        while lead < len(args) and (
+            args[lead] in ("-H", "-L", "-P", "-D") or args[lead].startswith(("-D", "-O"))
+        ):
+            lead += 2 if args[lead] == "-D" else 1
+        starts = lead
         while starts < len(args) and not (
             args[starts].startswith("-") or args[starts] in ("(", "!")
         ):
@@ -1392,7 +1403,9 @@ def destructive(prog: str, args: Sequence[str], cwd: str | None, workspace: str)
             i += 1
         if not removes or not set(expr) <= _FIND_UNFILTERED:
             return None
-        for i, a in enumerate(args[:starts]):
+        # without a starting point find searches `.`
+        points = list(enumerate(args[lead:starts], lead)) or [(-1, ".")]
+        for i, a in points:
             why = critical_target(a, cwd, workspace)
             if why is not None:
                 return Issue(
