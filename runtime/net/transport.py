@@ -215,6 +215,30 @@ def _raw_host(url: httpx.URL) -> str:
     return url.raw_host.decode("ascii", errors="replace")
 
 
+def _pool_options(
+    verify: ssl.SSLContext | str | bool, http2: bool, limits: httpx.Limits
+) -> dict[str, Any]:
+    """The connection-pool settings both transports share: TLS as httpx would
+    set it up (no proxy or certificate settings from the environment) and
+    httpx's limits carried over."""
+    return {
+        "ssl_context": httpx.create_ssl_context(verify=verify, trust_env=False),
+        "max_connections": limits.max_connections,
+        "max_keepalive_connections": limits.max_keepalive_connections,
+        "keepalive_expiry": limits.keepalive_expiry,
+        "http1": True,
+        "http2": http2,
+    }
+
+
+def _admit(guard: Guard, request: httpx.Request) -> None:
+    """Refuse a request whose URL the policy denies before any connection is
+    made (the backend still pins the address it connects to)."""
+    decision = guard.check_request(request.url.scheme, _raw_host(request.url), request.url.port)
+    if decision.verdict == "deny":
+        raise BlockedRequest(decision)
+
+
 class PinnedTransport(httpx.HTTPTransport):
     """A synchronous httpx transport that connects only to policy-approved addresses.
 
@@ -237,21 +261,12 @@ class PinnedTransport(httpx.HTTPTransport):
         # The pool httpx built is swapped for one whose sockets go through the
         # pinning backend; httpx has no public hook for a network backend.
         self._pool = httpcore.ConnectionPool(
-            ssl_context=httpx.create_ssl_context(verify=verify, trust_env=False),
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            http1=True,
-            http2=http2,
+            **_pool_options(verify, http2, limits),
             network_backend=_PinnedBackend(self.guard, BlockedRequest, backend),
         )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        decision = self.guard.check_request(
-            request.url.scheme, _raw_host(request.url), request.url.port
-        )
-        if decision.verdict == "deny":
-            raise BlockedRequest(decision)
+        _admit(self.guard, request)
         response = super().handle_request(request)
         _record_peer(response.extensions)
         return response
@@ -273,21 +288,12 @@ class AsyncPinnedTransport(httpx.AsyncHTTPTransport):
         super().__init__(verify=verify, trust_env=False, http2=http2, limits=limits)
         self.guard = _guard(policy, resolver)
         self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=httpx.create_ssl_context(verify=verify, trust_env=False),
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            http1=True,
-            http2=http2,
+            **_pool_options(verify, http2, limits),
             network_backend=_AsyncPinnedBackend(self.guard, BlockedRequest, backend),
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        decision = self.guard.check_request(
-            request.url.scheme, _raw_host(request.url), request.url.port
-        )
-        if decision.verdict == "deny":
-            raise BlockedRequest(decision)
+        _admit(self.guard, request)
         response = await super().handle_async_request(request)
         _record_peer(response.extensions)
         return response
