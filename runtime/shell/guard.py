@@ -44,6 +44,7 @@ from charter.runtime.shell.programs import (
     unwrap,
 )
 from charter.runtime.shell.syntax import Part, Program, Redirect, SimpleCommand, Word, parse
+from charter.runtime.workspace import is_sensitive
 
 __all__ = ["evaluate", "sensitive_path"]
 
@@ -84,7 +85,13 @@ _EXPANSION_RULE = {
 
 
 def sensitive_path(value: str) -> bool:
-    return _SENSITIVE.search(value) is not None
+    # the file tools' list too (key material, credentials.json, .ENV, ...),
+    # so the shell is no way around a path the read_file tool would ask about
+    return (
+        _SENSITIVE.search(value) is not None
+        or is_sensitive(value)
+        or ("=" in value and is_sensitive(value.split("=", 1)[1]))  # --opt=FILE
+    )
 
 
 @dataclass
