@@ -860,10 +860,14 @@ def _change_dir(st: _State, prog: str, vals: list[str]) -> None:
         st.cwd = None
         return
     target = operands[0]
+    base = st.cwd
     if target.startswith("/"):
         st.cwd = posixpath.normpath("/" + target.lstrip("/"))
     elif st.cwd is not None:
         st.cwd = posixpath.normpath(posixpath.join(st.cwd, target))
+    if st.cwd is not None and any(v.startswith("-") and "P" in v for v in vals):
+        # cd -P follows symlinks before `..` (the physical directory)
+        st.cwd = _realpath(posixpath.join(base or "/", target))
 
 
 def _generic_args(

@@ -40,3 +40,13 @@ def test_a_glob_redirect_target_is_matched_against_the_file_system(tmp_path: Pat
     v = evaluate("echo x > s*/f", cwd=ws, workspace=ws, policy=ShellPolicy())
     assert v.decision == "ask"
     assert all(w.inside_workspace for w in v.writes)
+
+
+def test_cd_dash_p_follows_symlinks_before_dotdot(tmp_path: Path) -> None:
+    # cd -P resolves link first, so link/.. is the directory above its target
+    ws = _layout(tmp_path)
+    v = evaluate("cd -P link/.. && echo x > f", cwd=ws, workspace=ws, policy=ShellPolicy())
+    assert (v.decision, v.rule) == ("deny", "redirect-outside-workspace")
+    # a logical cd (the default) climbs back lexically
+    v = evaluate("cd link/.. && echo x > f", cwd=ws, workspace=ws, policy=ShellPolicy())
+    assert v.decision == "ask" and all(w.inside_workspace for w in v.writes)
