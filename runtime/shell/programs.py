@@ -473,10 +473,24 @@ def _hostname(args: Sequence[str]) -> Checked:
     return _OK
 
 
+def _test(args: Sequence[str]) -> Checked:
+    # bash evaluates the subscript of `-v NAME[SUB]` / `-R NAME[SUB]` as
+    # arithmetic, expanding it first: test -v 'a[$(cmd)]' runs cmd
+    for i, a in enumerate(args[:-1]):
+        if a in ("-v", "-R") and "[" in args[i + 1]:
+            return _one(
+                "exec-option",
+                i + 1,
+                "test -v with an array subscript evaluates the subscript, which can run "
+                "commands; test a plain variable name to run unprompted",
+            )
+    return _OK
+
+
 def _bracket(args: Sequence[str]) -> Checked:
     if not args or args[-1] != "]":
         return _one("malformed-command", -1, "[ without a closing ] is not a valid test")
-    return _OK
+    return _test(args[:-1])
 
 
 def _command_lookup(args: Sequence[str]) -> Checked:
@@ -888,7 +902,6 @@ READ_ONLY: dict[str, Checker] = {
             "nproc",
             "arch",
             "groups",
-            "test",
             "jq",
             "ps",
             "uptime",
@@ -920,6 +933,7 @@ READ_ONLY: dict[str, Checker] = {
     "sed": _sed_checker,
     "git": _git,
     "command": _command_lookup,
+    "test": _test,
     "[": _bracket,
 }
 
