@@ -58,7 +58,10 @@ _SENSITIVE = re.compile(
     r"|(?:^|[^A-Za-z0-9_])\.(?:aws|kube|ssh|gnupg|docker|azure|gcloud|config/gcloud)(?:/|$)"
     r"|(?:^|/)id_(?:rsa|dsa|ecdsa|ed25519)(?:$|\.)",
 )
-_DISCARD = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "NUL", "nul"})
+# NUL is the null device only on Windows; bash on a POSIX system creates a file of that name
+_DISCARD = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}) | (
+    frozenset({"NUL", "nul"}) if os.name == "nt" else frozenset()
+)
 _FD_PATH = re.compile(r"^/dev/fd/[0-9]+$")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _FORK_BOMB = re.compile(r"([^\s(){};|&<>]+)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*&?\s*\1(?![^\s;&|}])")
