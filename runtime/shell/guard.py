@@ -278,9 +278,13 @@ def _salvage(st: _State, text: str, span: tuple[int, int]) -> None:
 
 
 def _program(st: _State, program: Program) -> None:
+    prev: SimpleCommand | None = None
     for cmd in program.commands:
         if isinstance(cmd, SimpleCommand):
             _simple(st, cmd)
+            if prev is not None and st.text[prev.end : cmd.start].strip() in ("|", "|&"):
+                _piped_script(st, prev, cmd)
+            prev = cmd
         else:
             st.add(
                 "ask",
@@ -557,6 +561,27 @@ def _control_structure(name: str) -> str:
         f"shell control structures ({name} ...) are never allowed automatically; "
         "run the commands one by one"
     )
+
+
+def _piped_script(st: _State, producer: SimpleCommand, shell: SimpleCommand) -> None:
+    """`echo 'CMD' | bash`: literal text printed into a shell reading its
+    standard input is that shell's script."""
+    words = shell.words
+    name = words[0].value if words else None
+    if name is None or posixpath.basename(name) not in SHELLS:
+        return
+    if any(
+        w.value is None or not w.value.startswith(("-", "+")) or w.value == "-c" for w in words[1:]
+    ):
+        return  # a script file or -c: standard input is not the script
+    src = producer.words
+    if not src or src[0].value not in ("echo", "printf"):
+        return
+    texts = [w.value for w in src[1:]]
+    if any(t is None for t in texts):
+        return
+    body = " ".join(t for t in texts if t is not None).replace("\\n", "\n")
+    _nested(st, body, (producer.start, shell.end))
 
 
 def _program_asks(
