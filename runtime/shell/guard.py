@@ -326,7 +326,10 @@ def _simple(st: _State, cmd: SimpleCommand) -> None:
     for r in cmd.redirects:
         _word_expansions(st, r.target)
     name = words[i].value if i < len(words) else None
-    if name is not None and posixpath.basename(name) in SHELLS:
+    sourced = name in (".", "source") and i + 1 < len(words)
+    if sourced and words[i + 1].value not in ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-"):
+        sourced = False
+    if name is not None and (posixpath.basename(name) in SHELLS or sourced):
         # `bash <<< 'CMD'` and `bash <<EOF`: the inline text is the shell's script
         for r in cmd.redirects:
             if r.op == "<<<" and r.target.value is not None:
@@ -818,7 +821,12 @@ def _shell(
     st: _State, prog: str, w0: Word, args: tuple[Word, ...] | list[Word], vals: list[str]
 ) -> None:
     # `+o opt`, `+O opt` and `+e` are options to a shell just like their `-` forms
-    s = scan([("-" + v[1:]) if v[:1] == "+" else v for v in vals], "oO", (), permute=False)
+    s = scan(
+        [("-" + v[1:]) if v[:1] == "+" else v for v in vals],
+        "oO",
+        ("rcfile", "init-file"),
+        permute=False,
+    )
     has_c = any(o.name == "-c" for o in s.opts)
     if not has_c:
         st.add(

@@ -1109,7 +1109,8 @@ WRAPPERS: dict[str, tuple[str, tuple[str, ...]]] = {
     "runuser": ("cgGsuw", ("command", "group", "supp-group", "shell", "user")),
     # busybox runs its first argument as an applet (`busybox rm -rf /`)
     "busybox": ("", ()),
-    "watch": ("dnqx", ("interval", "differences")),
+    # -x/--exec and -d/--differences take no separate value
+    "watch": ("nq", ("interval", "equexit")),
 }
 
 
@@ -1153,6 +1154,13 @@ def unwrap(wrapper: str, args: Sequence[str]) -> Unwrapped:
         while j is not None and j < len(args) and _ASSIGN.match(args[j]):
             issues.append(Issue("inline-assignment", j, "sudo sets environment variables"))
             j += 1
+        if (
+            j is not None
+            and j < len(args)
+            and (short_given(s, "si") or long_given(s, ("shell", "login")))
+        ):
+            # sudo -s/-i CMD hands CMD to the shell's -c
+            return Unwrapped(None, tuple(issues), split_string=" ".join(args[j:]))
         return Unwrapped(j if j is not None and j < len(args) else None, tuple(issues))
     if wrapper == "timeout":
         # the first operand is the duration
