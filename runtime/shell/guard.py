@@ -527,9 +527,9 @@ def _redirect(st: _State, r: Redirect) -> None:
         # the matches that exist now too, so a pattern cannot reach a
         # symlinked directory that the plain spelling would be refused for
         for match in itertools.islice(glob.iglob(path), 1000):
-            r = _realpath(match)
-            if not (r == st.ws_real or r.startswith(st.ws_real.rstrip("/") + "/")):
-                real, inside = r, False
+            found = _realpath(match)
+            if not (found == st.ws_real or found.startswith(st.ws_real.rstrip("/") + "/")):
+                real, inside = found, False
                 break
     st.writes.append(Write(real, inside, span))
     if not inside:
