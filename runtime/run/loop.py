@@ -16,8 +16,12 @@ the loop decides whether to leave the stage, by the stage's edges:
     the stage used up its iterations (``max_iterations``, else the plan's
     ``default_max_iterations``); without such an edge the run stops there;
 ``stuck``
-    three turns in a row made no progress: every call was refused or failed,
-    or the turn repeated the previous one's calls exactly;
+    any threshold the edge sets is reached (``stuck_after_iterations`` turns
+    without progress, ``stuck_after_tool_calls`` calls or
+    ``stuck_after_minutes`` minutes in the stage, one file edited
+    ``stuck_after_same_file_edits`` times); with none set, three turns in a
+    row made no progress: every call was refused or failed, or the turn
+    repeated the previous one's calls exactly;
 ``dead_end``
     the model twice ended a turn with neither a tool call nor an edge choice.
 
@@ -255,6 +259,10 @@ class AgentRun:
         self.gate_attempts: dict[tuple[str, int], int] = {}
         self.no_progress = 0
         self.idle_turns = 0
+        # Per stage visit, for a stuck edge's thresholds.
+        self.stage_started = time.monotonic()
+        self.stage_calls = 0
+        self.file_edits: dict[str, int] = {}
         self.model_failures = 0
         self.last_signature: tuple[tuple[str, str], ...] | None = None
         self.visit_log: list[str] = []
@@ -392,6 +400,9 @@ class AgentRun:
         self.ok_tools = set()
         self.no_progress = 0
         self.idle_turns = 0
+        self.stage_started = time.monotonic()
+        self.stage_calls = 0
+        self.file_edits = {}
         self.last_signature = None
         self.region_marks = {
             name: _region_hash(self.rt.store, name) for name in list(self.rt.store.regions)
@@ -577,6 +588,7 @@ class AgentRun:
                 )
         duration = round((time.perf_counter() - t0) * 1000)
         self.calls += 1
+        self.stage_calls += 1
         canonical = call.name
         if call.arguments is not None:
             name = self.session.agent.resolve_name(
@@ -587,6 +599,9 @@ class AgentRun:
             self.ok_tools.add(canonical)
             if result.data.get("counts_as_work"):
                 self.work_done = True
+                path = (call.arguments or {}).get("path")
+                if isinstance(path, str):
+                    self.file_edits[path] = self.file_edits.get(path, 0) + 1
         self.visit_log.append(f"- {canonical}: {result.status}")
         self.emit(
             "tool_finished",
@@ -835,7 +850,35 @@ class AgentRun:
             self.no_progress = 0
         self.last_signature = signature
         stuck = self._edge_index("stuck")
-        if stuck is not None and self.no_progress >= _STUCK_TURNS:
-            self.emit("notice", message=f"no progress for {self.no_progress} turns: stuck")
-            return self._try_edge(stuck, "stuck")
+        if stuck is not None:
+            why = self._stuck_reason(self.stage.edges[stuck])
+            if why is not None:
+                self.emit("notice", message=f"{why}: stuck")
+                return self._try_edge(stuck, "stuck")
         return False
+
+    def _stuck_reason(self, edge: Edge) -> str | None:
+        """Why the stage counts as stuck, by the edge's own thresholds (any
+        one reached), or by the default rule when it sets none."""
+        armed = False
+        if edge.stuck_after_iterations is not None:
+            armed = True
+            if self.no_progress >= edge.stuck_after_iterations:
+                return f"no progress for {self.no_progress} turns"
+        if edge.stuck_after_tool_calls is not None:
+            armed = True
+            if self.stage_calls >= edge.stuck_after_tool_calls:
+                return f"{self.stage_calls} tool calls in this stage"
+        if edge.stuck_after_minutes is not None:
+            armed = True
+            minutes = (time.monotonic() - self.stage_started) / 60
+            if minutes >= edge.stuck_after_minutes:
+                return f"{minutes:.0f} minutes in this stage"
+        if edge.stuck_after_same_file_edits is not None:
+            armed = True
+            path, count = max(self.file_edits.items(), key=lambda kv: kv[1], default=("", 0))
+            if count >= edge.stuck_after_same_file_edits:
+                return f"{path} edited {count} times"
+        if not armed and self.no_progress >= _STUCK_TURNS:
+            return f"no progress for {self.no_progress} turns"
+        return None

@@ -393,6 +393,23 @@ def test_runtime_edges(
     assert ran.finished["output_text"] == answer
 
 
+def test_a_stuck_edge_fires_at_its_own_tool_call_threshold(
+    charter_run: Any, tmp_path: Path
+) -> None:
+    ran = charter_run(
+        FIXTURES / "routes-calls",
+        "--agent",
+        "routes-calls",
+        "--model",
+        script("routes-calls.yaml"),
+        "--yolo",
+        workdir=tmp_path,
+    )
+    assert ran.code == 0, ran.finished["reason"]
+    assert [(e["to"], e["condition"]) for e in ran.of("edge_taken")] == [("stuck_out", "stuck")]
+    assert ran.finished["output_text"] == "two calls"
+
+
 def test_environment_credentials_never_reach_the_views(
     charter_run: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
