@@ -51,7 +51,8 @@ def check_expectations(project: Project, plan: Plan | None) -> list[Diagnostic]:
                 first.smap.value_span(("expect",)),
             )
         ]
-    prepared = prepare(plan)
+    # Validators are compiled only for the tools an expectation calls.
+    prepared = prepare(plan, eager=False)
     names = [a.name for a in plan.body.agents]
     out: list[Diagnostic] = []
     for owner, loaded in project.settings:

@@ -359,7 +359,7 @@ def _path_checks(session: Session, name: str, args: Mapping[str, Any]) -> tuple[
     if _path_args is None:
         # Imported on first use: the tool implementations are not needed to decide
         # anything else, and `charter check` for a shell call never loads them.
-        from charter.runtime.tools.registry import path_args
+        from charter.runtime.tools.paths import path_args
 
         _path_args = path_args
     return tuple(

@@ -33,7 +33,11 @@ M = TypeVar("M", bound=BaseModel)
 class InputModel(BaseModel):
     """Base for every model read from a user's file."""
 
-    model_config = ConfigDict(frozen=True, strict=True, extra="forbid", populate_by_name=False)
+    # defer_build: a model's validator is built on first use, so a run that
+    # never reads (say) a config.toml or an MCP manifest does not pay for one.
+    model_config = ConfigDict(
+        frozen=True, strict=True, extra="forbid", populate_by_name=False, defer_build=True
+    )
 
 
 def freeze(value: Any) -> Any:

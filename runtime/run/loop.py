@@ -620,7 +620,7 @@ class AgentRun:
     def _guard_records(self, tool: str, args: Mapping[str, Any]) -> ToolResult | None:
         """The run's own records (``.charter/`` in the workspace: plans, audit
         logs, events) are not the agent's to overwrite with file tools."""
-        from charter.runtime.tools.registry import path_args
+        from charter.runtime.tools.paths import path_args
 
         records = (self.ctx.workspace / ".charter").resolve()
         for value, op in path_args(tool, args):
