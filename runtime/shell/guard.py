@@ -123,12 +123,27 @@ def evaluate(
     try:
         return _evaluate(command, str(cwd), str(workspace), policy)
     except Exception as exc:  # fail closed on anything unforeseen
+        refusal = _flat_refusal(command, str(cwd), str(workspace), policy)
+        if refusal is not None:
+            return Verdict("deny", refusal.rule, refusal.span, refusal.message)
         return Verdict(
             "ask",
             "internal-error",
             (0, len(command)),
             f"the guard could not judge this command ({type(exc).__name__}); it needs approval",
         )
+
+
+def _flat_refusal(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Finding | None:
+    """When the full reading fails (nesting deeper than the parser goes), the
+    pieces between shell operators are still searched for destructive payloads."""
+    try:
+        ws, cw, ws_real = _roots(workspace, cwd)
+        st = _State(command, cw, ws, ws_real, policy)
+        _salvage(st, command, (0, len(command)))
+        return next((f for f in st.findings if f.decision == "deny"), None)
+    except Exception:
+        return None
 
 
 def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Verdict:

@@ -50,3 +50,17 @@ def test_cd_dash_p_follows_symlinks_before_dotdot(tmp_path: Path) -> None:
     # a logical cd (the default) climbs back lexically
     v = evaluate("cd link/.. && echo x > f", cwd=ws, workspace=ws, policy=ShellPolicy())
     assert v.decision == "ask" and all(w.inside_workspace for w in v.writes)
+
+
+def test_nesting_too_deep_to_parse_is_still_searched_for_payloads() -> None:
+    # the parser gives up on extreme nesting (internal-error, ask); the pieces
+    # between operators are still judged, so a payload there is refused
+    ws = "/ws/proj"
+    for cmd in (
+        "(" * 1000 + "rm -rf /" + ")" * 1000,
+        "echo " + "$(" * 600 + "rm -rf ~" + ")" * 600,
+    ):
+        v = evaluate(cmd, cwd=ws, workspace=ws, policy=ShellPolicy())
+        assert (v.decision, v.rule) == ("deny", "destructive-rm")
+    v = evaluate("(" * 1000 + "ls" + ")" * 1000, cwd=ws, workspace=ws, policy=ShellPolicy())
+    assert v.decision == "ask"
