@@ -195,6 +195,17 @@ def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Ve
                 "remove it to let the command be judged on what it shows",
             ),
         )
+    if not (cw == ws or cw.startswith(ws.rstrip("/") + "/")):
+        # every relative name would be read outside the workspace
+        findings.insert(
+            0,
+            Finding(
+                "ask",
+                "path-outside-workspace",
+                span_all,
+                f"the command runs in {cw}, outside the workspace; it needs approval",
+            ),
+        )
     if commands == 0 and not findings:
         return Verdict("ask", "empty-command", span_all, "the command runs nothing")
     decision: Decision = "allow"

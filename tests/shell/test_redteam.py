@@ -64,3 +64,12 @@ def test_nesting_too_deep_to_parse_is_still_searched_for_payloads() -> None:
         assert (v.decision, v.rule) == ("deny", "destructive-rm")
     v = evaluate("(" * 1000 + "ls" + ")" * 1000, cwd=ws, workspace=ws, policy=ShellPolicy())
     assert v.decision == "ask"
+
+
+def test_a_working_directory_outside_the_workspace_is_never_read_only() -> None:
+    # relative names are only "inside" when the command runs inside the workspace
+    for cwd in ("/etc", "../../etc", "/ws/proj/../other"):
+        v = evaluate("cat passwd", cwd=cwd, workspace="/ws/proj", policy=ShellPolicy())
+        assert (v.decision, v.rule) == ("ask", "path-outside-workspace"), cwd
+    v = evaluate("cat x", cwd="/ws/proj/src", workspace="/ws/proj", policy=ShellPolicy())
+    assert v.decision == "allow"
