@@ -627,6 +627,11 @@ def _program_asks(
     _generic_args(st, words[1:], text_args)
 
 
+_ARITHMETIC_EVAL = frozenset(
+    {"[[", "test", "[", "let", "declare", "typeset", "local", "readonly", "export", "printf"}
+)
+
+
 def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
     if not words:
         return
@@ -641,11 +646,24 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
             "name the program literally",
         )
         return
+    if name in _ARITHMETIC_EVAL:
+        # bash evaluates these arguments as arithmetic, expanding `$(...)`
+        # even inside quotes: test -v 'a[$(cmd)]' runs cmd
+        for w in words[1:]:
+            if w.value is not None and ("$(" in w.value or "`" in w.value):
+                _salvage(st, w.value, (w.start, w.end))
     if not w0.quoted:
         if name in RESERVED_PREFIX:
             if name != "!":
                 st.add("ask", "control-structure", (w0.start, w0.end), _control_structure(name))
             _argv(st, words[1:])
+            return
+        if name == "coproc":
+            # coproc CMD and coproc NAME { CMD; } run CMD in the background
+            st.add("ask", "control-structure", (w0.start, w0.end), _control_structure(name))
+            _argv(st, words[1:])
+            if len(words) > 2 and words[2].value == "{" and not words[2].quoted:
+                _argv(st, words[3:])
             return
         if name in RESERVED_OPAQUE:
             _program_asks(
