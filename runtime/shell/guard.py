@@ -815,6 +815,10 @@ def _script_text(w: Word) -> str | None:
     return "".join(out)
 
 
+# ${HOME:-x}, ${HOME-x}, ${HOME:?msg}, ${HOME:=x}, ${HOME%/}: the home directory when set
+_HOME_FORM = re.compile(r"^\$\{HOME(?::?[-=?][^}]*|%%?/?)\}$")
+
+
 def _symbolic(w: Word) -> str:
     """The word's value, with ``$HOME``/``${HOME}`` written as ``~`` so the
     destructive-payload checks see ``rm -rf "$HOME"`` for what it is."""
@@ -826,7 +830,7 @@ def _symbolic(w: Word) -> str:
         for q in pieces:
             if q.value is not None:
                 out.append(q.value)
-            elif q.raw in ("$HOME", "${HOME}") and not out:
+            elif (q.raw in ("$HOME", "${HOME}") or _HOME_FORM.match(q.raw)) and not out:
                 out.append("~")
             else:
                 return UNKNOWN
