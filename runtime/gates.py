@@ -157,7 +157,7 @@ def _deny(
 
 def _visibility(session: Session, call: ToolCall) -> Outcome | str:
     stage = session.stage
-    offered = stage.offered(unattended=session.unattended)
+    offered = session.offered()
     name = session.agent.resolve_name(call.tool, offered)
     if name is not None:
         return name
@@ -417,7 +417,7 @@ def _shell_permission(
     )
     stage = session.stage
     write_decision = stage.decisions.get("write_file")
-    if write_decision is not None and "write_file" in stage.offered(unattended=session.unattended):
+    if write_decision is not None and "write_file" in session.offered():
         write_perm: Permission = write_decision.permission
         prov["write_file"] = write_perm
     else:

@@ -578,6 +578,9 @@ class Session:
     unattended: bool = False
     yolo: bool = False
     allow: frozenset[str] = frozenset()
+    # A parent's narrowing of what a child may use (delegate_task ``tools``):
+    # None keeps the stage's own set; otherwise only these names stay offered.
+    narrow: frozenset[str] | None = None
     approvals: ApprovalCache | None = None
     taint: TaintTracker | None = None
     run_id: str = ""
@@ -603,6 +606,12 @@ class Session:
             self.approvals.stage_changed(name)
         self.stage_name = name
         self._stage = None
+
+    def offered(self) -> frozenset[str]:
+        """The tools this session may call in its current stage: the stage's
+        attended or unattended set, narrowed for a delegated child."""
+        base = self.stage.offered(unattended=self.unattended)
+        return base if self.narrow is None else base & self.narrow
 
     def lifted(self, tool: str) -> bool:
         """Whether a launch flag covers ``tool`` (only liftable asks use it)."""
@@ -635,6 +644,7 @@ def open_session(
     allow: Iterable[str] = (),
     run_id: str = "",
     approvals: ApprovalCache | None = None,
+    narrow: Iterable[str] | None = None,
 ) -> Session:
     """A session for ``agent`` (its entry stage unless ``stage`` is given).
     Data-flow tracking is attached when the agent's plan turns it on."""
@@ -663,4 +673,5 @@ def open_session(
         approvals=approvals if approvals is not None else ApprovalCache(stage_name),
         taint=taint,
         run_id=run_id,
+        narrow=None if narrow is None else normalise_allow(narrow),
     )

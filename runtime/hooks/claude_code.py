@@ -149,7 +149,7 @@ def translate(event: Mapping[str, Any], session: Any) -> Translation:
     found = _candidates(tool, inp)
     if isinstance(found, str):
         return Translation([], found)
-    offered = session.stage.offered(unattended=session.unattended)
+    offered = session.offered()
     calls = []
     for alts in found:
         chosen = next((a for a in alts if a[0] in offered), alts[0])

@@ -77,6 +77,7 @@ class AgentWorld:
         *,
         max_depth: int | None,
         output: OutputSpec | None,
+        narrow: frozenset[str] | None = None,
     ) -> Child | str:
         """Start a child of ``parent``; a string says why it cannot start."""
         from charter.runtime.run.loop import AgentRun
@@ -112,6 +113,7 @@ class AgentWorld:
                 provider=self.ctx.provider.for_agent(name),
                 output_override=output,
                 parent=parent.id,
+                narrow=narrow,
             )
         except Exception as exc:  # noqa: BLE001 - an unusable child is the model's answer
             return f"the sub-agent could not be prepared: {exc}"
@@ -232,12 +234,20 @@ def agent_tools(
         return ToolResult("ok", text, data=dict(data))
 
     def spawn(args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **_: Any) -> ToolResult:
+        narrow: frozenset[str] | None = None
         if tool == "delegate_task":
             name = str(args.get("core_id") or me.name)
             task = str(args["goal"])
             max_depth = args.get("max_depth")
             wait = False
             output = None
+            # The gate pipeline already checked that the list only narrows
+            # the child core's tools (charter.runtime.tools.tasks).
+            chosen = args.get("tools", "all")
+            if chosen == "none":
+                narrow = frozenset()
+            elif isinstance(chosen, list | tuple):
+                narrow = frozenset(str(t) for t in chosen)
         else:
             name = str(args["blueprint"])
             task = str(args["task"])
@@ -254,6 +264,7 @@ def agent_tools(
                 task,
                 max_depth=int(max_depth) if max_depth is not None else None,
                 output=output,
+                narrow=narrow,
             )
         )
         if isinstance(started, str):

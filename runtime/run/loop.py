@@ -206,6 +206,7 @@ class AgentRun:
         provider: ModelProvider,
         output_override: OutputSpec | None = None,
         parent: str | None = None,
+        narrow: frozenset[str] | None = None,
     ) -> None:
         self.ctx = ctx
         self.world = world
@@ -224,6 +225,7 @@ class AgentRun:
             yolo=ctx.yolo,
             allow=ctx.allow,
             run_id=ctx.run_id,
+            narrow=narrow,
         )
         agent = self.session.agent.agent
         self.cancel = threading.Event()
@@ -376,8 +378,7 @@ class AgentRun:
         return [EdgeChoice(e.to, e.hint) for e in stage.edges if e.condition == "llm_choice"]
 
     def _offered_specs(self) -> list[ToolSpec]:
-        prepared = self.session.stage
-        offered = prepared.offered(unattended=self.session.unattended)
+        offered = self.session.offered()
         order = self.stage.unattended if self.session.unattended else self.stage.attended
         tools = self.session.agent.tools
         specs: list[ToolSpec] = []
@@ -591,9 +592,7 @@ class AgentRun:
         self.stage_calls += 1
         canonical = call.name
         if call.arguments is not None:
-            name = self.session.agent.resolve_name(
-                call.name, self.session.stage.offered(unattended=self.session.unattended)
-            )
+            name = self.session.agent.resolve_name(call.name, self.session.offered())
             canonical = name or call.name
         if result.ok and not result.content.startswith(_REFUSED):
             self.ok_tools.add(canonical)
@@ -795,8 +794,7 @@ class AgentRun:
                 return moved
 
     def _canonical(self, call: ModelToolCall) -> str:
-        offered = self.session.stage.offered(unattended=self.session.unattended)
-        return self.session.agent.resolve_name(call.name, offered) or call.name
+        return self.session.agent.resolve_name(call.name, self.session.offered()) or call.name
 
     async def _after_turn(
         self,

@@ -86,7 +86,7 @@ def run_tools_list(
     if session is None:
         return _err("no-session", "tools_list answers only inside a gated call", "unavailable")
     stage = session.stage
-    offered = stage.offered(unattended=session.unattended)
+    offered = session.offered()
     order = [n for n in stage.stage.attended if n in offered]
     order += sorted(n for n in offered if n not in order)
     rows = []

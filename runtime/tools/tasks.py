@@ -358,10 +358,6 @@ class ChildControls:
     output_slots: tuple[str, ...]
     use_bootstrap: bool
 
-    @property
-    def narrows_tools(self) -> bool:
-        return self.tools is not None
-
 
 def _slots(value: Any, base: str, what: str) -> tuple[str, ...] | str:
     if value is None or value == "all":
@@ -432,13 +428,6 @@ def guard_delegate(args: Mapping[str, Any], session: Any) -> ToolResult | None:
     controls = check_child_controls(args, session)
     if isinstance(controls, ToolResult):
         return controls
-    if controls.narrows_tools:
-        return refusal(
-            "unavailable",
-            "dispatch",
-            "delegate-narrowing-unsupported",
-            "this runtime's child runner cannot restrict a child's tool set; call "
-            'delegate_task with tools="all" (the child keeps its own permissions) or do the '
-            "work yourself",
-        )
+    # A narrowed tool list is honoured by the run loop's child runner, which
+    # opens the child's session with only those tools offered.
     return None

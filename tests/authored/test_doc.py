@@ -31,7 +31,6 @@ def test_rule_names_in_the_doc_exist_in_the_code() -> None:
         "skills-root-missing",
         "unknown-task",
         "delegate-invalid",
-        "delegate-narrowing-unsupported",
         "no-history",
         "unknown-session",
         "host-only",

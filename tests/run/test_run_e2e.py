@@ -393,6 +393,22 @@ def test_runtime_edges(
     assert ran.finished["output_text"] == answer
 
 
+def test_delegate_task_narrows_the_child_to_the_listed_tools(
+    charter_run: Any, tmp_path: Path
+) -> None:
+    ran = charter_run(
+        FIXTURES / "delegation",
+        "--agent",
+        "boss",
+        "--model",
+        script("delegation.yaml"),
+        "--yolo",
+        workdir=tmp_path,
+    )
+    assert ran.code == 0, ran.finished["reason"]
+    assert ran.finished["output_text"] == "The child read what it could."
+
+
 def test_a_stuck_edge_fires_at_its_own_tool_call_threshold(
     charter_run: Any, tmp_path: Path
 ) -> None:
