@@ -15,8 +15,6 @@ from charter.compiler.frontends.validation import _is_union_tag, freeze, thaw, v
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
 from charter.compiler.sources.text import read_source
-from charter.compiler.sources.toml_reader import read_toml
-from charter.compiler.sources.yaml_reader import read_yaml
 
 __all__ = ["Loaded", "load_document", "parse_document", "parse_mapping", "salvage"]
 
@@ -46,7 +44,12 @@ def parse_document(
     src, diags = read_source(path, display)
     if src is None:
         return None, SourceMap(display), diags
-    reader = read_yaml if kind == "yaml" else read_toml
+    # Each reader is imported on first use: a blueprint-only project never
+    # loads the YAML stack, and an agent-core-only project never loads TOML's.
+    if kind == "yaml":
+        from charter.compiler.sources.yaml_reader import read_yaml as reader
+    else:
+        from charter.compiler.sources.toml_reader import read_toml as reader
     data, smap, more = reader(src)
     return data, smap, [*diags, *more]
 
