@@ -4,11 +4,11 @@ example, robustness on arbitrary input)."""
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
 import pytest
+from _support.cases import expected
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
@@ -21,15 +21,6 @@ from charter.compiler.frontends.stage_toml import combine_stages, load_stage_fil
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "toml"
 REPO = Path(__file__).resolve().parent.parent.parent
 CASES = sorted((FIXTURES / "blueprint").glob("*.toml"))
-_EXPECT = re.compile(rb"^#! (CH\d{3}) (\d+):(\d+) (.+)$", re.M)
-
-
-def expected(path: Path) -> list[tuple[str, int, int, str]]:
-    # Read as bytes: one case is deliberately not UTF-8.
-    return [
-        (m[1].decode(), int(m[2]), int(m[3]), m[4].decode("utf-8", "replace").strip())
-        for m in _EXPECT.finditer(path.read_bytes())
-    ]
 
 
 def assert_matches(path: Path, diags: tuple[Diagnostic, ...]) -> None:

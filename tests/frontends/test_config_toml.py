@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
+from _support.cases import expected
 
 from charter.compiler.diagnostics import Diagnostic
 from charter.compiler.frontends.config_toml import (
@@ -18,15 +18,6 @@ from charter.compiler.frontends.config_toml import (
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "toml"
 CASES = sorted((FIXTURES / "config").glob("*.toml"))
-_EXPECT = re.compile(rb"^#! (CH\d{3}) (\d+):(\d+) (.+)$", re.M)
-
-
-def expected(path: Path) -> list[tuple[str, int, int, str]]:
-    # Read as bytes: one case is deliberately not UTF-8.
-    return [
-        (m[1].decode(), int(m[2]), int(m[3]), m[4].decode("utf-8", "replace").strip())
-        for m in _EXPECT.finditer(path.read_bytes())
-    ]
 
 
 def assert_matches(path: Path, diags: tuple[Diagnostic, ...]) -> None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
+from _support.cases import expected
 
 from charter.compiler.diagnostics import Diagnostic
 from charter.compiler.frontends.blueprint import Stage, load_blueprint
@@ -18,12 +18,6 @@ from charter.compiler.frontends.stage_toml import (
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "toml"
 CASES = sorted((FIXTURES / "stage").glob("*.toml"))
-_EXPECT = re.compile(r"^#! (CH\d{3}) (\d+):(\d+) (.+)$", re.M)
-
-
-def expected(path: Path) -> list[tuple[str, int, int, str]]:
-    text = path.read_text(encoding="utf-8")
-    return [(m[1], int(m[2]), int(m[3]), m[4].strip()) for m in _EXPECT.finditer(text)]
 
 
 def assert_matches(path: Path, diags: tuple[Diagnostic, ...] | list[Diagnostic]) -> None:

@@ -8,17 +8,16 @@ diagnostics it must produce in trailing ``#! CODE line:col text`` comments
 from __future__ import annotations
 
 import importlib.util
-import re
 import string
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from _support.cases import check_case, expected
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from charter.compiler.diagnostics import Diagnostic
 from charter.compiler.frontends.tool_yaml import (
     SLOT_ONLY_FIELDS,
     TOOL_FIELDS,
@@ -30,34 +29,12 @@ from charter.compiler.frontends.tool_yaml import (
 TESTS = Path(__file__).resolve().parent.parent
 CASES = TESTS / "fixtures" / "yaml" / "tool"
 NOTES_CORE = TESTS.parent / "blueprints" / "notes-core"
-_EXPECT = re.compile(r"^#! (CH\d{3}) (\d+):(\d+)(?: (.*))?$")
-
-
-def expected(path: Path) -> list[tuple[str, int, int, str]]:
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        m = _EXPECT.match(line)
-        if m:
-            out.append((m.group(1), int(m.group(2)), int(m.group(3)), m.group(4) or ""))
-    return out
-
-
-def check_case(path: Path, diags: tuple[Diagnostic, ...]) -> None:
-    want = expected(path)
-    got = sorted((d.code, d.span.line, d.span.col) for d in diags)
-    assert got == sorted((c, line, col) for c, line, col, _ in want), [
-        (d.code, d.span.line, d.span.col, d.message) for d in diags
-    ]
-    for code, line, col, text in want:
-        [match] = [d for d in diags if (d.code, d.span.line, d.span.col) == (code, line, col)]
-        assert text in match.message, (text, match.message)
-        assert match.span.path == path.name
 
 
 @pytest.mark.parametrize("path", sorted(CASES.glob("*.yaml")), ids=lambda p: p.stem)
 def test_fixture_case(path: Path) -> None:
     loaded = load_tool_yaml(path, path.name)
-    check_case(path, loaded.diagnostics)
+    check_case(path, loaded.diagnostics, display=path.name)
     if not expected(path):
         assert loaded.model is not None
 
