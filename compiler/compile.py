@@ -1126,17 +1126,33 @@ def _mcp_servers(ctx: _Ctx, grants: list[Grant], project_root: Path) -> list[Mcp
         connect = Decision(permission=approval, liftable=approval == "ask")
         # The same test _collect_tools applies: an entry counts only when it
         # is current for this manifest (a stale one leaves the server dynamic).
-        locked = (
-            server_pins(
-                read_agent_lock(project_root, ctx.agent.directory),
-                server,
-                project_root / loaded.display,
-            ).entry
-            is not None
+        entry = server_pins(
+            read_agent_lock(project_root, ctx.agent.directory),
+            server,
+            project_root / loaded.display,
+        ).entry
+        kept = (
+            set(select_tools([t.name for t in entry.tools], m.tools.include, m.tools.exclude))
+            if entry is not None
+            else set()
+        )
+        pins = tuple(
+            McpToolPin(
+                server=server,
+                tool=t.name,
+                description_sha256=t.description_sha256,
+                schema_sha256=t.schema_sha256,
+            )
+            for t in (entry.tools if entry is not None else ())
+            if t.name in kept
         )
         out.append(
             m.server_plan(
-                server, connect_decision=connect, locked=locked, origin=_ref(Span(loaded.display))
+                server,
+                connect_decision=connect,
+                locked=entry is not None,
+                origin=_ref(Span(loaded.display)),
+                pins=pins,
             )
         )
     return out

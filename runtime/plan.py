@@ -239,6 +239,10 @@ class McpServerPlan(_Frozen):
     connect_decision: Decision
     connect_timeout_seconds: int = 30
     timeout_seconds: int = 60
+    # Every tool the lock pins for this server (after its filters), offered by
+    # a stage or not: a tool the agent does not use is still known, so its
+    # presence at run time is not mistaken for a new one.
+    pins: tuple[McpToolPin, ...] = ()
     # Whether the compiler read a current lock entry for the server. A locked
     # server offers only tools listed exactly as pinned, even when no stage
     # pins any of them; an unlocked one offers discovered tools with an ask.

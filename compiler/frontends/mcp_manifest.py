@@ -29,7 +29,7 @@ from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
 
 if TYPE_CHECKING:
-    from charter.runtime.plan import Decision, McpServerPlan, SourceRef
+    from charter.runtime.plan import Decision, McpServerPlan, McpToolPin, SourceRef
 
 __all__ = [
     "MAX_CALL_TIMEOUT_SECONDS",
@@ -159,6 +159,7 @@ class McpServer(InputModel):
         connect_decision: Decision,
         locked: bool = False,
         origin: SourceRef | None = None,
+        pins: tuple[McpToolPin, ...] = (),
     ) -> McpServerPlan:
         """The runtime's view of this manifest: how to reach the server, which
         tools to expose, the capabilities it needs. Timeouts round up to whole
@@ -182,6 +183,7 @@ class McpServer(InputModel):
             connect_timeout_seconds=_whole_seconds(self.connect_timeout_seconds),
             timeout_seconds=_whole_seconds(self.timeout_seconds),
             locked=locked,
+            pins=pins,
             origin=origin,
         )
 

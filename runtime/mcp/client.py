@@ -198,13 +198,18 @@ def plan_pins(agent: AgentPlan, server: str) -> dict[str, McpToolPin] | None:
     """The plan's pins for one server, keyed by the server's tool name; None
     when the plan pins none of its tools (the server was not locked)."""
     pins = {
-        t.mcp.tool: t.mcp
-        for t in agent.tools
-        if t.mcp is not None
-        and t.mcp.server == server
-        and t.mcp.description_sha256 is not None
-        and t.mcp.schema_sha256 is not None
+        pin.tool: pin for s in agent.mcp_servers if s.server == server for pin in s.pins
     }
+    pins.update(
+        {
+            t.mcp.tool: t.mcp
+            for t in agent.tools
+            if t.mcp is not None
+            and t.mcp.server == server
+            and t.mcp.description_sha256 is not None
+            and t.mcp.schema_sha256 is not None
+        }
+    )
     return pins or None
 
 

@@ -409,3 +409,21 @@ def test_run_host_places_servers_in_the_project_and_the_run(kit: Any, tmp_path: 
     with pytest.raises(LaunchError) as info:
         resolve_cwd(None, outside.agent_dir, outside.workspace)
     assert info.value.rule == "mcp-cwd-outside-workspace"
+
+
+def test_a_locked_tool_no_stage_offers_is_not_reported_new(kit: Any, tmp_path: Path) -> None:
+    # The stage offers one of the server's tools; the others were reviewed
+    # and locked too, so seeing them at connect time is not news.
+    root = _locked(kit, tmp_path)
+    (root / "agent.leviath").write_text(
+        '[agent]\nname = "picky"\n\n[stages.main]\navailable_tools = ["docs__search"]\n'
+    )
+    plan = _plan(kit, root)
+    [server] = plan.body.agents[0].mcp_servers
+    assert {p.tool for p in server.pins} >= {"search", "get_page"}
+    session = _session(plan, root)
+    with McpRuntime(_host(root), targets={"docs": kit.docs_server()}) as rt:
+        [report] = rt.attach(session, Approver())
+    assert report.status == "ok"
+    assert report.new == () and report.changed == ()
+    assert session.offered() == frozenset({"docs__search"})
