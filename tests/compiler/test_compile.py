@@ -536,3 +536,71 @@ def test_blueprint_safe_commands_apply_only_when_the_user_trusts_them(tmp_path: 
     sources = {e.source for e in trusted.plan.body.agents[0].shell.safe}
     assert {"make lint", "git status", "git diff"} <= sources
     assert "blueprint-safe-commands-inert" not in {d.name for d in trusted.diagnostics}
+
+
+def test_without_slots_tools_no_authored_tool_is_discovered(tmp_path: Path) -> None:
+    root = tmp_path / "core"
+    (root / "agent" / "tools" / "note").mkdir(parents=True)
+    (root / "agent" / "tools" / "note" / "tool.yaml").write_text(TOOL.replace("{name}", "note"))
+    (root / "agent" / "tools" / "note" / "module.py").write_text(MODULE)
+    (root / "agent.yaml").write_text(
+        "agent:\n  id: core\ntools:\n  toolsets: [coding]\n"
+        "capabilities:\n  defaults:\n    fs.read: {}\n"
+    )
+    plan = compiled(root).plan
+    assert plan is not None
+    assert plan.body.agents[0].tool("note") is None
+    assert all(t.source == "builtin" for t in plan.body.agents[0].tools)
+
+
+def test_the_shell_tool_times_out_after_sixty_seconds_by_default(tree: Any) -> None:
+    bp = BP_HEAD + '[stages.s]\navailable_tools = ["shell"]\n'
+    plan = compiled(tree({"agent.leviath": bp})).plan
+    assert plan is not None
+    agent = plan.body.agents[0]
+    assert agent.limits.shell_timeout_secs == 60
+    assert "60 seconds" in (agent.tool("shell") or _no()).description
+
+
+@pytest.mark.parametrize(
+    ("env_shell", "present", "expected"),
+    [
+        ("/usr/local/bin/zsh", {"/usr/local/bin/zsh", "/bin/bash"}, "/usr/local/bin/zsh"),
+        ("/usr/bin/fish", {"/usr/bin/fish", "/bin/bash"}, "/bin/bash"),
+        ("/opt/missing/bash", {"/usr/bin/bash", "/bin/sh"}, "/usr/bin/bash"),
+        ("", {"/bin/zsh", "/bin/sh"}, "/bin/zsh"),
+        ("", {"/bin/sh"}, "/bin/sh"),
+    ],
+)
+def test_the_posix_shell_is_resolved_like_seed_004(
+    monkeypatch: pytest.MonkeyPatch, env_shell: str, present: set[str], expected: str
+) -> None:
+    from charter.compiler import compile as compile_module
+
+    monkeypatch.setenv("SHELL", env_shell)
+    monkeypatch.setattr(compile_module.Path, "exists", lambda self: str(self) in present)
+    assert compile_module.default_shell("posix") == expected
+    assert compile_module.default_shell("windows") == "cmd.exe /C"
+
+
+@pytest.mark.parametrize(
+    ("stage_hint", "config_hint", "hinted"),
+    [(None, None, True), ("false", None, False), (None, "false", False), ("true", "false", True)],
+)
+def test_shell_hint_false_turns_the_windows_note_off(
+    tmp_path: Path, stage_hint: str | None, config_hint: str | None, hinted: bool
+) -> None:
+    root = tmp_path / "a"
+    root.mkdir()
+    stage = '[stages.s]\navailable_tools = ["shell"]\n'
+    if stage_hint is not None:
+        stage += f"shell_hint = {stage_hint}\n"
+    (root / "agent.leviath").write_text(BP_HEAD + stage)
+    cfg = None
+    if config_hint is not None:
+        cfg = tmp_path / "config.toml"
+        cfg.write_text(f"shell_hint = {config_hint}\n")
+    project = load_project(root, config=cfg, use_default_config=False)
+    result = compile_project(project, CompileOptions("windows"))
+    assert result.plan is not None
+    assert bool(result.plan.body.agents[0].stages[0].shell_hint) is hinted
