@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from charter.compiler.describe import render_description, shell_hint_block
-from charter.compiler.diagnostics import Diagnostic, Span, did_you_mean, format_key_path
+from charter.compiler.diagnostics import Diagnostic, Severity, Span, did_you_mean, format_key_path
 from charter.compiler.frontends.agent_yaml import AgentCore
 from charter.compiler.frontends.base import salvage
 from charter.compiler.frontends.blueprint import Blueprint
@@ -1119,7 +1119,7 @@ def _mcp_servers(ctx: _Ctx, grants: list[Grant], project_root: Path) -> list[Mcp
                         f"agent.yaml does not grant '{cap}', so the agent can never {what} "
                         f"MCP server '{server}'",
                         smap.value_span(()),
-                        severity=_warning(),
+                        severity=Severity.WARNING,
                     )
                 )
         approval = stricter("ask", APPROVAL_TO_PERMISSION[m.approval_policy])
@@ -1156,12 +1156,6 @@ def _mcp_servers(ctx: _Ctx, grants: list[Grant], project_root: Path) -> list[Mcp
             )
         )
     return out
-
-
-def _warning() -> Any:
-    from charter.compiler.diagnostics import Severity
-
-    return Severity.WARNING
 
 
 # ---------------------------------------------------------------------------
@@ -1246,7 +1240,7 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
                             f"built-in tool '{name}' needs '{cap}', which agent.yaml does not "
                             "grant; every call would be refused",
                             ref.where,
-                            severity=_warning(),
+                            severity=Severity.WARNING,
                         )
                     )
         elif ref.source == "authored":

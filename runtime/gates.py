@@ -47,6 +47,7 @@ from charter.runtime.catalog import default_permission
 from charter.runtime.plan import Decision, ToolEntry
 from charter.runtime.results import Status, ToolCall, ToolResult, refusal
 from charter.runtime.session import SHELL_IMPLS, Session, usable_grants
+from charter.runtime.tools.paths import path_args
 from charter.runtime.workspace import PathDecision, confine
 
 if TYPE_CHECKING:
@@ -311,8 +312,6 @@ def _capability(
 
 # -- 4. permission ------------------------------------------------------------
 
-_path_args: Callable[[str, Mapping[str, Any]], list[tuple[str, Any]]] | None = None
-
 
 def _provenance(decision: Decision, session: Session, name: str) -> dict[str, Any]:
     """The explanation of the plan's decision, with the session's flags. The
@@ -355,16 +354,9 @@ def _static_provenance(decision: Decision, session: Session, name: str) -> dict[
 
 
 def _path_checks(session: Session, name: str, args: Mapping[str, Any]) -> tuple[PathCheck, ...]:
-    global _path_args
-    if _path_args is None:
-        # Imported on first use: the tool implementations are not needed to decide
-        # anything else, and `charter check` for a shell call never loads them.
-        from charter.runtime.tools.paths import path_args
-
-        _path_args = path_args
     return tuple(
         PathCheck("path", op, value, confine(session.workspace, value, op=op))
-        for value, op in _path_args(name, args)
+        for value, op in path_args(name, args)
     )
 
 
