@@ -1,5 +1,3 @@
-import sys
+from charter.compiler.cli import entry
 
-from charter.compiler.cli import main
-
-sys.exit(main())
+entry()

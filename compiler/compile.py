@@ -80,6 +80,7 @@ from charter.runtime.plan import (
     stricter,
 )
 from charter.runtime.shell import ShellPolicy
+from charter.runtime.version import VERSION
 
 __all__ = ["CompileOptions", "CompileResult", "compile_project", "default_shell"]
 
@@ -88,12 +89,7 @@ _SUBMIT = "submit_output"
 
 
 def compiler_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("charter-policy")
-    except PackageNotFoundError:  # pragma: no cover - source tree without install
-        return "0+unknown"
+    return VERSION
 
 
 def default_shell(target: str) -> str:

@@ -83,9 +83,6 @@ def source_line(sources: Mapping[str, Sequence[str]], path: str, line: int) -> s
 
 
 def tool_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    from charter.runtime.version import VERSION
 
-    try:
-        return version("charter-policy")
-    except PackageNotFoundError:  # a source tree that was never installed
-        return "0+unknown"
+    return VERSION

@@ -41,3 +41,53 @@ def test_no_heavy_imports(argv: list[str]) -> None:
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["code"] == 0
     assert result["heavy"] == []
+
+
+def _console(*argv: str, importtime: bool = False) -> subprocess.CompletedProcess[str]:
+    flags = ["-X", "importtime"] if importtime else []
+    return subprocess.run(
+        [sys.executable, *flags, "-m", "charter.compiler", *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+
+
+def test_console_entry_reads_no_package_metadata() -> None:
+    # importlib.metadata drags in email, zipfile and csv: a large share of a
+    # cold start. The plugin loader stand-in and the static version keep it out.
+    out = _console(
+        "validate", "--no-user-config", "--format", "concise", "blueprints/coder", importtime=True
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in out.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "pydantic" in imported  # the probe sees imports at all
+    assert "importlib.metadata" not in imported
+    assert "email" not in imported
+
+
+def test_fast_exit_still_delivers_all_output_and_the_exit_code(tmp_path: Path) -> None:
+    out = _console("validate", "--no-user-config", "--format", "json", "blueprints/coder")
+    assert out.returncode == 0
+    report = json.loads(out.stdout)  # complete, not cut off by os._exit
+    assert report["valid"] is True
+
+    bad = tmp_path / "agent.yaml"
+    bad.write_text("schema_version: 1\nagent: {name: x}\nnot_a_key: 1\n")
+    out = _console("validate", "--no-user-config", "--format", "json", str(tmp_path))
+    assert out.returncode == 1
+    assert json.loads(out.stdout)["valid"] is False
+
+
+def test_the_version_is_the_installed_distributions() -> None:
+    from importlib.metadata import version
+
+    from charter.runtime.version import VERSION
+
+    assert version("charter-policy") == VERSION
+    out = _console("--version")
+    assert out.stdout.strip() == f"charter {VERSION}"
