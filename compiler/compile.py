@@ -16,24 +16,21 @@ import functools
 import gc
 import json
 import os
-import platform as _platform
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from charter.compiler.describe import render_description, shell_hint_block
 from charter.compiler.diagnostics import Diagnostic, Severity, Span, did_you_mean, format_key_path
-from charter.compiler.frontends.agent_yaml import AgentCore
-from charter.compiler.frontends.base import salvage
+from charter.compiler.frontends.base import salvage, server_id_from_path
 from charter.compiler.frontends.blueprint import Blueprint
 from charter.compiler.frontends.blueprint import Stage as StageModel
 from charter.compiler.frontends.config_toml import UserConfig
-from charter.compiler.frontends.mcp_manifest import McpServer, server_id_from_path
 from charter.compiler.frontends.project import AgentSources, Project
 from charter.compiler.frontends.stage_toml import StageEntry, combine_stages
 from charter.compiler.frontends.validation import thaw
-from charter.compiler.mcp_lock import lock_display, pinned_schema, read_agent_lock, server_pins
 from charter.compiler.permissions import (
     APPROVAL_TO_PERMISSION,
     CoreInputs,
@@ -54,7 +51,6 @@ from charter.runtime.catalog import (
 )
 from charter.runtime.env import forbidden_target
 from charter.runtime.mcp.filters import select_tools, unmatched_patterns
-from charter.runtime.mcp.lock import ServerLock
 from charter.runtime.naming import mcp_safe_name
 from charter.runtime.plan import (
     AgentPlan,
@@ -82,6 +78,13 @@ from charter.runtime.plan import (
 from charter.runtime.shell import ShellPolicy
 from charter.runtime.version import VERSION
 
+if TYPE_CHECKING:
+    # Agent cores, MCP manifests and lock files are read only for agents
+    # that have them; a blueprint-only project never imports their models.
+    from charter.compiler.frontends.agent_yaml import AgentCore
+    from charter.compiler.frontends.mcp_manifest import McpServer
+    from charter.runtime.mcp.lock import ServerLock
+
 __all__ = ["CompileOptions", "CompileResult", "compile_project", "default_shell"]
 
 _RISKS = ("low", "medium", "high", "critical")
@@ -107,9 +110,7 @@ def default_shell(target: str) -> str:
 
 @dataclass(frozen=True)
 class CompileOptions:
-    target_platform: Literal["posix", "windows"] = (
-        "windows" if _platform.system() == "Windows" else "posix"
-    )
+    target_platform: Literal["posix", "windows"] = "windows" if sys.platform == "win32" else "posix"
     shell: str | None = None  # None: resolve for the target platform
     # Linting needs the decisions, not the model-facing text; skipping the
     # templates keeps jinja2 out of `charter validate`'s start-up.
@@ -179,6 +180,8 @@ def _collect_tools(ctx: _Ctx, stages: Mapping[str, StageEntry], project_root: Pa
     table = ToolTable()
     core, csm = ctx.core, ctx.core_smap
     if core is not None and csm is not None:
+        from charter.compiler.mcp_lock import lock_display, read_agent_lock, server_pins
+
         for i, toolset in enumerate(core.tools.toolsets):
             where = csm.value_span(("tools", "toolsets", i))
             for name in TOOLSETS.get(toolset, ()):
@@ -251,6 +254,8 @@ def _mcp_entry(ctx: _Ctx, ref: ToolRef, project_root: Path) -> ToolEntry | None:
     """A tool entry for an MCP tool the compiler knows by name: with its
     pinned description and schema when the server is locked, else a bare
     entry whose schema arrives when the server connects."""
+    from charter.compiler.mcp_lock import pinned_schema, read_agent_lock, server_pins
+
     loaded = next(
         (x for x in ctx.agent.mcp if server_id_from_path(Path(x.display)) == ref.server), None
     )
@@ -1087,6 +1092,10 @@ def _edge(
 
 def _mcp_servers(ctx: _Ctx, grants: list[Grant], project_root: Path) -> list[McpServerPlan]:
     out: list[McpServerPlan] = []
+    if not ctx.agent.mcp:
+        return out
+    from charter.compiler.mcp_lock import read_agent_lock, server_pins
+
     agent_dir = (project_root / ctx.agent.directory).resolve()
     for loaded in ctx.agent.mcp:
         m: McpServer | None = loaded.model
@@ -1338,6 +1347,8 @@ def _salvage_invalid(ctx: _Ctx) -> None:
             agent = dataclasses.replace(agent, blueprint=dataclasses.replace(bp, model=model))
     core = agent.core
     if core is not None and core.model is None and core.raw is not None:
+        from charter.compiler.frontends.agent_yaml import AgentCore
+
         cmodel = salvage(AgentCore, core.raw)
         if cmodel is not None:
             agent = dataclasses.replace(agent, core=dataclasses.replace(core, model=cmodel))

@@ -8,7 +8,6 @@ problem in every file. Rule codes, names and docs live in
 
 from __future__ import annotations
 
-import difflib
 import enum
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -104,6 +103,8 @@ def has_errors(diags: Iterable[Diagnostic]) -> bool:
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     """The closest candidate, if any is close enough to be a likely typo."""
     pool = sorted(set(candidates))
+    import difflib  # only when a name is unknown
+
     matches = difflib.get_close_matches(word, pool, n=1, cutoff=0.6)
     if matches:
         return matches[0]

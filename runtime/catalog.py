@@ -2,9 +2,9 @@
 
 The runtime owns this catalog because it implements the tools; the compiler
 only reads it (this module never imports ``charter.compiler``). The data lives
-in ``runtime/data/builtin_tools.json`` and is loaded once, lazily, through
-:mod:`importlib.resources`, so importing this module costs almost nothing:
-no JSON is parsed and no :mod:`jsonschema` is imported until a caller asks.
+in ``runtime/data/builtin_tools.json`` and is loaded once, lazily (see
+:mod:`charter.runtime.datafiles`), so importing this module costs almost
+nothing: no JSON is parsed and no :mod:`jsonschema` is imported until a caller asks.
 
 Each entry is a :class:`BuiltinTool`, a frozen pydantic model whose fields are
 strings, booleans and tuples only. Argument schemas are held as *canonical
@@ -25,11 +25,12 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from importlib import resources
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from charter.runtime.datafiles import read_text
 
 __all__ = [
     "APPROVAL_ORDER",
@@ -287,7 +288,7 @@ class _Catalog:
 
 
 def _read_data() -> str:
-    return resources.files("charter.runtime").joinpath("data", _DATA_FILE).read_text("utf-8")
+    return read_text("charter.runtime", __file__, "data", _DATA_FILE)
 
 
 def _build(text: str) -> _Catalog:

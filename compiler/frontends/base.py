@@ -16,7 +16,14 @@ from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
 from charter.compiler.sources.text import read_source
 
-__all__ = ["Loaded", "load_document", "parse_document", "parse_mapping", "salvage"]
+__all__ = [
+    "Loaded",
+    "load_document",
+    "parse_document",
+    "parse_mapping",
+    "salvage",
+    "server_id_from_path",
+]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -176,3 +183,10 @@ def _compact(value: Any) -> Any:
     if isinstance(value, list):
         return [_compact(v) for v in value if v is not _GONE]
     return value
+
+
+def server_id_from_path(path: Path) -> str:
+    """An MCP server's id: its manifest's file name without the extension.
+    (Here rather than with the manifest model so that code handling server
+    ids need not import the manifest's models.)"""
+    return path.stem

@@ -22,7 +22,7 @@ from pydantic import AfterValidator, field_validator
 from pydantic_core import PydanticCustomError
 
 from charter.compiler.diagnostics import Diagnostic, Span, format_key_path
-from charter.compiler.frontends.base import Loaded, load_document
+from charter.compiler.frontends.base import Loaded, load_document, server_id_from_path
 from charter.compiler.frontends.tool_yaml import ApprovalPolicy, Capability, Risk
 from charter.compiler.frontends.validation import InputModel
 from charter.compiler.rules import diag
@@ -190,11 +190,6 @@ class McpServer(InputModel):
 
 def _whole_seconds(value: float) -> int:
     return max(1, int(-(-value // 1)))
-
-
-def server_id_from_path(path: Path) -> str:
-    """A server's id: its manifest's file name without the extension."""
-    return path.stem
 
 
 def load_mcp_manifest(path: Path, display: str) -> Loaded[McpServer]:

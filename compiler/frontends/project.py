@@ -31,10 +31,9 @@ import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from charter.compiler.diagnostics import Diagnostic, Span
-from charter.compiler.frontends.agent_yaml import AgentCore, load_agent_yaml
 from charter.compiler.frontends.base import Loaded
 from charter.compiler.frontends.blueprint import Blueprint, Stage, load_blueprint
 from charter.compiler.frontends.charter_toml import SETTINGS_FILE, ProjectSettings, load_settings
@@ -43,10 +42,15 @@ from charter.compiler.frontends.config_toml import (
     default_config_path,
     load_user_config,
 )
-from charter.compiler.frontends.mcp_manifest import McpServer, load_mcp_manifest
 from charter.compiler.frontends.stage_toml import load_stage_file, merge_stages
-from charter.compiler.frontends.tool_yaml import ToolSpec, load_tool_yaml
 from charter.compiler.rules import diag
+
+if TYPE_CHECKING:
+    # Imported where an agent has a core: a blueprint-only project never
+    # builds the core, tool or MCP manifest models.
+    from charter.compiler.frontends.agent_yaml import AgentCore
+    from charter.compiler.frontends.mcp_manifest import McpServer
+    from charter.compiler.frontends.tool_yaml import ToolSpec
 
 __all__ = [
     "AgentSources",
@@ -181,6 +185,10 @@ def _load_agent(c: _Collector, adir: Path) -> AgentSources:
     tools: list[AuthoredToolSource] = []
     servers: list[Loaded[McpServer]] = []
     if (adir / CORE_FILE).is_file():
+        from charter.compiler.frontends.agent_yaml import load_agent_yaml
+        from charter.compiler.frontends.mcp_manifest import load_mcp_manifest
+        from charter.compiler.frontends.tool_yaml import load_tool_yaml
+
         path = adir / CORE_FILE
         core = load_agent_yaml(path, c.display(path), adir)
         c.note_file(path, c.display(path), core)

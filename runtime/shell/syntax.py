@@ -22,8 +22,9 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
+
+from charter.runtime.datafiles import read_text
 
 __all__ = [
     "EXPANSION_KINDS",
@@ -894,8 +895,8 @@ def build_parser() -> _Table:
     grammar = tablegen.grammar_text()
     data: Any = None
     try:
-        shipped = resources.files("charter.runtime.shell").joinpath("data", tablegen.TABLE_FILE)
-        data = json.loads(shipped.read_text("utf-8"))
+        shipped = read_text("charter.runtime.shell", __file__, "data", tablegen.TABLE_FILE)
+        data = json.loads(shipped)
     except (OSError, ValueError):
         data = None
     if not isinstance(data, dict) or data.get("grammar_sha256") != tablegen.grammar_digest(grammar):

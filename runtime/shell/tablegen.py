@@ -16,9 +16,10 @@ import hashlib
 import json
 import sys
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from charter.runtime.datafiles import read_text
 
 __all__ = ["TABLE_FILE", "export_table", "grammar_text", "main"]
 
@@ -26,7 +27,7 @@ TABLE_FILE = "lalr_table.json"
 
 
 def grammar_text() -> str:
-    return resources.files("charter.runtime.shell").joinpath("bash.lark").read_text("utf-8")
+    return read_text("charter.runtime.shell", __file__, "bash.lark")
 
 
 def grammar_digest(text: str) -> str:
