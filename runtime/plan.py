@@ -10,7 +10,6 @@ Every decision carries its provenance: the scopes consulted in order, the value
 each gave and where it was written, and each clamp that changed the outcome.
 """
 
-from __future__ import annotations
 
 import hashlib
 import json
@@ -325,7 +324,7 @@ class Plan(_Frozen):
     body: PlanBody
 
     @classmethod
-    def seal(cls, body: PlanBody) -> Plan:
+    def seal(cls, body: PlanBody) -> "Plan":
         return cls(schema_version=body.schema_version, digest=digest_of(body), body=body)
 
     def to_json(self) -> str:

@@ -28,13 +28,12 @@ Stages may also live in their own files (``stages/<name>.toml``); see
 :mod:`charter.compiler.frontends.stage_toml`.
 """
 
-from __future__ import annotations
 
 import dataclasses
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import Discriminator, Field, Tag, model_validator
 from pydantic_core import PydanticCustomError
@@ -149,7 +148,7 @@ class Transition(InputModel):
     stuck_after_tool_calls: PositiveInt | None = None
 
     @model_validator(mode="after")
-    def _consistent(self) -> Transition:
+    def _consistent(self) -> Self:
         # Both mistakes build an edge that silently never behaves as written:
         # a stuck edge with no threshold never fires, and thresholds on any
         # other edge are never read.

@@ -9,10 +9,9 @@ It lives at the project root or in an agent directory and holds two things:
   ``match``/``not_match`` examples or ``opa test``).
 """
 
-from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
@@ -46,7 +45,7 @@ class Expectation(InputModel):
     why: str | None = None
 
     @model_validator(mode="after")
-    def _command_or_args(self) -> Expectation:
+    def _command_or_args(self) -> Self:
         if self.command is not None and "command" in self.args:
             raise PydanticCustomError(
                 "invalid-value", "give the command either as 'command' or in 'args', not both"

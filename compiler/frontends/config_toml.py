@@ -14,7 +14,6 @@ Leviath config loads without noise.
 The safe-command models here are shared with the blueprint front-end.
 """
 
-from __future__ import annotations
 
 import dataclasses
 import os

@@ -2,7 +2,6 @@
 how a verdict meets the shell tool's permission, and the approval
 fingerprint."""
 
-from __future__ import annotations
 
 import hashlib
 import json
