@@ -110,6 +110,8 @@ def default_shell(target: str) -> str:
 
 @dataclass(frozen=True)
 class CompileOptions:
+    """What the compiler targets: platform, shell and whether to render descriptions."""
+
     target_platform: Literal["posix", "windows"] = "windows" if sys.platform == "win32" else "posix"
     shell: str | None = None  # None: resolve for the target platform
     # Linting needs the decisions, not the model-facing text; skipping the
@@ -119,6 +121,8 @@ class CompileOptions:
 
 @dataclass
 class CompileResult:
+    """A compile's plan (None when any agent has errors), its diagnostics and agents."""
+
     plan: Plan | None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     # Every agent that could be compiled, even when another has errors: the
@@ -141,6 +145,8 @@ def _source_ref(path: str, line: int, col: int) -> SourceRef:
 
 @dataclass
 class _Ctx:
+    """Per-agent compile state: the loaded sources, user config and collected diagnostics."""
+
     agent: AgentSources
     config: UserConfig | None
     config_smap: SourceMap | None
@@ -723,6 +729,8 @@ def _permission_map(
 
 @dataclass
 class _UserScopes:
+    """What the user's config said about each tool, per scope, and blueprint trust."""
+
     config: dict[str, Said]
     agent_config: dict[str, Said]
     trust_blueprint: Said | None

@@ -72,6 +72,8 @@ def format_key_path(parts: Sequence[KeyPart]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Diagnostic:
+    """One finding: a rule's code and name, its severity, what is wrong, and where."""
+
     code: str
     name: str
     severity: Severity

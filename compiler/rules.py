@@ -21,6 +21,8 @@ __all__ = ["RULES", "Rule", "by_name", "diag", "rule"]
 
 @dataclass(frozen=True, slots=True)
 class Rule:
+    """A lint rule: stable code, kebab-case name, default severity and its four-part doc."""
+
     code: str
     name: str
     severity: Severity

@@ -189,6 +189,8 @@ def _invalid_reason(token: str, r: Rule | None) -> str | None:
 
 @dataclass(slots=True)
 class _Entry:
+    """One code named by an ignore comment, and whether any finding used it."""
+
     token: str
     rule: Rule
     span: Span
@@ -197,6 +199,8 @@ class _Entry:
 
 @dataclass(slots=True)
 class _Directive:
+    """An ignore comment: the line it silences and the codes it names."""
+
     covers: int  # the line whose findings it silences
     entries: list[_Entry] = field(default_factory=list)
 

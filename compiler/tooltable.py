@@ -24,6 +24,8 @@ Source = Literal["builtin", "authored", "mcp"]
 
 @dataclass(frozen=True)
 class ToolRef:
+    """A tool an agent can name, with where it was declared and what provides it."""
+
     name: str
     source: Source
     where: Span  # where this tool was declared

@@ -50,6 +50,8 @@ AnswerKind = Literal["once", "stage", "run", "deny"]
 
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
+    """What a person is asked to approve: the call, redacted, and why it needs asking."""
+
     request_id: str
     agent: str
     stage: str
@@ -66,6 +68,8 @@ class ApprovalRequest:
 
 @dataclass(frozen=True, slots=True)
 class ApprovalAnswer:
+    """A person's (or a policy's) answer to an approval request, and who gave it."""
+
     kind: AnswerKind
     message: str = ""  # shown to the model with a denial
     source: str = ""  # who answered: terminal, flags, headless, cache, expiry

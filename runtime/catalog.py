@@ -18,7 +18,6 @@ description templates, and how the two seeds' names for the same thing map
 onto each other (the ``impl`` key).
 """
 
-
 import functools
 import hashlib
 import json

@@ -65,6 +65,8 @@ _PREVIEW = 600
 
 @dataclass(frozen=True, slots=True)
 class PathCheck:
+    """A path argument of a call and what the workspace check decided about it."""
+
     arg: str
     op: Literal["read", "write"]
     path: str

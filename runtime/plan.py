@@ -10,7 +10,6 @@ Every decision carries its provenance: the scopes consulted in order, the value
 each gave and where it was written, and each clamp that changed the outcome.
 """
 
-
 import hashlib
 import json
 from collections.abc import Iterable

@@ -114,6 +114,8 @@ class SchemaCheck:
 
 @dataclass(frozen=True, slots=True)
 class PreparedStage:
+    """A stage with its offered tool sets and decisions indexed for lookups."""
+
     stage: Stage
     attended: frozenset[str]
     unattended: frozenset[str]
@@ -125,6 +127,8 @@ class PreparedStage:
 
 @dataclass(frozen=True, slots=True)
 class PreparedAgent:
+    """An agent's plan indexed for deciding calls: tools, schema checks, stages, grants."""
+
     agent: AgentPlan
     tools: Mapping[str, ToolEntry]
     checks: Mapping[str, SchemaCheck]

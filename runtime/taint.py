@@ -113,6 +113,8 @@ LabelKind = Literal["sensitive-path", "secret", "untrusted-result"]
 
 @dataclass(frozen=True, slots=True)
 class Label:
+    """Why a piece of data is tainted: its kind and the call that brought it in."""
+
     kind: LabelKind
     source: str  # "read_file .env", "mcp docs", "terminal secret GITHUB_TOKEN"
     call_id: str = ""
@@ -125,6 +127,8 @@ class Label:
 
 @dataclass(frozen=True, slots=True)
 class TaintVerdict:
+    """The data-flow gate's answer for one outbound call, with its targets and labels."""
+
     decision: Literal["allow", "ask", "deny"]
     rule: str
     reason: str

@@ -82,6 +82,8 @@ _SYNTAX = frozenset("./\\:%~")
 
 @dataclass(frozen=True, slots=True)
 class PathDecision:
+    """Whether a path may be used, the rule that decided, and the resolved path."""
+
     decision: Verdict
     rule: str  # stable key, e.g. "path-outside"
     message: str

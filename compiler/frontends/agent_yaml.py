@@ -11,7 +11,6 @@ configure the host's model provider and chat front-ends, which Charter
 neither checks nor compiles.
 """
 
-
 import os
 import re
 from pathlib import Path, PurePosixPath

@@ -28,7 +28,6 @@ Stages may also live in their own files (``stages/<name>.toml``); see
 :mod:`charter.compiler.frontends.stage_toml`.
 """
 
-
 import dataclasses
 import re
 from collections.abc import Sequence

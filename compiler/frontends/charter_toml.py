@@ -9,7 +9,6 @@ It lives at the project root or in an agent directory and holds two things:
   ``match``/``not_match`` examples or ``opa test``).
 """
 
-
 from pathlib import Path
 from typing import Any, Literal, Self
 

@@ -14,7 +14,6 @@ Leviath config loads without noise.
 The safe-command models here are shared with the blueprint front-end.
 """
 
-
 import dataclasses
 import os
 import re

@@ -69,6 +69,8 @@ _MAX_DEPTH = 3
 
 @dataclass(frozen=True)
 class AuthoredToolSource:
+    """One authored tool's folder and its loaded tool.yaml."""
+
     tool_id: str
     directory: str  # display path of the tool's folder
     spec: Loaded[ToolSpec]
@@ -99,6 +101,8 @@ class AgentSources:
 
 @dataclass(frozen=True)
 class Project:
+    """Every agent, config and source file loaded from one project directory."""
+
     root: Path
     agents: tuple[AgentSources, ...]
     config: Loaded[UserConfig] | None

@@ -12,7 +12,6 @@ and model-output policy) are defined here and imported by
 :mod:`charter.compiler.frontends.mcp_manifest`.
 """
 
-
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal

@@ -38,6 +38,8 @@ def ordered(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
 
 @dataclass(frozen=True, slots=True)
 class Counts:
+    """How many findings of each severity a report holds, plus the suppressed ones."""
+
     errors: int
     warnings: int
     notes: int

@@ -27,6 +27,8 @@ class Located:
 
 @dataclass(slots=True)
 class SourceMap:
+    """Where each key and value of a parsed document sits in its file."""
+
     path: str
     entries: dict[KeyPath, Located] = field(default_factory=dict)
     # The raw text lines, kept for renderers that show a source excerpt and

@@ -18,6 +18,8 @@ MAX_NESTING = 64
 
 @dataclass(frozen=True, slots=True)
 class SourceText:
+    """A file's decoded text with its real path and its display path."""
+
     path: Path
     display: str  # path relative to the project root, with forward slashes
     text: str

@@ -58,14 +58,18 @@ def read_toml(src: SourceText) -> tuple[Any, SourceMap, list[Diagnostic]]:
             if 0 < line <= len(lines):
                 text = lines[line - 1]
                 col = len(text) - len(text.lstrip()) + 1
-            return None, smap, [
-                diag(
-                    "duplicate-key",
-                    "a key or table is defined twice; TOML forbids redefinition "
-                    f"({msg.rstrip('.')})",
-                    Span(src.display, line, col),
-                )
-            ]
+            return (
+                None,
+                smap,
+                [
+                    diag(
+                        "duplicate-key",
+                        "a key or table is defined twice; TOML forbids redefinition "
+                        f"({msg.rstrip('.')})",
+                        Span(src.display, line, col),
+                    )
+                ],
+            )
         return None, smap, [diag("toml-syntax-error", msg, Span(src.display, line, col))]
     except RecursionError:
         return None, smap, [diag("nesting-too-deep", "structure too deep", Span(src.display))]

@@ -99,6 +99,8 @@ def sensitive_path(value: str) -> bool:
 
 @dataclass
 class _State:
+    """What the guard gathers while walking one command: findings, writes, flags."""
+
     text: str
     cwd: str | None
     ws: str

@@ -36,6 +36,8 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 @dataclass(frozen=True, slots=True)
 class Reading:
+    """One reading of a command's text (raw, ANSI-stripped or NFKC) for the guard to judge."""
+
     label: str  # "raw", "ansi-stripped" or "nfkc"
     text: str
 

@@ -19,6 +19,8 @@ __all__ = ["Opt", "Scanned", "expand_long", "long_given", "scan", "short_given"]
 
 @dataclass(frozen=True, slots=True)
 class Opt:
+    """One option as written, its value if it took one, and the argument it came from."""
+
     name: str  # "-o" or "--output" (as written, possibly abbreviated)
     value: str | None
     index: int  # the argument it was read from
@@ -26,6 +28,8 @@ class Opt:
 
 @dataclass(frozen=True, slots=True)
 class Scanned:
+    """A command's arguments split into options and operand indexes."""
+
     opts: tuple[Opt, ...]
     operands: tuple[int, ...]  # indexes of non-option arguments
 

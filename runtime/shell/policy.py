@@ -2,7 +2,6 @@
 how a verdict meets the shell tool's permission, and the approval
 fingerprint."""
 
-
 import hashlib
 import json
 from collections.abc import Mapping
@@ -79,6 +78,8 @@ class Write:
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
+    """The shell guard's decision on a command, the deciding rule and where in the text."""
+
     decision: Decision
     rule: str
     span: tuple[int, int]

@@ -44,6 +44,8 @@ UNKNOWN = "\x00"  # stands for an argument whose value is only known at run time
 
 @dataclass(frozen=True, slots=True)
 class Issue:
+    """A problem a program checker found in one argument, with the decision it calls for."""
+
     rule: str
     index: int  # argument index (0 = first argument after the program), -1 = the program
     message: str
@@ -52,6 +54,8 @@ class Issue:
 
 @dataclass(frozen=True, slots=True)
 class Checked:
+    """A program checker's result: its issues and which arguments are text, not paths."""
+
     issues: tuple[Issue, ...] = ()
     # Arguments that are text (patterns, scripts, formats), not paths.
     text_args: frozenset[int] = frozenset()

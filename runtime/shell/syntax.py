@@ -93,6 +93,8 @@ class Part:
 
 @dataclass(slots=True)
 class Word:
+    """One shell word: its parts, span, and literal value when nothing in it expands."""
+
     parts: tuple[Part, ...]
     start: int
     end: int
@@ -119,6 +121,8 @@ class Word:
 
 @dataclass(frozen=True, slots=True)
 class HereDoc:
+    """A here-document's delimiter, body and whether expansion applies inside it."""
+
     delimiter: str
     quoted: bool  # a quoted delimiter turns expansion in the body off
     body: str
@@ -127,6 +131,8 @@ class HereDoc:
 
 @dataclass(slots=True)
 class Redirect:
+    """A redirection: operator, file descriptor, target word and any here-document."""
+
     op: str  # the operator without its fd number: ">", ">>", ">|", "&>", "<", "<<", ">&", ...
     fd: str | None
     target: Word
@@ -137,6 +143,8 @@ class Redirect:
 
 @dataclass(slots=True)
 class SimpleCommand:
+    """A command's words and redirections, with its span in the text."""
+
     words: tuple[Word, ...]
     redirects: tuple[Redirect, ...]
     start: int
@@ -145,6 +153,8 @@ class SimpleCommand:
 
 @dataclass(slots=True)
 class Subshell:
+    """A parenthesised group of commands and the redirections applied to it."""
+
     body: Program
     redirects: tuple[Redirect, ...]
     start: int
@@ -156,6 +166,8 @@ Command = SimpleCommand | Subshell
 
 @dataclass(slots=True)
 class Program:
+    """A command list: its commands in order and the separators between them."""
+
     commands: tuple[Command, ...]
     start: int
     end: int
@@ -196,6 +208,8 @@ _COMMENT_AFTER = frozenset(" \t\n;&|()<>")
 
 @dataclass(slots=True)
 class _Lexed:
+    """The lexer's output: tokens, here-document bodies and comment spans."""
+
     tokens: list[Tok]
     heredocs: dict[int, HereDoc]  # keyed by the redirect token's start
     comments: list[tuple[int, int]]
@@ -844,6 +858,8 @@ def _flush(
 
 @dataclass(slots=True)
 class _Ctx:
+    """Tree-building context: the here-document bodies found by the lexer."""
+
     heredocs: dict[int, HereDoc]
 
 
@@ -994,6 +1010,8 @@ def _unexpected(t: Tok, text: str) -> str:
 
 @dataclass(slots=True)
 class ParseResult:
+    """A parse's program, or the syntax error that stopped it, and its comments."""
+
     program: Program | None
     error: ShellSyntaxError | None
     comments: tuple[tuple[int, int], ...] = ()
