@@ -481,7 +481,7 @@ def _redirect(st: _State, r: Redirect) -> None:
                     span,
                     f"{v} looks like a credential file; reading it needs approval",
                 )
-            elif _outside(st, v, target.tilde):
+            elif _outside(st, v, target.tilde, target.glob):
                 st.add(
                     "ask",
                     "path-outside-workspace",
@@ -974,7 +974,7 @@ def _generic_args(
         if idx in text_args:
             continue
         for cand, tilde in _path_candidates(v, w):
-            if _outside(st, cand, tilde):
+            if _outside(st, cand, tilde, w.glob):
                 st.add(
                     "ask",
                     "path-outside-workspace",
@@ -999,17 +999,35 @@ def _path_candidates(v: str, w: Word) -> list[tuple[str, bool]]:
     return [(v, w.tilde)]
 
 
-def _outside(st: _State, value: str, tilde: bool) -> bool:
+def _outside(st: _State, value: str, tilde: bool, glob_word: bool = False) -> bool:
+    """Whether a path the command names lies outside the workspace: by its
+    text first, then (for a path whose text stays inside) by where its
+    symlinks lead, since ``cat link/passwd`` reads the link's target."""
     if tilde or value.startswith("~"):
         return True
     if value.startswith("/"):
         if value in _DISCARD or value.startswith("/dev/fd/"):
             return False
-        path = posixpath.normpath("/" + value.lstrip("/"))
-    elif ".." in value.split("/"):
-        if st.cwd is None:
-            return True
-        path = posixpath.normpath(posixpath.join(st.cwd, value))
+        raw = "/" + value.lstrip("/")
+    elif st.cwd is None:
+        # relative to a directory changed earlier in the command: only a
+        # climb is known to leave; anything else is judged where it runs
+        return ".." in value.split("/")
     else:
-        return False
-    return not (path == st.ws or path.startswith(st.ws.rstrip("/") + "/"))
+        raw = posixpath.join(st.cwd, value)
+    if not _within(posixpath.normpath(raw), st.ws):
+        return True
+    # No lexical normalisation before resolving: the kernel follows a symlink
+    # before it applies a later `..`.
+    if not _within(_realpath(raw), st.ws_real):
+        return True
+    if glob_word and any(c in value for c in "*?["):
+        # the shell hands the command whatever the pattern matches now
+        for match in itertools.islice(glob.iglob(raw), 1000):
+            if not _within(_realpath(match), st.ws_real):
+                return True
+    return False
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")

@@ -73,3 +73,28 @@ def test_a_working_directory_outside_the_workspace_is_never_read_only() -> None:
         assert (v.decision, v.rule) == ("ask", "path-outside-workspace"), cwd
     v = evaluate("cat x", cwd="/ws/proj/src", workspace="/ws/proj", policy=ShellPolicy())
     assert v.decision == "allow"
+
+
+def test_argument_paths_are_resolved_through_symlinks(tmp_path: Path) -> None:
+    # `cat link/secret` reads the link's target: its text stays inside the
+    # workspace but the file does not, so it is not a read-only allow
+    ws = _layout(tmp_path)
+    (tmp_path / "outside" / "deep" / "secret").write_text("s")
+    (ws / "sub" / "f").write_text("")
+    (ws / "direct").symlink_to(tmp_path / "outside" / "deep" / "secret")
+    for cmd in (
+        "cat link/secret",
+        "cat direct",
+        "head -n1 link/secret",
+        "grep x link/secret",
+        "cat l*/secret",
+        "wc -l < link/secret",
+        f"cat {ws}/link/secret",
+        "cat sub/../link/secret",
+        "ls link/..",  # the kernel climbs from the link's target
+    ):
+        v = evaluate(cmd, cwd=ws, workspace=ws, policy=ShellPolicy())
+        assert (v.decision, v.rule) == ("ask", "path-outside-workspace"), cmd
+    for cmd in ("cat sub/f", "cat sub/../sub/f", "ls sub"):
+        v = evaluate(cmd, cwd=ws, workspace=ws, policy=ShellPolicy())
+        assert v.decision == "allow", cmd
