@@ -11,8 +11,12 @@ alike. Printed: the median and spread of each command, then the imports that
 cost most according to ``python -X importtime``.
 
 Reference points measured in the same run: ``python -c pass`` (the interpreter
-alone) and ``python -c "import pydantic"`` (the heaviest library the validate
-path needs).
+alone), ``python -c "import pydantic"`` (the heaviest library the validate
+path needs) and a program that defines and uses one pydantic model the way
+Charter does (plugins off, frozen, strict, with a field validator): what any
+pydantic-based linter pays before its own code runs. Then, in one process,
+the first validate (loading included) against a second one of the same
+project (the work alone).
 """
 
 from __future__ import annotations
@@ -29,6 +33,47 @@ from pathlib import Path
 
 DEFAULT_PATH = "blueprints/coder"
 BUDGET_MS = 150.0
+
+
+# Charter's own use of pydantic, reduced to one model: plugin discovery off
+# (as the console script does), a frozen strict model with a validator, one
+# validation, and the same fast exit.
+_ONE_MODEL = """
+import os, sys
+os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+from charter.compiler.cli import _install_plugin_loader_stand_in
+_install_plugin_loader_stand_in()
+from typing import Literal
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+class M(BaseModel):
+    model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
+    name: str = Field(min_length=1)
+    mode: Literal["a", "b"] = "a"
+    tags: tuple[str, ...] = ()
+    @field_validator("name")
+    @classmethod
+    def _check(cls, v: str) -> str:
+        return v
+M.model_validate({"name": "x"})
+sys.stdout.flush()
+os._exit(0)
+"""
+
+_SPLIT = """
+import contextlib, io, os, sys, time
+os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+from charter.compiler.cli import _install_plugin_loader_stand_in
+_install_plugin_loader_stand_in()
+t0 = time.perf_counter()
+from charter.compiler.cli import main
+argv = ["validate", "--format", "concise", sys.argv[1]]
+with contextlib.redirect_stdout(io.StringIO()):
+    main(argv)
+    t1 = time.perf_counter()
+    main(argv)
+    t2 = time.perf_counter()
+print((t1 - t0) * 1000, (t2 - t1) * 1000)
+"""
 
 
 def _charter_command(python: str) -> list[str]:
@@ -120,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = {
         "python -c pass": ([python, "-c", "pass"], frozenset({0})),
         'python -c "import pydantic"': ([python, "-c", "import pydantic"], frozenset({0})),
+        "one pydantic model, used": ([python, "-c", _ONE_MODEL], frozenset({0})),
         # 1 means findings, which is still a complete validate run.
         f"charter validate {path}": (validate, frozenset({0, 1})),
     }
@@ -148,6 +194,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"  validate median {median:.1f} ms ({median - floor:.1f} ms above the bare interpreter):"
         f" {verdict} the {args.budget_ms:.0f} ms budget"
     )
+
+    split = subprocess.run(
+        [python, "-c", _SPLIT, str(path)], capture_output=True, text=True, check=False
+    )
+    if split.returncode == 0:
+        first, second = (float(x) for x in split.stdout.split())
+        print(
+            f"  in one process: first validate {first:.1f} ms, the same again {second:.1f} ms"
+            " (the difference is loading code and building models)"
+        )
 
     profiled = [python, "-X", "importtime", "-m", "charter.compiler", "validate", str(path)]
     roots, selfs = _import_costs(profiled, args.top)
