@@ -30,6 +30,13 @@ cancel a run while the model "thinks") or fail like an endpoint would
 Every spawned sub-agent of a name replays that name's turns from the start,
 so concurrent workers of one agent behave alike and the run stays
 deterministic.
+
+A provider made with ``record=True`` keeps every request it receives (the
+stage, the messages, the tool definitions, the edges) as a
+:class:`ScriptRequest`, and so do the copies :meth:`ScriptProvider.for_agent`
+makes for sub-agents, into the same list. Tests read :attr:`ScriptProvider.
+requests` to check exactly what a run sent the model, such as the system
+prompt of a later turn.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ import json
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -63,6 +71,7 @@ __all__ = [
     "Script",
     "ScriptExpect",
     "ScriptProvider",
+    "ScriptRequest",
     "ScriptToolCall",
     "ScriptTurn",
     "load_script",
@@ -353,6 +362,47 @@ def _key_path(loc: Loc) -> str:
 # --------------------------------------------------------------------------- provider
 
 
+@dataclass(frozen=True, slots=True)
+class ScriptRequest:
+    """One request a recording provider received, as the run sent it.
+
+    ``agent`` is the sub-agent name the provider plays (None for the agent
+    the run started with); ``copy`` tells providers of one name apart: 0 is
+    the provider the run was given, and each :meth:`ScriptProvider.for_agent`
+    call makes the next number, in the order the run asked for them.
+    """
+
+    agent: str | None
+    copy: int
+    stage: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...]
+    edges: tuple[EdgeChoice, ...]
+
+    @property
+    def system(self) -> str:
+        """The system prompt of this request ('' when it had none)."""
+        return "\n\n".join(m.content or "" for m in self.messages if m.role == "system")
+
+    def tool(self, name: str) -> ToolSpec | None:
+        """The definition of tool ``name`` as this request offered it."""
+        return next((t for t in self.tools if t.name == name), None)
+
+
+class _Recorder:
+    """The request list shared by a recording provider and its copies."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.requests: list[ScriptRequest] = []
+        self.copies = 0
+
+    def next_copy(self) -> int:
+        with self.lock:
+            self.copies += 1
+            return self.copies
+
+
 class ScriptProvider:
     """Plays a script's turns in order, one per :meth:`complete` call."""
 
@@ -362,7 +412,10 @@ class ScriptProvider:
         *,
         display: str = "<script>",
         agent: str | None = None,
+        record: bool = False,
         _lines: Mapping[Loc, int] | None = None,
+        _recorder: _Recorder | None = None,
+        _copy: int = 0,
     ) -> None:
         self._script = script
         self._display = display
@@ -373,16 +426,32 @@ class ScriptProvider:
         self._next = 0
         self._lock = threading.Lock()
         self._closed = False
+        # Off by default: a long scripted run would otherwise keep a copy of
+        # the conversation for every turn.
+        self._recorder = _recorder if _recorder is not None else (_Recorder() if record else None)
+        self._copy = _copy
 
     @classmethod
-    def from_file(cls, path: str | Path) -> ScriptProvider:
+    def from_file(cls, path: str | Path, *, record: bool = False) -> ScriptProvider:
         loaded = _load(Path(path))
-        return cls(loaded.script, display=loaded.display, _lines=loaded.lines)
+        return cls(loaded.script, display=loaded.display, record=record, _lines=loaded.lines)
 
     @classmethod
-    def from_text(cls, text: str, display: str = "<script>") -> ScriptProvider:
+    def from_text(
+        cls, text: str, display: str = "<script>", *, record: bool = False
+    ) -> ScriptProvider:
         loaded = _parse(text, display)
-        return cls(loaded.script, display=display, _lines=loaded.lines)
+        return cls(loaded.script, display=display, record=record, _lines=loaded.lines)
+
+    @property
+    def requests(self) -> tuple[ScriptRequest, ...]:
+        """Every request received so far by this provider and its copies, in
+        the order they arrived. Asking a provider made without ``record``
+        is a mistake in the test, so it raises rather than answering ()."""
+        if self._recorder is None:
+            raise RuntimeError("this ScriptProvider does not record; make it with record=True")
+        with self._recorder.lock:
+            return tuple(self._recorder.requests)
 
     def __repr__(self) -> str:
         who = f", agent={self._agent!r}" if self._agent else ""
@@ -397,7 +466,15 @@ class ScriptProvider:
         return len(self._turns) - self._next
 
     def for_agent(self, name: str) -> ScriptProvider:
-        return ScriptProvider(self._script, display=self._display, agent=name, _lines=self._lines)
+        recorder = self._recorder
+        return ScriptProvider(
+            self._script,
+            display=self._display,
+            agent=name,
+            _lines=self._lines,
+            _recorder=recorder,
+            _copy=recorder.next_copy() if recorder is not None else 0,
+        )
 
     def close(self) -> None:
         self._closed = True
@@ -414,6 +491,14 @@ class ScriptProvider:
             if self._closed:
                 raise ModelError(f"script {self._display} was already closed")
             index = self._next
+            if self._recorder is not None:
+                # Recorded before the script is consulted, so a request that
+                # fails an expectation or finds the script exhausted is kept too.
+                request = ScriptRequest(
+                    self._agent, self._copy, stage, tuple(messages), tuple(tools), tuple(edges)
+                )
+                with self._recorder.lock:
+                    self._recorder.requests.append(request)
             if index >= len(self._turns):
                 raise ScriptExhaustedError(self._exhausted(stage), turns=index, stage=stage)
             self._next += 1
