@@ -23,7 +23,9 @@ if TYPE_CHECKING:
 __all__ = [
     "ChecklistItem",
     "ContextEntry",
+    "FOLD_MAX_CHARS",
     "RunStore",
+    "fold_sections",
     "run_checklist",
     "run_context",
     "run_submit_output",
@@ -36,6 +38,11 @@ MAX_REGIONS = 64
 MAX_ENTRIES = 512
 MAX_ENTRY_CHARS = 200_000
 MAX_ITEMS = 512
+# How much of the sections and checklists is folded into each system prompt.
+# The store may hold far more than a model's context window; past this the
+# prompt says what was left out and how to reach it (context_read), rather
+# than letting one large section crowd out the conversation.
+FOLD_MAX_CHARS = 48_000
 
 
 @dataclass(slots=True)
@@ -241,6 +248,80 @@ def run_context(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None) -> T
         if tool == "context_list":
             return _context_list(args, store)
     return refusal("invalid", "dispatch", "unknown-tool", f"{tool!r} is not a context tool")
+
+
+# -- folding sections back into the prompt ---------------------------------------
+
+
+class _Budget:
+    """Text of the folded block, cut once ``limit`` characters are used."""
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+        self.parts: list[str] = []
+        self.hidden: dict[str, int] = {}  # "section 'x'" -> characters not shown
+
+    def add(self, text: str, what: str) -> None:
+        if len(text) <= self.left:
+            self.parts.append(text)
+            self.left -= len(text)
+            return
+        shown = text[: self.left]
+        if shown:
+            self.parts.append(shown)
+        self.hidden[what] = self.hidden.get(what, 0) + len(text) - len(shown)
+        self.left = 0
+
+
+def fold_sections(store: RunStore, max_chars: int = FOLD_MAX_CHARS) -> str | None:
+    """The agent's context sections and checklists as one block for its system
+    prompt, or None when it keeps none. Sections are shown in the order they
+    were made, entries in their order, keyed entries with their key; each
+    checklist item with its id, whether it is done, and its notes (checklists
+    come first). Past ``max_chars`` the rest is left out and the block ends by
+    naming what was left out, so the model knows to read it with the tools."""
+    with store.lock:
+        regions = [(name, list(entries)) for name, entries in store.regions.items()]
+        checklists = [
+            (name, [(i.id, i.text, i.done, tuple(i.notes)) for i in items])
+            for name, items in store.checklists.items()
+        ]
+    if not regions and not checklists:
+        return None
+    budget = _Budget(max_chars)
+    # Checklists first: they are short, and this block is the only place the
+    # model sees them whole (no tool lists a checklist), while a section cut
+    # here can still be read with context_read.
+    for name, items in checklists:
+        open_count = sum(not done for _, _, done, _ in items)
+        key = f"checklist '{name}'"
+        budget.add(f"\n\n### Checklist '{name}' ({open_count} open of {len(items)})", key)
+        for item_id, text, done, notes in items:
+            budget.add(f"\n- [{'x' if done else ' '}] {item_id}: {text}", key)
+            for note in notes:
+                budget.add(f"\n    note: {note}", key)
+    for name, entries in regions:
+        count = f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'}"
+        key = f"section '{name}'"
+        budget.add(f"\n\n### Section '{name}' ({count})", key)
+        if not entries:
+            budget.add("\n(empty)", key)
+        for entry in entries:
+            label = f"[{entry.key}] " if entry.key is not None else "- "
+            budget.add(f"\n{label}{entry.content}", key)
+    head = (
+        "Your context sections and checklists, as they stand now. The runtime keeps them "
+        "for you across turns and stages; the context and todo tools change them."
+    )
+    text = head + "".join(budget.parts)
+    if budget.hidden:
+        cut = ", ".join(f"{what} ({n} characters)" for what, n in budget.hidden.items())
+        text += (
+            f"\n\n[not shown, past the {max_chars}-character limit of this block: {cut}. "
+            "Read a section with context_read; free what you no longer need with "
+            "context_delete.]"
+        )
+    return text
 
 
 # -- checklists and the todo list ----------------------------------------------
