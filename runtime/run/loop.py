@@ -36,6 +36,18 @@ The run ends when ``submit_output`` succeeds in an output stage. A stage
 with no edges and no output (an agent core's single chat stage) or one with
 ``allow_complete`` ends when the model answers without calling a tool, and
 that text is the answer.
+
+The system prompt is rebuilt before every turn: it ends with the agent's
+context sections and checklists as they stand (bounded in size), so what the
+agent wrote with the context tools on one turn is in front of it on the next,
+in every later stage, whatever the edge's transform did to the conversation.
+
+A sub-agent may be asked for another answer shape than its blueprint
+declares (``spawn_agent``'s ``output_format`` and ``output_instructions``).
+That request replaces the declared shape everywhere the child meets it: in
+its system prompt, in the description of ``submit_output`` (the one tool
+definition not sent exactly as compiled), in the check its answer must pass,
+and in the format its result reports.
 """
 
 from __future__ import annotations
@@ -69,6 +81,7 @@ from charter.runtime.models import (
 from charter.runtime.plan import Edge, OutputSpec, Stage
 from charter.runtime.results import ToolCall, ToolResult, refusal
 from charter.runtime.session import PreparedPlan, Session, open_session
+from charter.runtime.tools.context import fold_sections, validate_output
 from charter.runtime.tools.registry import IMPLEMENTATIONS, RunStore, ToolRuntime
 from charter.runtime.tools.tasks import cancel_tasks
 from charter.runtime.tools.web import web_config_for
@@ -188,6 +201,56 @@ def _region_hash(store: RunStore, region: str) -> str:
 
 def _is_output_stage(stage: Stage) -> bool:
     return stage.output is not None or stage.mode == "output"
+
+
+def _ends_with_text(stage: Stage) -> bool:
+    """A stage whose answer is the model's reply text (it stops calling tools)."""
+    return not _is_output_stage(stage) and (stage.allow_complete or not stage.edges)
+
+
+def _same_format(a: str | None, b: str | None) -> bool:
+    return (a or "").strip().lower() == (b or "").strip().lower()
+
+
+def _overridden(base: OutputSpec, asked: OutputSpec) -> OutputSpec:
+    """The shape a parent asked for (``spawn_agent``'s ``output_format`` and
+    ``output_instructions``) laid over the one the stage declares. What the
+    parent said wins; the blueprint's instructions, example and answer schema
+    describe the blueprint's own shape, so they are kept only while the
+    parent asked for nothing that contradicts them."""
+    new_format = asked.format is not None and not _same_format(asked.format, base.format)
+    if not new_format and asked.instructions is None:
+        return base
+    if new_format:
+        instructions = asked.instructions
+    else:
+        instructions = asked.instructions or base.instructions
+    return OutputSpec(
+        format=asked.format or base.format,
+        instructions=instructions,
+        # The blueprint's example and schema show its own shape; with another
+        # format or other instructions they would contradict the request.
+        example=None,
+        answer_schema=None,
+    )
+
+
+# Bounded: the format and instructions are whatever a parent model asked for.
+@functools.lru_cache(maxsize=64)
+def _submit_description(fmt: str | None, instructions: str | None, example: str | None) -> str:
+    """submit_output's description for an overridden shape, rendered from the
+    catalog's own template as the compiler renders it for a declared one, so
+    the tool does not advertise the shape the parent overrode."""
+    import jinja2
+
+    from charter.runtime.catalog import resolve_builtin
+
+    tool = resolve_builtin("submit_output")
+    if tool is None:  # pragma: no cover - the packaged catalog always has it
+        raise RuntimeError("the built-in catalog has no submit_output")
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+    out = {"format": fmt, "instructions": instructions, "example": example}
+    return env.from_string(tool.description_template).render(output=out, tool=tool.name).strip()
 
 
 class AgentRun:
@@ -332,18 +395,17 @@ class AgentRun:
         return self.session.stage.stage
 
     def _output_spec(self, stage: Stage) -> OutputSpec | None:
-        if not _is_output_stage(stage):
+        """The answer shape this agent is held to in ``stage``: the stage's
+        own, or the one its parent asked for. A parent's request also applies
+        to a stage whose answer is the reply text, though it declares none."""
+        asked = self.output_override
+        if _is_output_stage(stage):
+            base = stage.output or OutputSpec()
+        elif asked is not None and _ends_with_text(stage):
+            base = OutputSpec()
+        else:
             return stage.output
-        base = stage.output or OutputSpec()
-        o = self.output_override
-        if o is None:
-            return base
-        return OutputSpec(
-            format=o.format or base.format,
-            instructions=o.instructions or base.instructions,
-            example=None if o.format else base.example,
-            answer_schema=None if o.format else base.answer_schema,
-        )
+        return base if asked is None else _overridden(base, asked)
 
     def _system_prompt(self, stage: Stage) -> str:
         agent = self.session.agent.agent
@@ -358,20 +420,33 @@ class AgentRun:
         spec = self._output_spec(stage)
         if _is_output_stage(stage):
             parts.append("This stage ends the run: give the final answer with submit_output.")
-            if spec is not None:
-                if spec.format:
-                    parts.append(f"Answer format: {spec.format}.")
-                if spec.instructions:
-                    parts.append(f"Instructions for the answer: {spec.instructions.strip()}")
-                if spec.example:
-                    parts.append(f"Example answer:\n{spec.example.strip()}")
+        elif spec is not None and _ends_with_text(stage):
+            parts.append("Your final answer is the text of your reply when you stop calling tools.")
+        if spec is not None and (_is_output_stage(stage) or _ends_with_text(stage)):
+            if spec.format:
+                parts.append(f"Answer format: {spec.format}.")
+            if spec.instructions:
+                parts.append(f"Instructions for the answer: {spec.instructions.strip()}")
+            if spec.example:
+                parts.append(f"Example answer:\n{spec.example.strip()}")
         hinted = self._hinted_edges(stage)
         if hinted:
             lines = [f"- {e.target}: {e.hint}" if e.hint else f"- {e.target}" for e in hinted]
             parts.append(
                 "When the work of this stage is done, choose the next stage:\n" + "\n".join(lines)
             )
+        # Last, so the part that changes from turn to turn comes after the
+        # part that does not (providers cache a prompt's unchanged prefix).
+        memory = fold_sections(self.rt.store)
+        if memory is not None:
+            parts.append(memory)
         return "\n\n".join(parts)
+
+    def _refresh_system_prompt(self) -> None:
+        """Rebuild the system prompt before a turn: the context sections and
+        checklists it shows change as the agent (or its parent) writes them."""
+        if self.messages and self.messages[0].role == "system":
+            self.messages[0] = Message.system(self._system_prompt(self.stage))
 
     @staticmethod
     def _hinted_edges(stage: Stage) -> list[EdgeChoice]:
@@ -382,10 +457,22 @@ class AgentRun:
         order = self.stage.unattended if self.session.unattended else self.stage.attended
         tools = self.session.agent.tools
         specs: list[ToolSpec] = []
+        # The plan rendered submit_output's description with the stage's
+        # declared shape; a parent's override must replace it there too, or
+        # the tool would ask for the very shape that was overridden.
+        shape = self.rt.output if self.output_override is not None else None
         for name in order:
             entry = tools.get(name)
             if name in offered and entry is not None:
-                specs.append(ToolSpec.from_entry(entry))
+                spec = ToolSpec.from_entry(entry)
+                if shape is not None and name == "submit_output" and entry.source == "builtin":
+                    spec = dataclasses.replace(
+                        spec,
+                        description=_submit_description(
+                            shape.format, shape.instructions, shape.example
+                        ),
+                    )
+                specs.append(spec)
         return specs
 
     # -- stages ----------------------------------------------------------------
@@ -727,6 +814,7 @@ class AgentRun:
                     f"stage '{stage.name}' used all {limit} of its iterations without finishing",
                 )
             self._drain_inbox()
+            self._refresh_system_prompt()
             specs = self._offered_specs()
             edges = self._hinted_edges(stage)
             self.emit("thinking", stage=stage.name, iteration=self.iteration + 1)
@@ -824,9 +912,24 @@ class AgentRun:
                 return False
             if stage.allow_complete or not stage.edges:
                 answer = (text or "").strip()
-                if answer:
-                    return self._result("completed", "the agent answered", answer)
-                return self._result("no_output", "the agent stopped without an answer")
+                if not answer:
+                    return self._result("no_output", "the agent stopped without an answer")
+                spec = self.rt.output
+                problem = (
+                    None
+                    if spec is None
+                    else validate_output(answer, spec.format, spec.answer_schema)
+                )
+                if problem is not None:
+                    # Held to the shape it was asked for, as submit_output is.
+                    self.messages.append(
+                        Message.user(
+                            f"[stage] Your answer was not accepted: {problem}. "
+                            "Answer again in the requested format."
+                        )
+                    )
+                    return False
+                return self._result("completed", "the agent answered", answer)
             self.idle_turns += 1
             dead_end = self._edge_index("dead_end")
             if dead_end is not None and self.idle_turns >= _DEAD_END_TURNS:
