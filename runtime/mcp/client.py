@@ -20,10 +20,18 @@ The order of events for one server is fixed and each step fails closed:
    ``timeout_seconds``; a server that fails or dies mid-call yields an error
    result, not an exception.
 
-Errors and stderr pass through a redactor that knows every expanded value.
+Errors and stderr pass through a redactor that knows every expanded value
+(and the values of a call's credential-looking arguments).
 Streamable HTTP goes through the pinned httpx2 client of
 :mod:`charter.runtime.net.transport`, so every request and redirect is judged
-by the URL policy and the connection is pinned to a validated address.
+by the URL policy and the connection is pinned to a validated address; each
+of those decisions is handed to the pool's ``record`` callback as an
+``mcp_url_decision`` event (origin, host, verdict; never a path, query,
+userinfo or header).
+
+At most :data:`DISCOVERY_CONCURRENCY` servers are started and listed at once
+per limiter; :class:`~charter.runtime.mcp.session.McpRuntime` gives every pool
+of a run the same limiter, so the bound holds for the whole run.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 
@@ -60,6 +68,7 @@ if TYPE_CHECKING:
     from charter.runtime.net.resolve import Resolver
 
 __all__ = [
+    "DISCOVERY_CONCURRENCY",
     "MAX_RESULT_CHARS",
     "ConnectAuthorization",
     "ConnectRefused",
@@ -67,6 +76,7 @@ __all__ = [
     "McpConnection",
     "McpHost",
     "McpPool",
+    "Recorder",
     "ServerReport",
     "ServerRequest",
     "authorize_connect",
@@ -78,13 +88,15 @@ __all__ = [
 
 Approver = Callable[[ConnectPreview], bool]
 Status = Literal["ok", "refused", "failed", "timeout"]
+# Receives an event name and its fields (already free of secrets).
+Recorder = Callable[[str, dict[str, Any]], None]
 
 # What one call may hand the model; the rest is cut with a note.
 MAX_RESULT_CHARS = 100_000
 # At most this many tools/list pages: a server that pages forever is broken.
 _MAX_PAGES = 100
-# Servers started or listed at the same time, per pool.
-_CONCURRENCY = 4
+# Servers being started or listed at the same time, per limiter (one per run).
+DISCOVERY_CONCURRENCY = 4
 
 
 class ConnectRefused(Exception):
@@ -197,9 +209,7 @@ def to_listed(tool: Any) -> ListedTool:
 def plan_pins(agent: AgentPlan, server: str) -> dict[str, McpToolPin] | None:
     """The plan's pins for one server, keyed by the server's tool name; None
     when the plan pins none of its tools (the server was not locked)."""
-    pins = {
-        pin.tool: pin for s in agent.mcp_servers if s.server == server for pin in s.pins
-    }
+    pins = {pin.tool: pin for s in agent.mcp_servers if s.server == server for pin in s.pins}
     pins.update(
         {
             t.mcp.tool: t.mcp
@@ -243,12 +253,20 @@ class McpConnection:
     """One live server. Runs in its own task of the pool's task group, so the
     SDK's internal tasks are entered and left by the same task."""
 
-    def __init__(self, plan: McpServerPlan, launch: Launch | None, target: Any, host: McpHost):
+    def __init__(
+        self,
+        plan: McpServerPlan,
+        launch: Launch | None,
+        target: Any,
+        host: McpHost,
+        record: Recorder | None = None,
+    ):
         self.plan = plan
         self.server = plan.server
         self._launch = launch
         self._target = target  # an in-process server object, or None to launch
         self._host = host
+        self._record = record
         self.redactor = launch.redactor if launch is not None else Redactor()
         self._client: Client | None = None
         self._settled = anyio.Event()
@@ -267,6 +285,17 @@ class McpConnection:
 
     def _redact(self, text: str) -> str:
         return self.redactor.redact(text, "model")
+
+    def _url_decision(self, event: dict[str, Any]) -> None:
+        """Record one URL decision of this server's HTTP client. The event
+        holds no path, query or userinfo; the redactor still runs over it,
+        because an expanded ``${VAR}`` could sit in the host name."""
+        if self._record is not None:
+            fields = {"server": self.server, **event}
+            self._record(
+                "mcp_url_decision",
+                cast(dict[str, Any], self.redactor.redact_value(fields, "event")),
+            )
 
     async def _transport(self, stack: AsyncExitStack) -> Any:
         if self._target is not None:
@@ -288,7 +317,9 @@ class McpConnection:
 
         from charter.runtime.net.transport import mcp_http_client_factory
 
-        factory = mcp_http_client_factory(self._host.url_policy, resolver=self._host.resolver)
+        factory = mcp_http_client_factory(
+            self._host.url_policy, resolver=self._host.resolver, on_decision=self._url_decision
+        )
         http = await stack.enter_async_context(factory(headers=dict(launch.headers)))
         return streamable_http_client(launch.url or "", http_client=http)
 
@@ -377,6 +408,9 @@ class McpConnection:
                 "capability-not-granted",
                 f"calling '{name}' needs '{self.plan.call_capability}', which is not granted",
             )
+        # A credential the model passes (a field named like one) is known from
+        # now on, so an error or result that echoes it is redacted too.
+        self.redactor.discover_value(dict(args))
         client = self._client
         if client is None or self._done.is_set() or self._lost:
             return refusal(
@@ -469,11 +503,21 @@ class McpPool:
     ``async with McpPool(host) as pool: reports = await pool.discover(...)``
     """
 
-    def __init__(self, host: McpHost) -> None:
+    def __init__(
+        self,
+        host: McpHost,
+        *,
+        limiter: anyio.CapacityLimiter | None = None,
+        record: Recorder | None = None,
+    ) -> None:
         self.host = host
         self.connections: dict[str, McpConnection] = {}
         self._tg: anyio.abc.TaskGroup | None = None
-        self._limit = anyio.CapacityLimiter(_CONCURRENCY)
+        # Shared between pools when given, so the bound covers all of them.
+        self._limit = (
+            limiter if limiter is not None else anyio.CapacityLimiter(DISCOVERY_CONCURRENCY)
+        )
+        self._record = record
 
     async def __aenter__(self) -> McpPool:
         self._tg = anyio.create_task_group()
@@ -496,10 +540,22 @@ class McpPool:
         )
         if launch.url is not None:
             decision = self.host.url_policy.check(launch.url)
+            if self._record is not None:
+                # Imported here: the HTTP stacks load only for HTTP servers.
+                from charter.runtime.net.transport import url_decision_event
+
+                event = {"server": plan.server, **url_decision_event("launch", decision)}
+                self._record(
+                    "mcp_url_decision",
+                    cast(dict[str, Any], launch.redactor.redact_value(event, "event")),
+                )
             if decision.verdict == "deny":
                 raise LaunchError(
                     "mcp-url-refused",
-                    f"the URL policy refuses {audit_origin(decision)}: {decision.reason}",
+                    launch.redactor.redact(
+                        f"the URL policy refuses {audit_origin(decision)}: {decision.reason}",
+                        "model",
+                    ),
                 )
         return launch
 
@@ -517,7 +573,7 @@ class McpPool:
         except LaunchError as exc:
             return ServerReport(plan.server, "failed", exc.rule, exc.message), []
         assert self._tg is not None
-        conn = McpConnection(plan, launch, req.target, self.host)
+        conn = McpConnection(plan, launch, req.target, self.host, self._record)
         async with self._limit:
             self._tg.start_soon(conn.run)
             listed: list[ListedTool] | None = None
@@ -553,7 +609,21 @@ class McpPool:
         results: dict[str, tuple[ServerReport, list[ListedTool]]] = {}
 
         async def one(req: ServerRequest) -> None:
-            results[req.plan.server] = await self._discover_one(req)
+            try:
+                results[req.plan.server] = await self._discover_one(req)
+            except Exception as exc:
+                # Something this module did not foresee: that server fails,
+                # the others go on. Only the type is shown, since no redactor
+                # may know what the text holds.
+                results[req.plan.server] = (
+                    ServerReport(
+                        req.plan.server,
+                        "failed",
+                        "mcp-list-failed",
+                        f"discovery broke ({type(exc).__name__})",
+                    ),
+                    [],
+                )
 
         async with anyio.create_task_group() as tg:
             for req in requests:
@@ -624,6 +694,16 @@ class McpPool:
             collisions=tuple(collisions),
             filtered_out=filtered_out,
         )
+
+    async def close_server(self, server: str) -> bool:
+        """Close one server's connection (its declaration changed or went
+        away); False when it had none. Its stderr reaches the log."""
+        conn = self.connections.pop(server, None)
+        if conn is None:
+            return False
+        conn.offered = {}  # nothing is routed to it while it winds down
+        await conn.aclose()
+        return True
 
     async def list_only(self, req: ServerRequest) -> tuple[ServerReport, list[ListedTool]]:
         """Connect and list without deciding anything (``charter mcp lock``)."""

@@ -24,6 +24,7 @@ the mcp 2.x SDK uses for its streamable HTTP client
 
 from __future__ import annotations
 
+import logging
 import ssl
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ import httpcore
 import httpx
 
 from charter.runtime.net.resolve import Resolver, SystemResolver
-from charter.runtime.net.urlpolicy import Decision, UrlPolicy, UrlRefused
+from charter.runtime.net.urlpolicy import Decision, UrlPolicy, UrlRefused, audit_origin
 
 if TYPE_CHECKING:
     import httpx2
@@ -44,10 +45,12 @@ __all__ = [
     "BlockedRequest",
     "Guard",
     "PinnedTransport",
+    "UrlDecisionSink",
     "connected_address",
     "mcp_http_client_factory",
     "pinned_async_client",
     "pinned_client",
+    "url_decision_event",
 ]
 
 SocketOption = Any  # httpcore's SOCKET_OPTION union; only passed through
@@ -342,6 +345,54 @@ def pinned_async_client(
 # --------------------------------------------------------------------------- httpx2 (mcp 2.x)
 
 McpHttpClientFactory = Callable[..., "httpx2.AsyncClient"]
+# Receives one URL decision of an MCP HTTP client (see mcp_http_client_factory).
+UrlDecisionSink = Callable[[dict[str, Any]], None]
+
+
+def url_decision_event(
+    phase: str, decision: Decision, *, method: str | None = None
+) -> dict[str, Any]:
+    """What may be recorded about one URL decision: the origin, host and port
+    the policy judged, its verdict and reason, and addresses. Never a path,
+    query, userinfo or header: each can carry a credential."""
+    event: dict[str, Any] = {"phase": phase}
+    if phase != "connect":
+        # A connect decision judges only host and port (pinning resolves
+        # without a scheme), so it has no origin worth showing.
+        event["origin"] = decision.origin or "<invalid-url>"
+    event.update(
+        host=decision.host, port=decision.port, decision=decision.verdict, reason=decision.reason
+    )
+    if method is not None:
+        event["method"] = method
+    if decision.addresses:
+        event["addresses"] = list(decision.addresses)
+    if decision.address is not None:
+        event["address"] = decision.address  # the address that caused a refusal
+    return event
+
+
+class _OriginOnlyUrls(logging.Filter):
+    """httpx2 logs every request's full URL at INFO (``HTTP Request: POST
+    https://user:TOKEN@host/path?key=...``). A host that turns INFO logging on
+    would print the credentials an MCP URL carries, so URLs in those records
+    are cut to their origin."""
+
+    def __init__(self, url_type: type) -> None:
+        super().__init__()
+        self._url_type = url_type
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(
+                audit_origin(str(a)) if isinstance(a, self._url_type) else a for a in record.args
+            )
+        return True
+
+
+def _hide_logged_urls(logger: logging.Logger, url_type: type) -> None:
+    if not any(isinstance(f, _OriginOnlyUrls) for f in logger.filters):
+        logger.addFilter(_OriginOnlyUrls(url_type))
 
 
 def mcp_http_client_factory(
@@ -349,6 +400,7 @@ def mcp_http_client_factory(
     *,
     resolver: Resolver | None = None,
     verify: ssl.SSLContext | str | bool = True,
+    on_decision: UrlDecisionSink | None = None,
 ) -> McpHttpClientFactory:
     """A factory with the signature of mcp's ``create_mcp_http_client``
     (``headers``, ``timeout``, ``auth``) whose clients are pinned and judged.
@@ -356,11 +408,22 @@ def mcp_http_client_factory(
     mcp 2.x speaks HTTP through httpx2 and httpcore2, a fork with the same
     design, so the same backend is rebuilt on that stack. httpx2 is imported
     here, on first use, so plain web fetches never load it.
+
+    ``on_decision`` hears of every decision before it takes effect (see
+    :func:`url_decision_event`): phase ``request`` for each request the client
+    sends, so each redirect hop the SDK follows is a request of its own, and
+    phase ``connect`` for the DNS answers a new connection is pinned to. If it
+    raises, the request fails: an unrecorded request is not sent.
     """
     import httpcore2
     import httpx2
 
     guard = _guard(policy, resolver)
+    _hide_logged_urls(logging.getLogger("httpx2"), httpx2.URL)
+
+    def tell(event: dict[str, Any]) -> None:
+        if on_decision is not None:
+            on_decision(event)
 
     class BlockedHttpx2Request(httpx2.TransportError, UrlRefused):
         def __init__(self, decision: Decision) -> None:
@@ -383,6 +446,7 @@ def mcp_http_client_factory(
             socket_options: Iterable[SocketOption] | None = None,
         ) -> httpcore2.AsyncNetworkStream:
             decision = await anyio.to_thread.run_sync(guard.pin, host, port)
+            tell(url_decision_event("connect", decision))
             if not decision.allowed:
                 raise BlockedHttpx2Request(decision)
             error: Exception | None = None
@@ -419,6 +483,7 @@ def mcp_http_client_factory(
         async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
             host = request.url.raw_host.decode("ascii", errors="replace")
             decision = guard.check_request(request.url.scheme, host, request.url.port)
+            tell(url_decision_event("request", decision, method=request.method))
             if decision.verdict == "deny":
                 raise BlockedHttpx2Request(decision)
             response = await super().handle_async_request(request)
