@@ -1,4 +1,4 @@
-"""MCP servers inside a session: connect once, offer what was found, dispatch calls.
+"""MCP servers inside a session: connect, offer what was found, dispatch calls.
 
 The gates are synchronous and run wherever their caller is (a worker thread of
 ``charter run``, a test, the hook), while the MCP SDK needs an event loop that
@@ -7,6 +7,14 @@ an event loop of its own (an anyio blocking portal in a private thread), and
 offers a blocking API: :meth:`McpRuntime.attach` connects an agent's servers
 and installs what they offer into a :class:`~charter.runtime.session.Session`;
 the gates' dispatch step calls :meth:`McpBinding.call`.
+
+``attach`` is meant to run at the start of every turn. Healthy connections
+are kept; a refused connect is decided (asked) again; a failed discovery is
+retried only after :data:`NEGATIVE_CACHE_SECONDS`; a changed declaration
+closes its connection and needs a new approval, and a server no longer
+declared is closed. Every pool of a run shares one limiter, so at most
+:data:`~charter.runtime.mcp.client.DISCOVERY_CONCURRENCY` servers are started
+or listed at once in the whole run.
 
 What a session sees after attaching is decided by :func:`overlay`, which
 rebuilds the prepared agent (tool entries, schema checks, stage tool sets and
@@ -30,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import CancelledError
@@ -40,11 +49,15 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.approval import ApprovalRequest
+from charter.runtime.capabilities import is_granted
 from charter.runtime.mcp.client import (
+    DISCOVERY_CONCURRENCY,
+    ConnectAuthorization,
     ConnectRefused,
     DiscoveredTool,
     McpHost,
     McpPool,
+    Recorder,
     ServerReport,
     ServerRequest,
     authorize_connect,
@@ -69,6 +82,7 @@ from charter.runtime.results import ToolResult, refusal
 from charter.runtime.session import PreparedAgent, PreparedStage, SchemaCheck
 
 if TYPE_CHECKING:
+    from anyio import CapacityLimiter
     from anyio.from_thread import BlockingPortal
 
     from charter.runtime.approval import ApprovalProvider
@@ -76,6 +90,7 @@ if TYPE_CHECKING:
     from charter.runtime.session import Session
 
 __all__ = [
+    "NEGATIVE_CACHE_SECONDS",
     "McpBinding",
     "McpRuntime",
     "connect_key",
@@ -87,6 +102,9 @@ HostFor = Callable[[AgentPlan], McpHost]
 
 # How often a waiting call looks at the run's cancel event.
 _CANCEL_POLL_S = 0.1
+# How long a failed or timed-out discovery is remembered before that server
+# is tried again.
+NEGATIVE_CACHE_SECONDS = 30.0
 # The clamp an unreviewed tool's allow receives.
 _UNPINNED_RULE = "mcp-unpinned-ask"
 
@@ -317,6 +335,16 @@ def _entry(
 
 
 @dataclass(slots=True)
+class _ServerState:
+    """What the runtime knows about one declared server of one agent."""
+
+    key: tuple[Any, ...]  # the declaration it was decided for (see _declaration_key)
+    report: ServerReport
+    authorization: ConnectAuthorization | None  # None: refused
+    failed_at: float | None = None  # the clock when discovery failed or timed out
+
+
+@dataclass(slots=True)
 class McpBinding:
     """One agent's connected servers, as the gates see them."""
 
@@ -324,8 +352,15 @@ class McpBinding:
     agent: str
     pool: McpPool | None
     reports: tuple[ServerReport, ...]
-    prepared: PreparedAgent | None = None  # the overlay, built once per agent
+    prepared: PreparedAgent | None = None  # the overlay, rebuilt when reports change
     base: PreparedAgent | None = None  # what it was built from
+    # The servers whose outcome the latest attach decided (connected, refused,
+    # failed, retried); the others kept what they had.
+    decided: tuple[ServerReport, ...] = ()
+    servers: dict[str, _ServerState] = field(default_factory=dict)
+    version: int = 0  # bumped whenever ``reports`` changes
+    built: int = -1  # the version ``prepared`` was built from
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
     def call(
         self,
@@ -345,6 +380,27 @@ class McpBinding:
         return self.runtime._call(self.pool, name, args, list(grants), cancel)
 
 
+def _declaration_key(
+    agent: AgentPlan, plan: McpServerPlan, grants: frozenset[str]
+) -> tuple[Any, ...]:
+    """Everything a connection was made for: the server's declaration, the
+    pins and names the plan gives its tools, and whether connecting is
+    granted. Any difference closes the connection and asks again."""
+    pins = plan_pins(agent, plan.server)
+    return (
+        plan,
+        None if pins is None else tuple(sorted(pins.items())),
+        tuple(sorted(plan_tool_names(agent, plan.server).items())),
+        is_granted(plan.connect_capability, grants),
+    )
+
+
+def _new_limiter() -> CapacityLimiter:
+    import anyio
+
+    return anyio.CapacityLimiter(DISCOVERY_CONCURRENCY)
+
+
 @dataclass(slots=True)
 class McpRuntime:
     """Every MCP connection of one run, on an event loop of their own.
@@ -352,15 +408,18 @@ class McpRuntime:
     ``host`` says where an agent's servers run (an :class:`McpHost`, or a
     function of the agent for runs with several). ``targets`` maps server
     names to in-process server objects used instead of launching (tests,
-    embedding). Close it (or use it as a context manager) to stop every
-    server it started."""
+    embedding). ``clock`` (seconds, monotonic) times the negative cache of
+    failed discoveries. Close it (or use it as a context manager) to stop
+    every server it started."""
 
     host: McpHost | HostFor
     targets: Mapping[str, Any] = field(default_factory=dict)
     audit: AuditLog | None = None
+    clock: Callable[[], float] = time.monotonic
     _bindings: dict[str, McpBinding] = field(default_factory=dict)
     _stack: ExitStack | None = None
     _portal: BlockingPortal | None = None
+    _limiter: CapacityLimiter | None = None  # one for every pool of the run
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _closed: bool = False
 
@@ -371,15 +430,26 @@ class McpRuntime:
         self.close()
 
     def _ensure_portal(self) -> BlockingPortal:
-        if self._closed:
-            raise RuntimeError("the MCP runtime is closed")
-        if self._portal is None:
-            from anyio.from_thread import start_blocking_portal
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the MCP runtime is closed")
+            if self._portal is None:
+                from anyio.from_thread import start_blocking_portal
 
-            stack = ExitStack()
-            self._portal = stack.enter_context(start_blocking_portal())
-            self._stack = stack
-        return self._portal
+                stack = ExitStack()
+                self._portal = stack.enter_context(start_blocking_portal())
+                self._stack = stack
+                # Made on the loop it serves; shared by every agent's pool.
+                self._limiter = self._portal.call(_new_limiter)
+            return self._portal
+
+    def _new_pool(self, portal: BlockingPortal, agent: AgentPlan) -> McpPool:
+        pool = McpPool(self._host(agent), limiter=self._limiter, record=self._recorder(agent.name))
+        with self._lock:
+            if self._stack is None:
+                raise RuntimeError("the MCP runtime is closed")
+            entered: McpPool = self._stack.enter_context(portal.wrap_async_context_manager(pool))
+        return entered
 
     def close(self) -> None:
         """Stop every server (each connection's stderr reaches its log)."""
@@ -397,27 +467,47 @@ class McpRuntime:
     # -- connecting --------------------------------------------------------------
 
     def attach(self, session: Session, provider: ApprovalProvider) -> tuple[ServerReport, ...]:
-        """Connect the session's agent's servers (once per agent and runtime;
-        later sessions of the same agent share them) and install what they
-        offer into ``session``. Returns one report per declared server."""
-        prepared = session.agent
-        agent = prepared.agent
-        if not agent.mcp_servers:
-            return ()
+        """Bring the session's agent's servers up to date and install what
+        they offer into ``session``; returns one report per declared server.
+
+        Connections belong to the runtime and the agent, so later sessions of
+        the same agent share them. Calling it again (at the start of each
+        turn) is cheap when nothing is due, and otherwise:
+
+        * a server whose connect was refused is decided again: a refused
+          approval is asked again, per server;
+        * a server whose discovery failed or timed out is retried once
+          :data:`NEGATIVE_CACHE_SECONDS` have passed, and only that server;
+          healthy connections are kept as they are;
+        * a server whose declaration changed is closed, and connecting to the
+          new one needs a fresh approval; a server no longer declared is
+          closed, so removing every declaration closes every connection.
+        """
+        base = session.prepared.agents.get(session.agent.agent.name, session.agent)
+        agent = base.agent
         with self._lock:
             binding = self._bindings.get(agent.name)
             if binding is None:
-                binding = self._connect(session, provider)
+                if not agent.mcp_servers:
+                    return ()
+                binding = McpBinding(self, agent.name, None, ())
                 self._bindings[agent.name] = binding
-            if prepared is binding.prepared:
-                pass  # this session already sees the servers
-            elif binding.prepared is None or binding.base is not prepared:
-                binding.base = prepared
-                binding.prepared = overlay(prepared, binding.reports)
-        session.agent = binding.prepared
+        with binding.lock:
+            self._refresh(binding, session, base, provider)
+            if (
+                binding.prepared is None
+                or binding.base is not base
+                or binding.built != binding.version
+            ):
+                binding.base = base
+                binding.prepared = overlay(base, binding.reports)
+                binding.built = binding.version
+            prepared = binding.prepared
+            reports = binding.reports
+        session.agent = prepared
         session._stage = None  # the cached stage belongs to the agent just replaced
         session.mcp = binding
-        return binding.reports
+        return reports
 
     def _approver(
         self, session: Session, provider: ApprovalProvider, plan: McpServerPlan
@@ -437,7 +527,9 @@ class McpRuntime:
                     "this starts or contacts the server shown"
                 ),
                 rule="mcp-connect-ask",
-                cache_key=None,  # asked once per run and agent anyway
+                # Never answered from a cache: a yes covers the connection it
+                # was asked for, and a no is asked again on the next turn.
+                cache_key=None,
                 liftable_by=f"--allow {key}" if plan.connect_decision.liftable else "",
             )
             try:
@@ -447,53 +539,143 @@ class McpRuntime:
 
         return approve
 
-    def _connect(self, session: Session, provider: ApprovalProvider) -> McpBinding:
-        prepared = session.agent
-        agent = prepared.agent
-        grants = prepared.grants
-        requests: list[ServerRequest] = []
-        refused: list[ServerReport] = []
-        for plan in agent.mcp_servers:
-            # The grant is checked before anyone is asked: without it the
-            # approver never hears of the server.
+    def _close_stale(
+        self, binding: McpBinding, agent: AgentPlan, keys: Mapping[str, tuple[Any, ...]]
+    ) -> bool:
+        """Forget every server whose declaration changed or went away, closing
+        its connection if it has one. True when any was forgotten."""
+        stale = sorted(s for s, st in binding.servers.items() if keys.get(s) != st.key)
+        for server in stale:
+            del binding.servers[server]
+            portal = self._portal
+            if binding.pool is None or portal is None:
+                continue  # nothing was ever started
             try:
-                auth = authorize_connect(plan, grants, self._approver(session, provider, plan))
-            except ConnectRefused as exc:
-                refused.append(ServerReport(plan.server, "refused", exc.rule, exc.message))
-                continue
+                closed = portal.call(binding.pool.close_server, server)
+            except Exception:  # the loop is gone, and the connection with it
+                closed = False
+            if closed and self.audit is not None:
+                why = "its declaration changed" if server in keys else "it is no longer declared"
+                self.audit.write(
+                    "mcp_server", agent=agent.name, server=server, status="closed", reason=why
+                )
+        return bool(stale)
+
+    def _refresh(
+        self,
+        binding: McpBinding,
+        session: Session,
+        base: PreparedAgent,
+        provider: ApprovalProvider,
+    ) -> None:
+        """Decide what is due for each declared server (see :meth:`attach`)."""
+        agent, grants = base.agent, base.grants
+        keys = {p.server: _declaration_key(agent, p, grants) for p in agent.mcp_servers}
+        changed = self._close_stale(binding, agent, keys)
+        now = self.clock()
+        requests: list[ServerRequest] = []
+        decided: list[ServerReport] = []
+        authorizations: dict[str, ConnectAuthorization] = {}
+        for plan in agent.mcp_servers:
+            state = binding.servers.get(plan.server)
+            auth: ConnectAuthorization | None = None
+            if state is not None:
+                status = state.report.status
+                if status == "ok":
+                    continue  # healthy: kept as it is
+                if status in ("failed", "timeout"):
+                    assert state.failed_at is not None
+                    if now - state.failed_at < NEGATIVE_CACHE_SECONDS:
+                        continue  # failed recently: not retried yet
+                    # The same declaration was approved: retrying asks nobody.
+                    auth = state.authorization
+            if auth is None:
+                # The grant is checked before anyone is asked: without it the
+                # approver never hears of the server.
+                try:
+                    auth = authorize_connect(plan, grants, self._approver(session, provider, plan))
+                except ConnectRefused as exc:
+                    report = ServerReport(plan.server, "refused", exc.rule, exc.message)
+                    binding.servers[plan.server] = _ServerState(keys[plan.server], report, None)
+                    decided.append(report)
+                    continue
+            authorizations[plan.server] = auth
             pins = plan_pins(agent, plan.server)
             if pins is None and plan.locked:
                 pins = {}  # locked, but no stage offers a pinned tool: nothing is offered
-            names = plan_tool_names(agent, plan.server)
             requests.append(
                 ServerRequest(
-                    plan, auth, pins=pins, names=names, target=self.targets.get(plan.server)
+                    plan,
+                    auth,
+                    pins=pins,
+                    names=plan_tool_names(agent, plan.server),
+                    target=self.targets.get(plan.server),
                 )
             )
-        pool: McpPool | None = None
-        reports: list[ServerReport] = []
         if requests:
-            portal = self._ensure_portal()
-            assert self._stack is not None
-            pool = self._stack.enter_context(
-                portal.wrap_async_context_manager(McpPool(self._host(agent)))
-            )
-            # Every planned name is taken: a discovered tool of an unlocked
-            # server may not shadow a built-in, authored or pinned tool
-            # (a server's own planned names are exempt inside discover).
-            taken = [t.name for t in agent.tools]
-            try:
-                reports = portal.call(functools.partial(pool.discover, requests, taken=taken))
-            except Exception as exc:  # discovery itself broke: no server is offered
-                reports = [
-                    ServerReport(
-                        r.plan.server, "failed", "mcp-list-failed", f"{type(exc).__name__}: {exc}"
+            decided.extend(self._discover(binding, agent, requests))
+            failed_at = self.clock()
+            for report in decided:
+                if report.server in authorizations:
+                    binding.servers[report.server] = _ServerState(
+                        keys[report.server],
+                        report,
+                        authorizations[report.server],
+                        failed_at if report.status in ("failed", "timeout") else None,
                     )
-                    for r in requests
-                ]
-        every = sorted([*refused, *reports], key=lambda r: r.server)
-        self._record(agent.name, every)
-        return McpBinding(self, agent.name, pool, tuple(every))
+        binding.decided = tuple(sorted(decided, key=lambda r: r.server))
+        if decided or changed:
+            binding.reports = tuple(
+                binding.servers[s].report for s in sorted(binding.servers) if s in keys
+            )
+            binding.version += 1
+        self._record(agent.name, binding.decided)
+
+    def _discover(
+        self, binding: McpBinding, agent: AgentPlan, requests: list[ServerRequest]
+    ) -> list[ServerReport]:
+        portal = self._ensure_portal()
+        if binding.pool is None:
+            binding.pool = self._new_pool(portal, agent)
+        pool = binding.pool
+        # Every planned name is taken, and so is every name a kept server
+        # offers: a discovered tool of an unlocked server may not shadow a
+        # built-in, authored, pinned or already offered tool (a server's own
+        # planned names are exempt inside discover).
+        retried = {r.plan.server for r in requests}
+        taken = [t.name for t in agent.tools] + [
+            name
+            for server, conn in pool.connections.items()
+            if server not in retried
+            for name in conn.offered
+        ]
+        try:
+            reports: list[ServerReport] = portal.call(
+                functools.partial(pool.discover, requests, taken=taken)
+            )
+        except Exception as exc:  # discovery itself broke: no server is offered
+            # Only the type: nothing here knows which values the text may hold.
+            return [
+                ServerReport(
+                    r.plan.server,
+                    "failed",
+                    "mcp-list-failed",
+                    f"discovery broke ({type(exc).__name__})",
+                )
+                for r in requests
+            ]
+        return reports
+
+    def _recorder(self, agent: str) -> Recorder | None:
+        """Where a pool's events go: the audit log, marked with the agent."""
+        audit = self.audit
+        if audit is None:
+            return None
+
+        def record(event: str, fields: dict[str, Any]) -> None:
+            audit.write(event, agent=agent, **fields)
+
+        return record
 
     def _record(self, agent: str, reports: Iterable[ServerReport]) -> None:
         if self.audit is None:
