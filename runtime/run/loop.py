@@ -765,15 +765,20 @@ class AgentRun:
         return result
 
     async def _attach_mcp(self) -> None:
-        """Connect the agent's MCP servers (asking first, as the plan says)
-        and offer what they list; every server's outcome is shown."""
-        if not self.session.agent.agent.mcp_servers:
+        """Bring the agent's MCP servers up to date before a turn: connect
+        (asking first, as the plan says) and offer what they list; retry a
+        failed server once its negative cache expires; ask again about a
+        refused one. Only servers whose outcome this call decided are shown,
+        so a healthy server is not announced again every turn."""
+        if not self.session.agent.agent.mcp_servers and self.session.mcp is None:
             return
         runtime = self.ctx.mcp_runtime()
-        reports = await anyio.to_thread.run_sync(
+        await anyio.to_thread.run_sync(
             runtime.attach, self.session, self.ctx.approvals, limiter=self.ctx.limiter
         )
-        for r in reports:
+        binding = self.session.mcp
+        decided = binding.decided if binding is not None else ()
+        for r in decided:
             self.emit(
                 "mcp_server",
                 server=r.server,
@@ -789,7 +794,6 @@ class AgentRun:
                 self.emit("notice", message=f"MCP {line}")
 
     async def _loop(self) -> AgentResult:
-        await self._attach_mcp()
         agent = self.session.agent.agent
         self.visits[self.stage.name] = 0
         self._enter(self.stage.name, condition="start", transform=None)
@@ -813,6 +817,7 @@ class AgentRun:
                     "no_output",
                     f"stage '{stage.name}' used all {limit} of its iterations without finishing",
                 )
+            await self._attach_mcp()
             self._drain_inbox()
             self._refresh_system_prompt()
             specs = self._offered_specs()

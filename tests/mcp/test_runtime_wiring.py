@@ -427,3 +427,41 @@ def test_a_locked_tool_no_stage_offers_is_not_reported_new(kit: Any, tmp_path: P
     assert report.status == "ok"
     assert report.new == () and report.changed == ()
     assert session.offered() == frozenset({"docs__search"})
+
+
+def test_charter_run_decides_a_refused_server_again_every_turn(
+    kit: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Nobody can answer (stdin is empty and not a terminal), so the connect is
+    # refused; the next turn decides it again instead of remembering the no,
+    # while a healthy server would be announced only once (test above).
+    import io
+
+    from charter.compiler.cli import main
+
+    manifest = f"command: {json.dumps(sys.executable)}\nargs: [{json.dumps(str(SERVER))}, normal]\n"
+    root: Path = kit.write(
+        tmp_path / "p",
+        {
+            "agent.yaml": kit.core(),
+            "agent/mcp/docs.yaml": manifest,
+            "script.yaml": (
+                "turns:\n"
+                "  - stage: main\n"
+                "    tool_calls:\n"
+                "      - name: list_dir\n"
+                "        arguments: {path: .}\n"
+                "  - stage: main\n"
+                "    text: Done without the server.\n"
+            ),
+        },
+    )
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    argv = ["run", str(root), "--agent", "core", "--model", f"script:{root / 'script.yaml'}"]
+    main([*argv, "--workdir", str(root), "--no-user-config", "--json"])
+    out, _ = capsys.readouterr()
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    servers = [e for e in events if e["kind"] == "mcp_server"]
+    turns = [e for e in events if e["kind"] == "model_turn"]
+    assert len(turns) == 2
+    assert [e["status"] for e in servers] == ["refused", "refused"]
