@@ -312,6 +312,7 @@ def pinned_client(
     headers: dict[str, str] | None = None,
 ) -> httpx.Client:
     """An httpx client whose every request and redirect hop is pinned and judged."""
+    _hide_logged_urls(logging.getLogger("httpx"), httpx.URL)
     return httpx.Client(
         transport=PinnedTransport(policy, resolver=resolver, verify=verify),
         trust_env=False,
@@ -332,6 +333,7 @@ def pinned_async_client(
     headers: dict[str, str] | None = None,
 ) -> httpx.AsyncClient:
     """The asynchronous twin of :func:`pinned_client`."""
+    _hide_logged_urls(logging.getLogger("httpx"), httpx.URL)
     return httpx.AsyncClient(
         transport=AsyncPinnedTransport(policy, resolver=resolver, verify=verify),
         trust_env=False,
@@ -373,10 +375,10 @@ def url_decision_event(
 
 
 class _OriginOnlyUrls(logging.Filter):
-    """httpx2 logs every request's full URL at INFO (``HTTP Request: POST
-    https://user:TOKEN@host/path?key=...``). A host that turns INFO logging on
-    would print the credentials an MCP URL carries, so URLs in those records
-    are cut to their origin."""
+    """httpx and httpx2 log every request's full URL at INFO (``HTTP Request:
+    POST https://user:TOKEN@host/path?key=...``). A host that turns INFO
+    logging on would print the credentials a web or MCP URL carries, so URLs in
+    those records are cut to their origin."""
 
     def __init__(self, url_type: type) -> None:
         super().__init__()

@@ -246,3 +246,19 @@ def test_mcp_http_client_factory(http_server: Any) -> None:
 
     anyio.run(refused)
     assert [p for p, _ in http_server.requests] == ["/mcp"]
+
+
+def test_the_request_log_shows_only_the_origin(
+    http_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # httpx logs each request's URL at INFO; a host that turns logging on
+    # must not see the credentials or query a fetched URL carries
+    import logging
+
+    caplog.set_level(logging.INFO, logger="httpx")
+    url = http_server.url("/hello?api_key=SEKRIT123").replace("http://", "http://bob:PW123@")
+    with pinned_client(LOCAL, resolver=StaticResolver({})) as client:
+        assert client.get(url).status_code == 200
+    assert f"HTTP Request: GET http://127.0.0.1:{http_server.port} " in caplog.text
+    for secret in ("SEKRIT123", "PW123", "bob", "/hello"):
+        assert secret not in caplog.text
