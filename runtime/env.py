@@ -9,14 +9,18 @@ tools that read dot-files from HOME find the runtime's, not the user's.
 
 A command that needs a secret names it with a :class:`SecretBinding`; each
 binding needs the exact ``secret.bind:NAME`` grant and may not set a variable
-that changes what gets executed (PATH, loader and interpreter hooks).
+that changes what gets executed (PATH, loader and interpreter hooks). The
+bound value goes into the environment of that one command only
+(:func:`call_env`): never into ``os.environ`` or the run's shared environment,
+and the per-call copy is emptied when the command is done.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +32,7 @@ __all__ = [
     "MAX_BINDINGS",
     "SecretBinding",
     "build_env",
+    "call_env",
     "effective_timeout",
     "forbidden_target",
     "validate_bindings",
@@ -247,3 +252,42 @@ def build_env(
             raise ValueError(f"secret binding source {name} is not set in the environment")
         env[target] = base[name]
     return env
+
+
+@contextmanager
+def call_env(
+    base: Mapping[str, str],
+    *,
+    overlay: Mapping[str, str] | None = None,
+    bindings: Sequence[SecretBinding] = (),
+    secrets: Mapping[str, str],
+) -> Iterator[dict[str, str]]:
+    """A fresh environment for one command: ``base`` (the run's allowlisted
+    environment), then the overlay, then each binding's value from
+    ``secrets``.
+
+    The bound values exist only in the dict this yields. Neither ``base``,
+    ``secrets`` nor ``os.environ`` is written to, and the dict is emptied when
+    the block ends, whatever happens inside it, so no host-side copy of a
+    value outlives the call. Whoever needs the environment longer (a
+    background task) takes its own copy inside the block; bindings are
+    refused for those. Invalid input raises ValueError: callers validate and
+    report first, so reaching this with it is a bug, and it fails closed.
+    """
+    overlay = overlay or {}
+    errors = validate_overlay(overlay)
+    if errors:
+        raise ValueError("; ".join(errors))
+    env = dict(base)
+    env.update(overlay)
+    try:
+        for b in bindings:
+            name, target = b.source_name, b.target_name
+            if name is None or target is None or forbidden_target(target):
+                raise ValueError(f"invalid secret binding {b.source!r}")
+            if name not in secrets:
+                raise ValueError(f"secret binding source {name} is not set")
+            env[target] = secrets[name]
+        yield env
+    finally:
+        env.clear()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -8,6 +9,7 @@ from charter.runtime.env import (
     MAX_BINDINGS,
     SecretBinding,
     build_env,
+    call_env,
     effective_timeout,
     forbidden_target,
     validate_bindings,
@@ -155,3 +157,50 @@ def test_expiry_clamps_the_timeout() -> None:
 def test_unset_source_fails_closed(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not set"):
         build_env(BASE, home=tmp_path, bindings=[SecretBinding("env:NOPE")])
+
+
+def test_call_env_holds_bound_values_only_inside_the_call() -> None:
+    base = {"PATH": "/usr/bin:/bin", "HOME": "/run/home"}
+    secrets = {"DEPLOY_TOKEN": "dt-value-0123456789"}
+    before = dict(os.environ)
+    binding = SecretBinding("env:DEPLOY_TOKEN", target="TOK")
+    with call_env(base, overlay={"MODE": "fast"}, bindings=[binding], secrets=secrets) as env:
+        assert env == {
+            "PATH": "/usr/bin:/bin",
+            "HOME": "/run/home",
+            "MODE": "fast",
+            "TOK": "dt-value-0123456789",
+        }
+        assert "TOK" not in os.environ and "dt-value-0123456789" not in os.environ.values()
+    # The per-call copy is emptied; the run's environment and the secret
+    # source were only read; the process environment is as it was.
+    assert env == {}
+    assert base == {"PATH": "/usr/bin:/bin", "HOME": "/run/home"}
+    assert secrets == {"DEPLOY_TOKEN": "dt-value-0123456789"}
+    assert dict(os.environ) == before
+
+
+def test_call_env_empties_the_copy_when_the_call_fails() -> None:
+    binding = SecretBinding("env:DEPLOY_TOKEN")
+    with pytest.raises(RuntimeError):
+        with call_env({}, bindings=[binding], secrets={"DEPLOY_TOKEN": "v" * 12}) as env:
+            assert env["DEPLOY_TOKEN"] == "v" * 12
+            raise RuntimeError("the command could not run")
+    assert env == {}
+
+
+@pytest.mark.parametrize(
+    ("binding", "overlay", "secrets"),
+    [
+        (SecretBinding("env:DEPLOY_TOKEN", target="PATH"), {}, {"DEPLOY_TOKEN": "v" * 12}),
+        (SecretBinding("env:MISSING"), {}, {}),
+        (SecretBinding("file:/etc/passwd"), {}, {}),
+        (None, {"LD_PRELOAD": "/x.so"}, {}),
+    ],
+)
+def test_call_env_fails_closed(
+    binding: SecretBinding | None, overlay: dict[str, str], secrets: dict[str, str]
+) -> None:
+    with pytest.raises(ValueError):
+        with call_env({}, overlay=overlay, bindings=[binding] if binding else [], secrets=secrets):
+            raise AssertionError("an invalid environment must never be handed out")
