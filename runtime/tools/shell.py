@@ -8,6 +8,17 @@ environment is the run's allowlisted one plus validated overlays and secret
 bindings, the timeout is clamped by the earliest binding expiry, and every
 byte of output is redacted before anyone sees it.
 
+How much output comes back differs by tool, as the two seeds differ:
+``shell`` keeps the first ``rt.output_cap`` bytes (1 MB) of each stream,
+``terminal`` the last :data:`TERMINAL_TAIL_CHARS` characters. Either way both
+pipes are drained to the end and only the bounded part is ever held
+(``charter.runtime.proc.Capture``); totals and truncation flags are in the
+result's data.
+
+The result's data also names the resolved shell executable, the command's
+own executable where it can be told (best effort, see
+:func:`command_executable`) and the spawn record of the process.
+
 Result text, for the model: stdout alone on success (with a ``[stderr]``
 section when the command wrote any: warnings matter, and the anchor's habit
 of dropping them hides why a "successful" command did nothing); on failure an
@@ -17,30 +28,66 @@ The operator view also shows the command, the shell and the directory.
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.env import (
     SecretBinding,
+    call_env,
     effective_timeout,
     validate_bindings,
     validate_overlay,
 )
 from charter.runtime.proc import ProcResult, run_command
-from charter.runtime.redact import FAILED_MARKER
+from charter.runtime.redact import FAILED_MARKER, MIN_SECRET_LEN
 from charter.runtime.results import ToolResult, refusal
 from charter.runtime.workspace import confine
 
 if TYPE_CHECKING:
     from charter.runtime.tools.registry import ToolRuntime
 
-__all__ = ["TERMINAL_DEFAULT_TIMEOUT", "TERMINAL_MAX_TIMEOUT", "shell_argv", "run_shell"]
+__all__ = [
+    "TERMINAL_DEFAULT_TIMEOUT",
+    "TERMINAL_MAX_TIMEOUT",
+    "TERMINAL_TAIL_CHARS",
+    "command_executable",
+    "resolve_executable",
+    "run_shell",
+    "shell_argv",
+]
 
 TERMINAL_DEFAULT_TIMEOUT = 30
 TERMINAL_MAX_TIMEOUT = 120
+TERMINAL_TAIL_CHARS = 12_000  # seed 000: characters of each stream's end kept
 _NAMED = re.compile(r"<redacted:[^>]*>")
+
+# Names the shell runs itself: no file on PATH is what runs, even when one
+# exists (/usr/bin/echo), so no executable is reported for them.
+_POSIX_BUILTINS = frozenset(
+    {
+        ".", ":", "[", "alias", "bg", "break", "builtin", "cd", "continue", "declare",
+        "echo", "eval", "exit", "export", "false", "fg", "getopts", "hash", "jobs",
+        "kill", "let", "local", "printf", "pwd", "read", "readonly", "return", "set",
+        "shift", "source", "test", "times", "trap", "true", "type", "typeset", "ulimit",
+        "umask", "unalias", "unset", "wait",
+    }
+)  # fmt: skip
+_CMD_BUILTINS = frozenset(
+    {
+        "assoc", "break", "call", "cd", "chdir", "cls", "color", "copy", "date", "del",
+        "dir", "echo", "endlocal", "erase", "exit", "for", "ftype", "goto", "if", "md",
+        "mkdir", "mklink", "move", "path", "pause", "popd", "prompt", "pushd", "rd",
+        "rem", "ren", "rename", "rmdir", "set", "setlocal", "shift", "start", "time",
+        "title", "type", "ver", "verify", "vol",
+    }
+)  # fmt: skip
+# Prefixes after which the next word is the program that runs.
+_PASS_THROUGH = frozenset({"exec", "command"})
 
 
 def shell_argv(shell: str, command: str) -> list[str]:
@@ -50,6 +97,107 @@ def shell_argv(shell: str, command: str) -> list[str]:
         exe = shell.split()[0] if shell.strip() else "cmd.exe"
         return [exe, "/C", command]
     return [shell.split()[0] if " " in shell.strip() else shell, "-c", command]
+
+
+def _is_cmd(argv: list[str]) -> bool:
+    return len(argv) == 3 and argv[1] == "/C"
+
+
+def resolve_executable(name: str, *, cwd: Path, path: str | None) -> str | None:
+    """Where ``name`` would be found when run from ``cwd`` with the search
+    path ``path`` (the child's PATH, which is what the OS uses); None when
+    it names no executable file."""
+    if not name:
+        return None
+    seps = {os.sep, "/"} | ({os.altsep} if os.altsep else set())
+    if any(sep in name for sep in seps):
+        candidate = Path(name) if os.path.isabs(name) else cwd / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+        return None
+    return shutil.which(name, path=path)
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+
+
+def _is_assignment(kind: str, raw: str) -> bool:
+    return kind == "lit" and _ASSIGNMENT.match(raw) is not None
+
+
+def _first_posix_program(command: str) -> str | None:
+    """The literal name of the first program a POSIX command line runs, per
+    the shell guard's parser; None when it expands or cannot be parsed."""
+    from charter.runtime.shell.syntax import Program, SimpleCommand, parse
+
+    parsed = parse(command)
+    program: Program | None = parsed.program
+    while program is not None and program.commands:
+        first = program.commands[0]
+        if not isinstance(first, SimpleCommand):
+            program = first.body  # ( ... ): the subshell's first command
+            continue
+        words = first.words
+        i = 0
+        while i < len(words) and _is_assignment(words[i].parts[0].kind, words[i].parts[0].raw):
+            i += 1  # NAME=value before the program: an assignment, not the program
+        while i + 1 < len(words) and words[i].value in _PASS_THROUGH:
+            nxt = words[i + 1].value
+            if nxt is None or nxt.startswith("-"):
+                break
+            i += 1
+        if i >= len(words):
+            return None
+        return words[i].value
+    return None
+
+
+def _first_cmd_program(command: str) -> str | None:
+    text = command.lstrip(" \t@")
+    if text.startswith('"'):
+        end = text.find('"', 1)
+        return text[1:end] if end > 1 else None
+    word = re.split(r"[\s&|<>()]", text, maxsplit=1)[0]
+    return word or None
+
+
+def command_executable(command: str, argv: list[str], *, cwd: Path, path: str | None) -> str | None:
+    """Best effort: the file the command's first program runs from.
+
+    The first word of the first simple command (after ``NAME=value``
+    assignments and ``exec``/``command``) is resolved like the OS would, on
+    the child's PATH and from its working directory. None when it cannot be
+    told: a name that expands (``$CMD``), text the parser refuses, a shell
+    builtin (the shell runs it itself) or a name that resolves to nothing.
+    """
+    if _is_cmd(argv):
+        name = _first_cmd_program(command)
+        builtins = _CMD_BUILTINS
+    else:
+        name = _first_posix_program(command)
+        builtins = _POSIX_BUILTINS
+    if name is None or (name.lower() if _is_cmd(argv) else name) in builtins:
+        return None
+    return resolve_executable(name, cwd=cwd, path=path)
+
+
+def _mask_leading(text: str, bound: Mapping[str, str]) -> str:
+    """Mask the end of a bound value that opens ``text``.
+
+    A kept tail can start inside a bound value. The capture drops the tail's
+    partial first word, which removes such a fragment unless the value itself
+    holds whitespace (a PEM block); then what is left is still the value's
+    end, and this masks it. Like the cut-off masking at the end of a head,
+    it errs on the side of hiding a few characters too many.
+    """
+    longest, name = 0, ""
+    for target, value in bound.items():
+        for n in range(min(len(value) - 1, len(text)), MIN_SECRET_LEN - 1, -1):
+            if text.startswith(value[-n:]):
+                if n > longest:
+                    longest, name = n, target
+                break
+    return f"<redacted:{name}>{text[longest:]}" if longest else text
 
 
 def _invalid(rule: str, message: str) -> ToolResult:
@@ -62,10 +210,15 @@ def _format(proc: ProcResult, timeout: int) -> tuple[str, str]:
         return "error", f"[error] {proc.error}"
     out, err = proc.stdout.rstrip("\n"), proc.stderr.rstrip("\n")
     if proc.timed_out or proc.cancelled:
-        head = (
-            f"[timed out] command exceeded {timeout}s; its process tree was stopped"
+        what = (
+            f"[timed out] command exceeded {timeout}s"
             if proc.timed_out
-            else "[cancelled] the command was cancelled; its process tree was stopped"
+            else "[cancelled] the command was cancelled"
+        )
+        head = (
+            f"{what}; its process tree was stopped"
+            if proc.stop_error is None
+            else f"{what}; its process tree was NOT stopped: {proc.stop_error}"
         )
         parts = [head]
         if out:
@@ -73,6 +226,16 @@ def _format(proc: ProcResult, timeout: int) -> tuple[str, str]:
         if err:
             parts.append(f"[stderr]\n{err}")
         return ("timeout" if proc.timed_out else "error"), "\n".join(parts)
+    if proc.stop_error is not None:
+        # It ended, but what it left running could not be stopped safely.
+        code = "unknown" if proc.exit_code is None else proc.exit_code
+        parts = [
+            f"[exit code {code}] the command left processes running that were NOT stopped: "
+            f"{proc.stop_error}",
+            f"[stdout]\n{out}",
+            f"[stderr]\n{err}",
+        ]
+        return "error", "\n".join(parts)
     if proc.exit_code == 0:
         body = out if out else "(command succeeded with no output)"
         if err:
@@ -140,38 +303,43 @@ def run_shell(
     if not where.resolved.is_dir():
         return _invalid("cwd-not-directory", f"cwd {cwd_arg!r} is not a directory")
 
-    env = dict(rt.env)
-    env.update(overlay)
+    bound: dict[str, str] = {}
     for b in bindings:
         name, target = b.source_name, b.target_name
         assert name is not None and target is not None  # validated above
-        value = rt.secret_env[name]
         # Known before the command starts, so even its first line is redacted.
-        rt.redactor.add(value, target, "binding")
-        env[target] = value
+        rt.redactor.add(rt.secret_env[name], target, "binding")
+        bound[target] = rt.secret_env[name]
     rt.redactor.discover(command)
     rt.redactor.discover_value(overlay)
 
     argv = shell_argv(rt.shell, command)
-    if background:
-        from charter.runtime.tools.tasks import start_shell_task
+    # The bound values live only in this per-call environment, which is
+    # emptied when the block ends; the runtime's own environment never sees them.
+    with call_env(rt.env, overlay=overlay, bindings=bindings, secrets=rt.secret_env) as env:
+        child_path = env.get("PATH")
+        shell_exe = resolve_executable(argv[0], cwd=where.resolved, path=child_path) or argv[0]
+        program = command_executable(command, argv, cwd=where.resolved, path=child_path)
+        if background:
+            from charter.runtime.tools.tasks import start_shell_task
 
-        return start_shell_task(
-            rt, argv=argv, cwd=where.resolved, env=env, timeout_s=timeout, command=command
+            return start_shell_task(
+                rt, argv=argv, cwd=where.resolved, env=env, timeout_s=timeout, command=command
+            )
+        # Seed 000's terminal keeps each stream's tail, seed 004's shell its head.
+        proc = run_command(
+            argv,
+            cwd=where.resolved,
+            env=env,
+            timeout_s=timeout,
+            output_cap=None if is_terminal else rt.output_cap,
+            tail_chars=TERMINAL_TAIL_CHARS if is_terminal else None,
+            cancel=rt.cancel,
+            redact=lambda text: rt.redactor.redact_cut(
+                _mask_leading(text, bound) if is_terminal else text, "operator"
+            ),
         )
-    proc = run_command(
-        argv,
-        cwd=where.resolved,
-        env=env,
-        timeout_s=timeout,
-        output_cap=rt.output_cap,
-        cancel=rt.cancel,
-        redact=lambda text: rt.redactor.redact_cut(text, "operator"),
-    )
-    # The values leave the environment copy as soon as the command is done.
-    for b in bindings:
-        env.pop(b.target_name or "", None)
-    del env
+    bound.clear()
 
     if FAILED_MARKER in (proc.stdout, proc.stderr):
         # One stream could not be redacted: nothing of the output is shown.
@@ -189,18 +357,29 @@ def run_shell(
     rel = where.resolved.relative_to(
         confine(rt.workspace, ".", op="read").resolved or where.resolved
     )
-    display = f"$ {command}\n(shell: {argv[0]}, cwd: {rel.as_posix() or '.'})\n{operator_text}"
+    display = (
+        f"$ {command}\n(shell: {shell_exe}, program: {program or 'unknown'}, "
+        f"cwd: {rel.as_posix() or '.'})\n{operator_text}"
+    )
     data: dict[str, Any] = {
         "exit_code": proc.exit_code,
         "timed_out": proc.timed_out,
         "cancelled": proc.cancelled,
         "timeout_s": timeout,
         "duration_ms": round(proc.duration_s * 1000),
+        "output_kept": (
+            {"tail_chars": TERMINAL_TAIL_CHARS} if is_terminal else {"head_bytes": rt.output_cap}
+        ),
         "stdout_bytes": proc.stdout_bytes,
         "stderr_bytes": proc.stderr_bytes,
+        "stdout_chars": proc.stdout_chars,
+        "stderr_chars": proc.stderr_chars,
         "stdout_truncated": proc.stdout_truncated,
         "stderr_truncated": proc.stderr_truncated,
-        "shell": argv[0],
+        "shell": shell_exe,
+        "command_executable": program,
+        "process": proc.spawn.as_dict() if proc.spawn is not None else None,
+        "stop_error": proc.stop_error,
         "cwd": rel.as_posix() or ".",
         "env_keys": sorted(overlay),
         "bindings": [
@@ -217,7 +396,13 @@ def run_shell(
         status,  # type: ignore[arg-type]
         model_text,
         gate=None,  # it ran: no gate refused it
-        rule=None if status == "ok" else ("timeout" if proc.timed_out else "command-failed"),
+        rule=None
+        if status == "ok"
+        else (
+            "timeout"
+            if proc.timed_out
+            else ("process-not-stopped" if proc.stop_error else "command-failed")
+        ),
         display=display,
         data=data,
     )
