@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
@@ -123,6 +123,14 @@ def sensitive_name(name: str) -> bool:
     return any(pair in _SENSITIVE_PAIRS for pair in zip(words, words[1:], strict=False))
 
 
+def _token_shaped(value: str) -> bool:
+    """A lone URL userinfo that looks like a token rather than a user name
+    (``ghp_...``, ``glpat-...``, a long random string): output is full of
+    ``https://alice@host`` remotes, and redacting ``alice`` everywhere would
+    shred it."""
+    return len(value) >= 16 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
+
+
 def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
@@ -171,6 +179,23 @@ class Redactor:
                 found += self.add(_unquote(m.group(2)), m.group(1), "assignment")
         return found
 
+    def discover_in_output(self, text: str) -> int:
+        """Collect credentials that a tool's output shows in unmistakable
+        shapes: a URL's password (``git remote -v`` prints
+        ``https://user:TOKEN@host``), a token-shaped lone userinfo, credential
+        query values, and ``Authorization``-style headers (``curl -v``).
+
+        Unlike :meth:`discover`, ``NAME=VALUE`` and ``--option VALUE`` are not
+        taken from output: source code and logs are full of them
+        (``token = tokens[0]``), and treating each as a secret would shred
+        everything the model reads afterwards."""
+        found = 0
+        for m in _URL.finditer(text):
+            found += self._from_url(m.group(0), lone_userinfo=_token_shaped)
+        for m in _HEADER.finditer(text):
+            found += self.add(m.group(2), m.group(1).lower(), "header")
+        return found
+
     def discover_value(self, value: Any, name: str = "") -> int:
         """Collect secrets from structured data: values under sensitive keys,
         and whatever their text reveals."""
@@ -187,7 +212,7 @@ class Redactor:
                 found += self.discover_value(v, name)
         return found
 
-    def _from_url(self, url: str) -> int:
+    def _from_url(self, url: str, lone_userinfo: Callable[[str], bool] | None = None) -> int:
         try:
             parts = urlsplit(url)
             password = parts.password
@@ -200,7 +225,8 @@ class Redactor:
             found += self.add(password, f"{parts.hostname or 'url'} password", "url")
         elif username and "@" in parts.netloc:
             # A lone userinfo is usually a token (https://TOKEN@github.com/...).
-            found += self.add(username, f"{parts.hostname or 'url'} userinfo", "url")
+            if lone_userinfo is None or lone_userinfo(username):
+                found += self.add(username, f"{parts.hostname or 'url'} userinfo", "url")
         for key, value in query:
             if sensitive_name(key) or key.lower() in _SENSITIVE_QUERY:
                 found += self.add(value, key, "url")
@@ -286,6 +312,12 @@ def redacted_views(result: ToolResult, redactor: Redactor, extra_display: str = 
     whole result becomes a ``redaction-failed`` error: one failed view means
     the values could not be checked anywhere, so none is shown."""
     try:
+        # Output can reveal credentials nobody declared (a remote URL with its
+        # token, a verbose HTTP trace); they are learnt before anything is
+        # shown, so this result and every later one hide them.
+        redactor.discover_in_output(result.content)
+        if result.display is not None:
+            redactor.discover_in_output(result.display)
         content = redactor.redact(result.content, "model")
         display_src = result.display if result.display is not None else result.content
         display = redactor.redact(display_src + extra_display, "operator")

@@ -122,3 +122,34 @@ def test_failure_yields_the_marker() -> None:
 )
 def test_sensitive_name(name: str, sensitive: bool) -> None:
     assert sensitive_name(name) is sensitive
+
+
+def test_output_reveals_url_passwords_tokens_and_headers() -> None:
+    r = Redactor()
+    out = (
+        "origin\thttps://x-access-token:ghs_16C7e42F292c6912E7710c838347Ae178B4a@github.com/o/r"
+        " (fetch)\n"
+        "mirror\thttps://ghp_aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3kM5@github.com/o/r (push)\n"
+        "> Authorization: Bearer eyJhbGciOi.payload.sig\n"
+        "see https://api.example.com/v1?access_token=tok-98765&page=2\n"
+    )
+    assert r.discover_in_output(out) == 4
+    shown = r.redact(out, "operator")
+    for secret in ("ghs_16C7e42F", "ghp_aB3dE5", "eyJhbGciOi", "tok-98765"):
+        assert secret not in shown
+    assert "<redacted:github.com password>" in shown
+    assert "page=2" in shown
+
+
+def test_output_discovery_leaves_code_and_user_names_alone() -> None:
+    # Assignments, options and plain user names in output are not secrets:
+    # treating them as such would redact `tokens[0]` or `alice` everywhere.
+    r = Redactor()
+    out = (
+        "token = tokens[0]\n"
+        "password_field = form.cleaned_data\n"
+        "run with --token-file ./secrets.txt\n"
+        "origin https://alice@bitbucket.org/team/repo.git (fetch)\n"
+    )
+    assert r.discover_in_output(out) == 0
+    assert r.redact(out, "model") == out

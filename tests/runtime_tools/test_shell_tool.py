@@ -460,3 +460,19 @@ def test_terminal_keeps_the_tail_and_shell_the_head(make_rt: Any) -> None:
         "[truncated] stdout: kept the first 1000000 bytes; the command wrote 2560000 bytes"
     )
     assert "out 039999" not in shell.content
+
+
+def test_credentials_the_output_reveals_are_redacted_now_and_later(rt: ToolRuntime) -> None:
+    # `git remote -v` shows a remote's token: nobody declared it, but its
+    # shape is unmistakable, so it is hidden in this result and every later one
+    token = "ghs_16C7e42F292c6912E7710c838347Ae178B4a"
+    remote = f"https://x-access-token:{token}@github.com/o/r.git"
+    res = dispatch(
+        "shell", {"command": f"printf 'origin\\t%s (fetch)\\n' '{remote[:8]}''{remote[8:]}'"}, rt
+    )
+    assert res.status == "ok", res.content
+    assert "github.com/o/r.git" in res.content
+    assert token not in res.content and token not in (res.display or "")
+    assert token not in json.dumps(res.data)
+    later = dispatch("shell", {"command": f"echo {token[:10]}''{token[10:]}"}, rt)
+    assert token not in later.content and "<redacted>" in later.content
