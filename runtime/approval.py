@@ -5,8 +5,9 @@ the permission gate answered ``ask`` (a refused or malformed call never wakes
 anybody). Three providers:
 
 - :class:`TerminalProvider` shows the tool, the redacted arguments, and for a
-  shell call the command and working directory, and reads one answer: once,
-  for this stage, for this run, deny, or deny with a message for the model.
+  shell call the command, the working directory, the resolved shell and (best
+  effort) the command's own executable, and reads one answer: once, for this
+  stage, for this run, deny, or deny with a message for the model.
 - :class:`NonInteractiveProvider` answers from the launch flags alone: when a
   call still needs approval after ``--allow``/``--yolo`` were applied, nobody
   can give it, so it is denied with the flag that would have helped.
@@ -64,6 +65,12 @@ class ApprovalRequest:
     cwd: str | None = None
     env_keys: tuple[str, ...] = ()  # overlay names only, never values
     liftable_by: str = ""  # the launch flag that would have lifted this ask, if any
+    # Shell calls: the file the configured shell resolves to on the child's
+    # PATH, and best effort the file the command's first program runs from.
+    # None when it cannot be told without running anything (``$CMD``, a
+    # builtin, a name found nowhere).
+    shell_executable: str | None = None
+    command_executable: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +174,9 @@ class TerminalProvider:
         if req.command is not None:
             w(f"   command: {req.command}\n")
             w(f"   cwd: {req.cwd or '.'}\n")
+            w(f"   shell: {req.shell_executable or 'unknown'}\n")
+            program = req.command_executable or "unknown (cannot be told before it runs)"
+            w(f"   program: {program}\n")
             if req.env_keys:
                 w(f"   env overlay: {', '.join(req.env_keys)} (values hidden)\n")
         w(f"   arguments: {req.args_preview}\n")

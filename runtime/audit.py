@@ -9,6 +9,12 @@ readable; at worst the one line being written is torn, and
 Arguments are never logged. An event carries the sha256 of the *redacted*
 canonical arguments: enough to tell two calls apart or match a call against
 another record, and nothing a reader could recover a secret from.
+
+An event for a shell call also carries ``executables``: ``{"shell": path,
+"command": path or null}``, the resolved shell and, best effort, the file the
+command's first program runs from (null when that cannot be told without
+running it, e.g. ``$CMD``). A decision event names what was resolved before
+the call ran; an execution event what the shell tool itself resolved.
 """
 
 from __future__ import annotations

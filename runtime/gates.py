@@ -25,6 +25,12 @@ would happen (``charter check`` and the Claude Code hook use it);
 :func:`execute` also asks, runs the tool and writes the audit log. A refused
 or malformed call never reaches the approval provider and never counts as
 work.
+
+For a shell call the approval request and the audit events also name the
+resolved shell and, best effort, the command's own executable
+(``charter.runtime.tools.executables``). They are resolved only when a person
+is asked or an event is written, at most once per call, so :func:`decide`
+stays free of file-system look-ups.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ if TYPE_CHECKING:
     from charter.runtime.audit import AuditLog
     from charter.runtime.shell import Verdict
     from charter.runtime.taint import TaintVerdict
+    from charter.runtime.tools.executables import Executables
 
 __all__ = ["Outcome", "PathCheck", "decide", "execute"]
 
@@ -680,12 +687,15 @@ def _ask(
     cache_key: str | None,
     liftable_by: str,
     redact: Callable[[str], str],
+    executables: Callable[[], Executables | None],
 ) -> ApprovalAnswer:
     if session.approvals is not None:
         hit = session.approvals.lookup(cache_key)
         if hit is not None:
             return ApprovalAnswer(hit, "", "cache")
     command = call.args.get("command") if out.shell is not None else None
+    # Resolved only now that a person is really asked (a cache hit is not).
+    exes = executables()
     req = ApprovalRequest(
         request_id=call.call_id or uuid.uuid4().hex,
         agent=session.agent.agent.name,
@@ -699,6 +709,8 @@ def _ask(
         cwd=str(call.args.get("cwd", ".")) if out.shell is not None else None,
         env_keys=tuple(sorted(call.args.get("env") or {})) if out.shell is not None else (),
         liftable_by=liftable_by,
+        shell_executable=_shown(exes.shell, redact) if exes is not None else None,
+        command_executable=_shown(exes.command, redact) if exes is not None else None,
     )
     try:
         answer = provider.request(req)
@@ -707,6 +719,43 @@ def _ask(
     if answer.approved and session.approvals is not None:
         session.approvals.remember(cache_key, answer.kind)
     return answer
+
+
+def _shown(path: str | None, redact: Callable[[str], str]) -> str | None:
+    return redact(path) if path is not None else None
+
+
+def _call_executables(session: Session, call: ToolCall, out: Outcome, runtime: Any) -> Executables:
+    """What the shell call would execute, resolved from the runtime the call
+    will run with (its shell, environment and workspace), never raising."""
+    from charter.runtime.tools.executables import UNKNOWN, call_executables
+
+    shell = getattr(runtime, "shell", None)
+    env = getattr(runtime, "env", None)
+    workspace = getattr(runtime, "workspace", None) or session.workspace
+    if not isinstance(shell, str) or not isinstance(call.args, dict):
+        return UNKNOWN
+    return call_executables(
+        call.args,
+        tool=out.entry.name if out.entry is not None else out.canonical,
+        shell=shell,
+        env=env if isinstance(env, Mapping) else {},
+        workspace=workspace,
+    )
+
+
+def _ran_executables(result: ToolResult, planned: Executables) -> dict[str, str | None]:
+    """The executables for the execution event: what the shell tool itself
+    resolved when it ran (its result names them), else what was resolved
+    before it ran (a refusal or a background start reports none)."""
+    data = result.data
+    if "shell" in data and "command_executable" in data:
+        shell, program = data["shell"], data["command_executable"]
+        return {
+            "shell": shell if isinstance(shell, str) else None,
+            "command": program if isinstance(program, str) else None,
+        }
+    return planned.as_dict()
 
 
 def _audit(
@@ -766,8 +815,26 @@ def execute(
     out = decide(session, call)
     decide_us = round((time.perf_counter() - t0) * 1e6)
     timings: dict[str, int] = {"decide_us": decide_us}
+    # The executables of a shell call, resolved at most once and only when a
+    # person is asked or an event is written (a few stat calls the decision
+    # itself never pays).
+    resolved: list[Executables] = []
+
+    def executables() -> Executables | None:
+        if out.shell is None:  # not a shell call the guard looked at
+            return None
+        if not resolved:
+            resolved.append(_call_executables(session, call, out, runtime))
+        return resolved[0]
+
+    def audited() -> dict[str, Any]:
+        if audit is None:
+            return {}
+        exes = executables()
+        return {} if exes is None else {"executables": exes.as_dict()}
+
     if out.decision == "deny":
-        _audit(audit, "decision", session, call, out, redact, timings=timings)
+        _audit(audit, "decision", session, call, out, redact, timings=timings, **audited())
         return out.refusal()
     if redactor is not None and isinstance(call.args, dict):
         redactor.discover_value(call.args)
@@ -788,6 +855,7 @@ def execute(
             cache_key=cache_key,
             liftable_by=liftable_by,
             redact=show,
+            executables=executables,
         )
         timings[f"{gate}_ms"] = round((time.perf_counter() - t1) * 1000)
         if ans.approved:
@@ -802,6 +870,7 @@ def execute(
             redact,
             timings=timings,
             approved_by=ans.source,
+            **audited(),
         )
         return ans, denied.refusal()
 
@@ -830,7 +899,15 @@ def execute(
         approved_by += f"+dataflow:{ans.source}"
     allowed = dataclasses.replace(out, decision="allow")
     _audit(
-        audit, "decision", session, call, allowed, redact, timings=timings, approved_by=approved_by
+        audit,
+        "decision",
+        session,
+        call,
+        allowed,
+        redact,
+        timings=timings,
+        approved_by=approved_by,
+        **audited(),
     )
 
     t2 = time.perf_counter()
@@ -848,6 +925,10 @@ def execute(
             secret_targets=out.secret_targets,
         )
     work = bool(entry is not None and entry.counts_as_work and result.ok)
+    ran: dict[str, Any] = {}
+    planned = executables() if audit is not None else None
+    if planned is not None:
+        ran = {"executables": _ran_executables(result, planned)}
     result = dataclasses.replace(result, data={**result.data, "counts_as_work": work})
     _audit(
         audit,
@@ -859,6 +940,7 @@ def execute(
         status=result.status,
         timings=timings,
         counts_as_work=work,
+        **ran,
     )
     return result
 
