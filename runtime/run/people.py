@@ -240,6 +240,10 @@ class PromptApprovals:
         if req.command is not None:
             lines.append(f"[bold]command:[/] {escape(req.command)}")
             lines.append(f"[bold]cwd:[/] {escape(req.cwd or '.')}")
+            # What would actually run, as far as it can be told beforehand.
+            lines.append(f"[bold]shell:[/] {escape(req.shell_executable or 'unknown')}")
+            program = req.command_executable or "unknown (cannot be told before it runs)"
+            lines.append(f"[bold]program:[/] {escape(program)}")
             if req.env_keys:
                 lines.append(f"[bold]env overlay:[/] {escape(', '.join(req.env_keys))}")
         lines.append(f"[bold]arguments:[/] {escape(req.args_preview)}")

@@ -156,3 +156,23 @@ def test_cancel_stops_a_wait() -> None:
         answer = PromptApprovals(p).request(request())
     assert time.monotonic() - started < 3
     assert (answer.kind, answer.source) == ("deny", "cancelled")
+
+
+def test_a_shell_approval_shows_what_would_run() -> None:
+    from dataclasses import replace
+
+    p = prompter("o\n")
+    req = replace(
+        request(),
+        tool="shell",
+        command="rg TODO src",
+        cwd="src",
+        shell_executable="/bin/bash",
+        command_executable="/usr/bin/rg",
+    )
+    assert PromptApprovals(p).request(req).kind == "once"
+    shown = p.console.file.getvalue()  # type: ignore[attr-defined]
+    assert "shell: /bin/bash" in shown and "program: /usr/bin/rg" in shown
+    p = prompter("o\n")
+    PromptApprovals(p).request(replace(req, command="$CMD", command_executable=None))
+    assert "program: unknown" in p.console.file.getvalue()  # type: ignore[attr-defined]
