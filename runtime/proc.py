@@ -24,6 +24,13 @@ unique spawn id and the OS's start marker for the PID), and:
 * before every group signal the start marker is read again; if it differs
   (someone else reaped the leader and the PID was reused), no signal is sent
   and the result says why.
+
+A caller that records the output itself (a background task writing its
+durable log) passes ``on_output``: it gets every chunk as it is read, after
+the capture has counted it. If it raises, or a pipe cannot be read, the
+output can no longer be recorded completely, so the tree is stopped as on
+cancellation; the pipes are still drained to their end (a child is never
+left blocked on a full pipe), and the result names the failure.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ __all__ = [
     "DEFAULT_OUTPUT_CAP",
     "GRACE_S",
     "Capture",
+    "OutputSink",
     "ProcResult",
     "SpawnRecord",
     "group_running",
@@ -269,15 +277,34 @@ def _redacted(text: str, redact: Callable[[str], str] | None) -> str:
         return FAILED_MARKER
 
 
-class _Drain:
-    """Read one pipe to its end into a :class:`Capture`."""
+OutputSink = Callable[[str, bytes], None]
+"""Called with the stream's name (``stdout``/``stderr``) and each chunk read."""
 
-    def __init__(self, stream: object, capture: Capture) -> None:
+
+class _Drain:
+    """Read one pipe to its end into a :class:`Capture` (and ``sink``, if any)."""
+
+    def __init__(
+        self,
+        stream: object,
+        capture: Capture,
+        *,
+        name: str = "",
+        sink: OutputSink | None = None,
+        failed: threading.Event | None = None,
+    ) -> None:
         self._fd = stream.fileno()  # type: ignore[attr-defined]
         self._stream = stream
         self.capture = capture
+        self.name = name
         self.error: str | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        # The sink's first failure; it is not called again after one.
+        self.sink_error: str | None = None
+        self._sink = sink
+        self._failed = failed  # set on a read or sink failure, for run_command
+        self.thread = threading.Thread(
+            target=self._run, name=f"proc-drain-{name or 'pipe'}", daemon=True
+        )
         self.thread.start()
 
     def _run(self) -> None:
@@ -287,8 +314,19 @@ class _Drain:
                 if not chunk:
                     break
                 self.capture.feed(chunk)
+                if self._sink is not None and self.sink_error is None:
+                    try:
+                        self._sink(self.name, chunk)
+                    except Exception as exc:  # noqa: BLE001 - reported in the result
+                        # Keep reading: the child must not block on a full pipe
+                        # while its tree is being stopped.
+                        self.sink_error = f"{type(exc).__name__}: {exc}"
+                        if self._failed is not None:
+                            self._failed.set()
         except OSError as exc:
             self.error = str(exc)
+            if self._failed is not None:
+                self._failed.set()
         finally:
             self.capture.finish()
             try:
@@ -320,11 +358,20 @@ class ProcResult:
     # Why the process tree was not signalled (its PID no longer named our
     # process); None when it was stopped or needed no stopping.
     stop_error: str | None = None
+    # The first failure of run_command's on_output sink (None without one).
+    output_error: str | None = None
+    # A pipe that could not be read, or was still open when the result was
+    # made (its writer could not be stopped); None when both were read to EOF.
+    drain_error: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not (
-            self.timed_out or self.cancelled or self.error or self.stop_error
+            self.timed_out
+            or self.cancelled
+            or self.error
+            or self.stop_error
+            or self.output_error  # only with on_output: its record is incomplete
         )
 
 
@@ -466,12 +513,20 @@ def run_command(
     tail_chars: int | None = None,
     cancel: threading.Event | None = None,
     redact: Callable[[str], str] | None = None,
+    on_output: OutputSink | None = None,
 ) -> ProcResult:
     """Run ``argv`` to completion, timeout or cancellation; never raises for
     the command's own failures (they are in the result).
 
     ``output_cap`` bounds the head kept of each stream (bytes), ``tail_chars``
     the tail (characters); give either or both, never neither.
+
+    ``on_output`` receives every chunk of both streams, from the two drain
+    threads (so it must be thread-safe). If it raises, or a pipe read fails,
+    the tree is stopped like on cancellation while both pipes keep being
+    drained; ``output_error`` / ``drain_error`` say what happened. The
+    function returns only after the tree is stopped and, unless a member
+    could not be signalled, both pipes reached their end.
     """
     if output_cap is None and tail_chars is None:
         raise ValueError("run_command needs output_cap, tail_chars or both")
@@ -506,10 +561,24 @@ def run_command(
             error=f"could not start {argv[0] if argv else '(nothing)'}: {exc}",
         )
     spawn = _spawn_record(proc)
-    out = _Drain(proc.stdout, Capture(head_bytes=output_cap, tail_chars=tail_chars))
-    err = _Drain(proc.stderr, Capture(head_bytes=output_cap, tail_chars=tail_chars))
+    # Only a caller recording the output needs a failed pipe to stop the tree.
+    failed = threading.Event() if on_output is not None else None
+    out = _Drain(
+        proc.stdout,
+        Capture(head_bytes=output_cap, tail_chars=tail_chars),
+        name="stdout",
+        sink=on_output,
+        failed=failed,
+    )
+    err = _Drain(
+        proc.stderr,
+        Capture(head_bytes=output_cap, tail_chars=tail_chars),
+        name="stderr",
+        sink=on_output,
+        failed=failed,
+    )
     deadline = start + timeout_s
-    timed_out = cancelled = False
+    timed_out = cancelled = aborted = False
     stop_error: str | None = None
     pause = 0.0005
     try:
@@ -520,10 +589,13 @@ def run_command(
             if time.monotonic() >= deadline:
                 timed_out = True
                 break
+            if failed is not None and failed.is_set():
+                aborted = True  # the output cannot be recorded whole any more
+                break
             time.sleep(pause)
             pause = min(pause * 2, _POLL_S)  # quick commands answer quickly
     finally:
-        if timed_out or cancelled:
+        if timed_out or cancelled or aborted:
             stop_error = _stop_tree(proc, spawn)
         elif _CAN_PEEK and (not _HAS_PROC or _members_running(spawn, proc)):
             # Also on normal exit: whatever the command left running in its
@@ -540,6 +612,11 @@ def run_command(
     # Pipes held by a process we could not signal may never close.
     for drain in (out, err):
         drain.thread.join(timeout=GRACE_S if stop_error is None else _POLL_S)
+    drain_problems = [
+        f"{d.name}: {d.error}" if d.error is not None else f"{d.name}: still open"
+        for d in (out, err)
+        if d.error is not None or d.thread.is_alive()
+    ]
     return ProcResult(
         exit_code=proc.returncode,
         stdout=out.capture.render("stdout", redact, out.error),
@@ -556,4 +633,6 @@ def run_command(
         stderr_chars=err.capture.total_chars,
         spawn=spawn,
         stop_error=stop_error,
+        output_error=out.sink_error or err.sink_error,
+        drain_error="; ".join(drain_problems) or None,
     )
