@@ -35,8 +35,18 @@ def test_background_command_runs_and_reports(make_rt: Any) -> None:
     assert "tok-abcdef-123456" not in done.content and "<redacted>" in done.content
     status = dispatch("task_status", {"task_id": tid}, rt)
     assert status.ok and status.data["status"] == "failed"
-    # The model-facing payload holds no owner, environment or directory.
-    assert set(status.data) == {"task_id", "kind", "status", "elapsed_s", "exit_code"}
+    # The model-facing payload holds no owner, environment or directory; the
+    # full output is named only by an opaque reference.
+    assert set(status.data) == {
+        "task_id",
+        "kind",
+        "status",
+        "elapsed_s",
+        "exit_code",
+        "result_ref",
+    }
+    assert status.data["result_ref"].startswith("artifact:")
+    assert str(rt.workspace) not in status.data["result_ref"]
 
 
 def test_yield_until_timing_out_is_not_a_failure(make_rt: Any) -> None:
