@@ -238,6 +238,13 @@ class Redactor:
     def known(self) -> int:
         return len(self._values)
 
+    def snapshot(self) -> tuple[re.Pattern[str] | None, dict[str, tuple[str, str]]]:
+        """The compiled pattern of every known value (None when there is
+        none) and a copy of the values with their (name, source), read
+        together: for callers that redact a stream and must know the
+        longest value to hold back a secret's possible start."""
+        return self._compiled()
+
     def _compiled(self) -> tuple[re.Pattern[str] | None, dict[str, tuple[str, str]]]:
         with self._lock:
             if self._pattern is None and self._values:

@@ -371,8 +371,7 @@ class StreamRedactor:
         buf = self._pending + text
         # The redactor's compiled pattern and values, read as one snapshot:
         # the longest value decides how much may still be a secret's start.
-        # (Redactor offers no public accessor for this yet.)
-        pattern, values = self._redactor._compiled()
+        pattern, values = self._redactor.snapshot()
         if pattern is None:
             self._pending = ""
             return buf
