@@ -31,6 +31,7 @@ from charter.compiler.frontends.config_toml import UserConfig
 from charter.compiler.frontends.project import AgentSources, Project
 from charter.compiler.frontends.stage_toml import StageEntry, combine_stages
 from charter.compiler.frontends.validation import thaw
+from charter.compiler.literal_secrets import literal_secrets
 from charter.compiler.permissions import (
     APPROVAL_TO_PERMISSION,
     CoreInputs,
@@ -1122,6 +1123,15 @@ def _mcp_servers(ctx: _Ctx, grants: list[Grant], project_root: Path) -> list[Mcp
                         key_path="cwd",
                     )
                 )
+        for path, what in literal_secrets(env=m.env, headers=m.headers, url=m.url, args=m.args):
+            ctx.diags.append(
+                diag(
+                    "hardcoded-secret",
+                    f"{what}; write it as a ${{VAR}} reference and set VAR in the environment",
+                    smap.value_span(path),
+                    key_path=format_key_path(path),
+                )
+            )
         connect_cap = f"mcp.connect:{server}"
         call_cap = m.call_capability(server)
         for cap, what in ((connect_cap, "connect to"), (call_cap, "call tools of")):

@@ -476,6 +476,20 @@ _r(
     '[tool_permissions]\nshell = "ask"\n[stages.build.tool_permissions]\nshell = "allow"\n',
     "Nothing to fix if intended.",
 )
+_r(
+    "CH413",
+    "hardcoded-secret",
+    E,
+    "An MCP manifest writes a credential into env, headers, url or args instead of a ${VAR} "
+    "reference.",
+    "The manifest is committed with the agent, so the credential is in the repository and its "
+    "history for anyone who can read them; a reference is expanded only after connecting is "
+    "approved, from the environment of the person running the agent.",
+    "env:\n  GITHUB_TOKEN: ghp_0123456789abcdefghijklmnopqrstuvwxyz\n",
+    "Write the value as a reference (GITHUB_TOKEN: ${GITHUB_TOKEN}), set it in the environment, "
+    "and revoke the credential that was committed: removing it from the file does not remove it "
+    "from history.",
+)
 
 # --- CH6xx: stage graph --------------------------------------------------------
 _r(

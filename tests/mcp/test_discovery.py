@@ -182,11 +182,14 @@ def test_no_call_without_the_call_capability(kit: Any, tmp_path: Path) -> None:
 
 def test_ask_goes_to_the_approver_with_a_preview_free_of_secrets(kit: Any, tmp_path: Path) -> None:
     manifest = (
-        "command: docs-mcp\nargs: [--api-key, sk-live-123456, --root, .]\n"
+        'command: docs-mcp\nargs: [--api-key, "${DOCS_KEY}", --root, .]\n'
         "env:\n  DOCS_TOKEN: ${DOCS_TOKEN}\n"
     )
     root = locked_project(kit, tmp_path, manifest)
-    plan = _agent(kit, root).mcp_servers[0]
+    # The compiler refuses a literal key (hardcoded-secret); the preview must
+    # hide one all the same, whatever produced the plan.
+    compiled = _agent(kit, root).mcp_servers[0]
+    plan = compiled.model_copy(update={"args": ("--api-key", "sk-live-123456", "--root", ".")})
     seen: list[ConnectPreview] = []
 
     def no(p: ConnectPreview) -> bool:
