@@ -141,6 +141,7 @@ def lint_agent(agent: AgentPlan) -> list[Diagnostic]:
                     )
                 )
     out.extend(_stage_checks(agent, agent.stages))
+    out.extend(_untracked_data_flow(agent))
     return out
 
 
@@ -217,3 +218,43 @@ def _stage_checks(agent: AgentPlan, stages: Iterable[Stage]) -> list[Diagnostic]
 
 def _allows_blocking(stage: Stage) -> bool:
     return stage.allow_blocking_tools
+
+
+def _untracked_data_flow(agent: AgentPlan) -> list[Diagnostic]:
+    """Untrusted input or secrets, and a way out that nobody has to be asked
+    about (allowed, or an ask that --yolo or --allow lifts), with nothing
+    watching the path between them. Data-flow tracking is the one check that
+    --yolo does not waive."""
+    if agent.taint.enabled:
+        return []
+    inputs = []
+    if agent.mcp_servers:
+        inputs.append("MCP results (" + ", ".join(m.server for m in agent.mcp_servers) + ")")
+    if any(g.capability.startswith("secret.bind:") for g in agent.grants):
+        inputs.append("secret bindings")
+    if not inputs:
+        return []
+    tools = {t.name: t for t in agent.tools}
+    outbound = sorted(
+        {
+            st.name
+            for s in agent.stages
+            for st in s.tools
+            if (st.decision.permission == "allow" or st.decision.liftable)
+            and (t := tools.get(st.name)) is not None
+            and t.outbound
+            and t.source == "builtin"
+        }
+    )
+    if not outbound:
+        return []
+    return [
+        diag(
+            "untracked-data-flow",
+            f"agent '{agent.name}' takes in {' and '.join(inputs)} and offers "
+            f"{', '.join(outbound)}; under --yolo (or --allow) nothing would check where those "
+            "send data, because data-flow tracking is off",
+            _span(agent.origin, agent.root),
+            key_path="",
+        )
+    ]

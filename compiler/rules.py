@@ -490,6 +490,21 @@ _r(
     "and revoke the credential that was committed: removing it from the file does not remove it "
     "from history.",
 )
+_r(
+    "CH414",
+    "untracked-data-flow",
+    N,
+    "An agent takes in MCP results or secret bindings and offers a tool that sends data out "
+    "(web, shell), with data-flow tracking off.",
+    "Untrusted content, something worth stealing and a way out are the three parts of an "
+    "exfiltration by prompt injection. A person asked about each outbound call stands in the "
+    "way, but --yolo and --allow lift those asks; data-flow tracking is the check they do not "
+    "waive.",
+    "# agent.yaml with an MCP server and the coding toolset (terminal), run with --yolo\n"
+    "slots:\n  mcp: agent/mcp\ntools:\n  toolsets: [coding]\n",
+    "Turn on data-flow tracking (taint_tracking = true in config.toml, or [security] "
+    "taint_tracking = true in the blueprint) and allow the destinations the agent needs.",
+)
 
 # --- CH6xx: stage graph --------------------------------------------------------
 _r(
