@@ -31,7 +31,6 @@ from charter.compiler.frontends.config_toml import UserConfig
 from charter.compiler.frontends.project import AgentSources, Project
 from charter.compiler.frontends.stage_toml import StageEntry, combine_stages
 from charter.compiler.frontends.validation import thaw
-from charter.compiler.literal_secrets import literal_secrets
 from charter.compiler.permissions import (
     APPROVAL_TO_PERMISSION,
     CoreInputs,
@@ -1103,6 +1102,7 @@ def _mcp_servers(ctx: _Ctx, grants: list[Grant], project_root: Path) -> list[Mcp
     out: list[McpServerPlan] = []
     if not ctx.agent.mcp:
         return out
+    from charter.compiler.literal_secrets import literal_secrets
     from charter.compiler.mcp_lock import read_agent_lock, server_pins
 
     agent_dir = (project_root / ctx.agent.directory).resolve()
