@@ -17,6 +17,7 @@ import itertools
 import os
 import posixpath
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -1019,7 +1020,7 @@ def _outside(st: _State, value: str, tilde: bool, glob_word: bool = False) -> bo
         return True
     # No lexical normalisation before resolving: the kernel follows a symlink
     # before it applies a later `..`.
-    if not _within(_realpath(raw), st.ws_real):
+    if not _within(_real_below(st, raw), st.ws_real):
         return True
     if glob_word and any(c in value for c in "*?["):
         # the shell hands the command whatever the pattern matches now
@@ -1027,6 +1028,35 @@ def _outside(st: _State, value: str, tilde: bool, glob_word: bool = False) -> bo
             if not _within(_realpath(match), st.ws_real):
                 return True
     return False
+
+
+def _real_below(st: _State, raw: str) -> str:
+    """``os.path.realpath(raw)``, cheaper for the common case of a plain path
+    below the workspace: the workspace's own real path is known, so only the
+    components under it are looked at, one ``lstat`` each, and a component
+    that does not exist ends the walk (nothing below it can be a link). Any
+    symlink, ``.`` or ``..`` goes to the full resolution."""
+    prefix = st.ws.rstrip("/") + "/"
+    if not raw.startswith(prefix):
+        return _realpath(raw)
+    parts = raw[len(prefix) :].split("/")
+    if any(p in (".", "..") for p in parts):
+        return _realpath(raw)
+    current = st.ws_real.rstrip("/")
+    for i, part in enumerate(parts):
+        if not part:
+            continue  # a doubled or trailing slash
+        current += "/" + part
+        try:
+            mode = os.lstat(current).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            rest = "/".join(p for p in parts[i + 1 :] if p)
+            return current + ("/" + rest if rest else "")
+        except (OSError, ValueError):
+            return _realpath(raw)
+        if stat.S_ISLNK(mode):
+            return _realpath(raw)
+    return current
 
 
 def _within(path: str, root: str) -> bool:

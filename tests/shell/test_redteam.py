@@ -98,3 +98,36 @@ def test_argument_paths_are_resolved_through_symlinks(tmp_path: Path) -> None:
     for cmd in ("cat sub/f", "cat sub/../sub/f", "ls sub"):
         v = evaluate(cmd, cwd=ws, workspace=ws, policy=ShellPolicy())
         assert v.decision == "allow", cmd
+
+
+def test_the_fast_resolution_agrees_with_realpath(tmp_path: Path) -> None:
+    # The guard resolves argument paths below the workspace one component at
+    # a time; whatever the tree holds (links in and out, chains, dangling
+    # links, files in the middle of a path), it must land where realpath does.
+    import itertools
+    import os
+
+    from charter.runtime.shell.guard import _real_below, _State
+
+    ws = tmp_path / "ws"
+    (ws / "d" / "e").mkdir(parents=True)
+    (ws / "f").write_text("")
+    (ws / "d" / "g").write_text("")
+    outside = tmp_path / "out"
+    (outside / "x").mkdir(parents=True)
+    (ws / "in_link").symlink_to(ws / "d")
+    (ws / "out_link").symlink_to(outside)
+    (ws / "chain").symlink_to(ws / "out_link")
+    (ws / "dangling").symlink_to(tmp_path / "nowhere")
+    (ws / "d" / "up").symlink_to("..")
+    (ws / "rel").symlink_to("d/e")
+    names = ["d", "e", "f", "g", "x", "in_link", "out_link", "chain", "dangling", "up", "rel", "no"]
+    st = _State("", str(ws), str(ws), os.path.realpath(ws), ShellPolicy())
+    checked = 0
+    for depth in (1, 2, 3):
+        for combo in itertools.product(names, repeat=depth):
+            for tail in ("", "/"):
+                raw = str(ws) + "/" + "/".join(combo) + tail
+                assert _real_below(st, raw) == os.path.realpath(raw), raw
+                checked += 1
+    assert checked > 3000
