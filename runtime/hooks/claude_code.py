@@ -17,37 +17,21 @@ A MultiEdit is decided edit by edit and answers with the strictest.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from charter.runtime.hooks import common
+from charter.runtime.hooks.common import MAX_EVENT_BYTES, Alternatives, Permission, Translation
 from charter.runtime.results import ToolCall
+
+if TYPE_CHECKING:
+    from charter.runtime.session import Session
 
 __all__ = ["MAX_EVENT_BYTES", "Translation", "decide_event", "hook_output", "translate"]
 
-MAX_EVENT_BYTES = 8 * 1024 * 1024
-Permission = Literal["allow", "ask", "deny"]
-_RANK = {"allow": 0, "ask": 1, "deny": 2}
 
-# Claude Code tool -> Charter tools to try in order (the first the stage
-# offers is used), and how arguments are renamed.
-_FILE_ARGS = {"file_path": "path"}
-
-
-class Translation:
-    """The Charter calls one Claude Code call stands for, or why there are none."""
-
-    def __init__(self, calls: list[ToolCall], problem: str = "") -> None:
-        self.calls = calls
-        self.problem = problem
-
-
-def _s(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _candidates(tool: str, inp: Mapping[str, Any]) -> list[list[tuple[str, dict[str, Any]]]] | str:
+def _candidates(tool: str, inp: Mapping[str, Any]) -> list[Alternatives] | str:
     """For each Charter call, the (tool, args) alternatives in preference order."""
     if tool == "Bash":
         command = inp.get("command")
@@ -92,14 +76,14 @@ def _candidates(tool: str, inp: Mapping[str, Any]) -> list[list[tuple[str, dict[
         return out
     if tool == "Glob":
         args: dict[str, Any] = {"query": inp.get("pattern"), "target": "name"}
-        if _s(inp.get("path")):
+        if common.text(inp.get("path")):
             args["path"] = inp["path"]
         return [[("search_files", args)]]
     if tool == "Grep":
         args = {"query": inp.get("pattern"), "target": "content"}
-        if _s(inp.get("path")):
+        if common.text(inp.get("path")):
             args["path"] = inp["path"]
-        if _s(inp.get("glob")):
+        if common.text(inp.get("glob")):
             args["pattern"] = inp["glob"]
         return [[("search_files", args)]]
     if tool == "LS":
@@ -112,49 +96,24 @@ def _candidates(tool: str, inp: Mapping[str, Any]) -> list[list[tuple[str, dict[
     return f"Claude Code tool '{tool}' has no Charter counterpart"
 
 
-def _drop_none(args: dict[str, Any]) -> dict[str, Any]:
-    # A missing Claude Code field stays missing, so the schema gate names it.
-    return {k: v for k, v in args.items() if v is not None}
-
-
-def _mcp_name(session: Any, tool: str) -> str | None:
-    """The plan's name for ``mcp__<server>__<tool>``."""
-    rest = tool[len("mcp__") :]
-    server, sep, name = rest.partition("__")
-    if not sep or not server or not name:
-        return None
-    for entry in session.agent.tools.values():
-        if entry.source == "mcp" and entry.mcp is not None:
-            if entry.mcp.server == server and entry.mcp.tool == name:
-                return str(entry.name)
-    from charter.runtime.naming import mcp_safe_name
-
-    safe = mcp_safe_name(server, name)
-    return safe if safe in session.agent.tools else None
-
-
-def translate(event: Mapping[str, Any], session: Any) -> Translation:
+def translate(event: Mapping[str, Any], session: Session) -> Translation:
     tool = event.get("tool_name")
     inp = event.get("tool_input")
-    call_id = _s(event.get("tool_use_id")) or ""
+    call_id = common.text(event.get("tool_use_id")) or ""
     if not isinstance(tool, str) or not tool:
         return Translation([], "the event has no tool_name")
     if not isinstance(inp, dict):
         return Translation([], "the event's tool_input is not an object")
     if tool.startswith("mcp__"):
-        name = _mcp_name(session, tool)
+        parts = common.split_mcp_name(tool)
+        name = common.mcp_plan_name(session, *parts) if parts is not None else None
         if name is None:
             return Translation([], f"MCP tool '{tool}' is not in the plan")
         return Translation([ToolCall(name, dict(inp), call_id)])
     found = _candidates(tool, inp)
     if isinstance(found, str):
         return Translation([], found)
-    offered = session.offered()
-    calls = []
-    for alts in found:
-        chosen = next((a for a in alts if a[0] in offered), alts[0])
-        calls.append(ToolCall(chosen[0], _drop_none(chosen[1]), call_id))
-    return Translation(calls)
+    return Translation(common.choose_calls(session, found, call_id))
 
 
 def hook_output(decision: Permission, reason: str) -> dict[str, Any]:
@@ -178,65 +137,16 @@ def decide_event(
     agent: str | None = None,
     stage: str | None = None,
     workspace: str | Path | None = None,
+    allow: Iterable[str] = (),
 ) -> dict[str, Any]:
     """The hook answer for one raw stdin payload. Never raises."""
-    try:
-        return _decide_event(raw, plan_path, agent, stage, workspace)
-    except Exception as exc:  # fail closed on anything unforeseen
-        return _ask(f"the hook could not decide ({type(exc).__name__}: {exc})")
+    options = common.HookOptions(plan_path, agent, stage, workspace, tuple(allow))
+    return common.answer_event(raw, "PreToolUse", options, refuse=_ask, decide=_decide)
 
 
-def _decide_event(
-    raw: bytes,
-    plan_path: str | Path,
-    agent: str | None,
-    stage: str | None,
-    workspace: str | Path | None,
-) -> dict[str, Any]:
-    if len(raw) > MAX_EVENT_BYTES:
-        return _ask(f"the hook event is larger than {MAX_EVENT_BYTES} bytes")
-    try:
-        event = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return _ask(f"the hook event is not JSON ({exc})")
-    if not isinstance(event, dict):
-        return _ask("the hook event is not a JSON object")
-    name = event.get("hook_event_name")
-    if name is not None and name != "PreToolUse":
-        return _ask(f"this hook answers PreToolUse events, not {name!r}")
-
-    from charter.runtime.gates import decide
-    from charter.runtime.loader import PlanError
-    from charter.runtime.session import SessionError, load_for_agents, open_session
-
-    try:
-        # A hook runs once per tool call of another agent: load only the agent
-        # it decides for, and build validators only when a call needs them.
-        plan = load_for_agents(plan_path, [agent] if agent is not None else [])
-        if agent is None:
-            names = plan.agent_names
-            if len(names) != 1:
-                shown = ", ".join(names)
-                return _ask(f"the plan holds {len(names)} agents ({shown}); pass --agent")
-            agent = names[0]
-            plan = load_for_agents(plan_path, [agent])
-    except PlanError as exc:
-        return _ask(f"the plan cannot be used: {exc}")
-    ws = workspace if workspace is not None else _s(event.get("cwd"))
-    if not ws:
-        return _ask("no workspace: the event has no cwd and --workspace was not given")
-    try:
-        session = open_session(plan, agent, workspace=ws, stage=stage)
-    except SessionError as exc:
-        return _ask(str(exc))
+def _decide(event: Mapping[str, Any], session: Session) -> dict[str, Any]:
     translation = translate(event, session)
     if not translation.calls:
         return _ask(translation.problem)
-    worst: tuple[Permission, str] | None = None
-    for call in translation.calls:
-        out = decide(session, call)
-        reason = f"charter: {out.reason} [{out.gate}/{out.rule}]"
-        if worst is None or _RANK[out.decision] > _RANK[worst[0]]:
-            worst = (out.decision, reason)
-    assert worst is not None
-    return hook_output(worst[0], worst[1])
+    out = common.worst(common.decide_all(session, translation.calls))
+    return hook_output(out.decision, f"charter: {out.reason} [{out.gate}/{out.rule}]")

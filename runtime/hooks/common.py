@@ -1,0 +1,208 @@
+"""What every hook adapter does the same way, whichever agent it answers.
+
+A hook adapter reads one tool-call event from another agent, opens a session
+on the compiled plan for the agent and stage it decides for, maps the call
+onto the Charter calls it stands for, and runs the gates on each without
+executing anything. The agent-specific parts (tool names, argument names, the
+answer's JSON shape, what a failure answers) stay in each adapter; the parts
+here return a problem text instead of raising, so each adapter can turn it
+into its own fail-closed answer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from charter.runtime.results import ToolCall
+
+if TYPE_CHECKING:
+    from charter.runtime.gates import Outcome
+    from charter.runtime.session import Session
+
+__all__ = [
+    "MAX_EVENT_BYTES",
+    "Alternatives",
+    "HookOptions",
+    "Permission",
+    "Translation",
+    "answer_event",
+    "choose_calls",
+    "decide_all",
+    "drop_none",
+    "mcp_plan_name",
+    "open_for_event",
+    "read_event",
+    "split_mcp_name",
+    "text",
+    "worst",
+]
+
+# Larger than any tool call a model makes (a whole file written at once
+# included); it bounds what a hook reads from a pipe it does not control.
+MAX_EVENT_BYTES = 8 * 1024 * 1024
+Permission = Literal["allow", "ask", "deny"]
+_RANK = {"allow": 0, "ask": 1, "deny": 2}
+
+# For each Charter call a peer's call stands for: the (tool, arguments)
+# alternatives in preference order; the first one the stage offers is used.
+Alternatives = list[tuple[str, dict[str, Any]]]
+
+
+class Translation:
+    """The Charter calls one peer's call stands for, or why there are none;
+    ``note`` says how the call was read where the answer should mention it."""
+
+    def __init__(self, calls: list[ToolCall], problem: str = "", note: str = "") -> None:
+        self.calls = calls
+        self.problem = problem
+        self.note = note
+
+
+@dataclass(frozen=True, slots=True)
+class HookOptions:
+    """What the hook command says about the plan to decide with."""
+
+    plan_path: str | Path
+    agent: str | None = None  # needed when the plan holds several
+    stage: str | None = None  # default: the agent's entry stage
+    workspace: str | Path | None = None  # default: the event's cwd
+    allow: tuple[str, ...] = ()  # --allow: tools whose liftable ask is lifted
+
+
+def text(value: Any) -> str | None:
+    """``value`` if it is a string, else None."""
+    return value if isinstance(value, str) else None
+
+
+def drop_none(args: Mapping[str, Any]) -> dict[str, Any]:
+    # A field the peer left out stays out, so the schema gate names it.
+    return {k: v for k, v in args.items() if v is not None}
+
+
+def read_event(raw: bytes, event_name: str) -> dict[str, Any] | str:
+    """The event object in ``raw``, or why it cannot be used.
+
+    An event that names another hook event is refused; one that names none is
+    taken as ``event_name`` (the name is informative, the fields decide)."""
+    if len(raw) > MAX_EVENT_BYTES:
+        return f"the hook event is larger than {MAX_EVENT_BYTES} bytes"
+    try:
+        event = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return f"the hook event is not JSON ({exc})"
+    if not isinstance(event, dict):
+        return "the hook event is not a JSON object"
+    name = event.get("hook_event_name")
+    if name is not None and name != event_name:
+        return f"this hook answers {event_name} events, not {name!r}"
+    return event
+
+
+def open_for_event(event: Mapping[str, Any], options: HookOptions) -> Session | str:
+    """A session on the plan for the event's call, or why there is none.
+
+    The workspace is ``options.workspace`` when given, else the event's ``cwd``."""
+    from charter.runtime.loader import PlanError
+    from charter.runtime.session import SessionError, load_for_agents, open_session
+
+    agent = options.agent
+    try:
+        # A hook runs once per tool call of another agent: load only the agent
+        # it decides for, and build validators only when a call needs them.
+        plan = load_for_agents(options.plan_path, [agent] if agent is not None else [])
+        if agent is None:
+            names = plan.agent_names
+            if len(names) != 1:
+                shown = ", ".join(names)
+                return f"the plan holds {len(names)} agents ({shown}); pass --agent"
+            agent = names[0]
+            plan = load_for_agents(options.plan_path, [agent])
+    except PlanError as exc:
+        return f"the plan cannot be used: {exc}"
+    ws = options.workspace if options.workspace is not None else text(event.get("cwd"))
+    if not ws:
+        return "no workspace: the event has no cwd and --workspace was not given"
+    try:
+        return open_session(plan, agent, workspace=ws, stage=options.stage, allow=options.allow)
+    except SessionError as exc:
+        return str(exc)
+
+
+def answer_event(
+    raw: bytes,
+    event_name: str,
+    options: HookOptions,
+    *,
+    refuse: Callable[[str], dict[str, Any]],
+    decide: Callable[[Mapping[str, Any], Session], dict[str, Any]],
+) -> dict[str, Any]:
+    """The hook's answer to one raw stdin payload: ``decide`` once the event
+    is read and the session open, ``refuse`` with the reason otherwise (the
+    adapter's fail-closed answer). Never raises."""
+    try:
+        event = read_event(raw, event_name)
+        if isinstance(event, str):
+            return refuse(event)
+        session = open_for_event(event, options)
+        if isinstance(session, str):
+            return refuse(session)
+        return decide(event, session)
+    except Exception as exc:  # fail closed on anything unforeseen
+        return refuse(f"the hook could not decide ({type(exc).__name__}: {exc})")
+
+
+def split_mcp_name(tool: str) -> tuple[str, str] | None:
+    """``(server, tool)`` from ``mcp__<server>__<tool>``, or None."""
+    if not tool.startswith("mcp__"):
+        return None
+    server, sep, name = tool[len("mcp__") :].partition("__")
+    if not sep or not server or not name:
+        return None
+    return server, name
+
+
+def mcp_plan_name(session: Session, server: str, tool: str) -> str | None:
+    """The plan's name for ``tool`` on MCP server ``server``, or None when the
+    plan does not hold it."""
+    for entry in session.agent.tools.values():
+        if entry.source == "mcp" and entry.mcp is not None:
+            if entry.mcp.server == server and entry.mcp.tool == tool:
+                return str(entry.name)
+    from charter.runtime.naming import mcp_safe_name
+
+    safe = mcp_safe_name(server, tool)
+    return safe if safe in session.agent.tools else None
+
+
+def choose_calls(
+    session: Session, found: Sequence[Alternatives], call_id: str = ""
+) -> list[ToolCall]:
+    """One Charter call per entry of ``found``: the first alternative the
+    stage offers, else the first (which the visibility gate then refuses,
+    naming what the stage does offer)."""
+    offered = session.offered()
+    calls = []
+    for alts in found:
+        tool, args = next((a for a in alts if a[0] in offered), alts[0])
+        calls.append(ToolCall(tool, drop_none(args), call_id))
+    return calls
+
+
+def decide_all(session: Session, calls: Sequence[ToolCall]) -> list[Outcome]:
+    """Every gate's answer for each call, nothing executed."""
+    from charter.runtime.gates import decide
+
+    return [decide(session, call) for call in calls]
+
+
+def worst(outcomes: Sequence[Outcome]) -> Outcome:
+    """The strictest outcome (deny over ask over allow; the first of equals)."""
+    found = outcomes[0]
+    for out in outcomes[1:]:
+        if _RANK[out.decision] > _RANK[found.decision]:
+            found = out
+    return found
