@@ -1,35 +1,130 @@
-"""``charter hook claude-code``: answer Claude Code's PreToolUse hook from a plan.
+"""``charter hook claude-code|gemini-cli``: answer another agent's pre-tool hook from a plan.
 
 Reads the hook event on stdin, writes the decision JSON on stdout and exits
-0, including when the input or the plan is unusable (the answer is then
-``ask`` with the reason: fail closed, never allow). Imports only
-``charter.runtime``.
+0, including when the input or the plan is unusable: fail closed, never
+allow. Claude Code's answer is then ``ask`` with the reason; Gemini CLI's is
+``deny``, since Gemini CLI lets a call through when a hook fails, times out or
+prints anything but JSON. Imports only ``charter.runtime``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
+import threading
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from charter.runtime.hooks.common import HookOptions
 
 __all__ = ["add_arguments", "run"]
 
+# Well below Gemini CLI's default hook timeout (60 s), past which it runs the
+# call anyway; a decision takes a fraction of a second.
+_GEMINI_TIME_LIMIT = 20.0
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("agent_kind", choices=("claude-code",), help="which agent's hook to answer")
+    p.add_argument(
+        "agent_kind", choices=("claude-code", "gemini-cli"), help="which agent's hook to answer"
+    )
     p.add_argument("--plan", required=True, help="compiled plan (plan.json)")
     p.add_argument("--agent", help="agent in the plan (needed when it holds several)")
     p.add_argument("--stage", help="stage (default: the agent's entry stage)")
     p.add_argument("--workspace", help="workspace directory (default: the event's cwd)")
+    p.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="lift TOOL's liftable ask to allow (repeatable), as `charter check --allow`",
+    )
+    p.add_argument(
+        "--ask",
+        choices=("deny", "defer"),
+        help="gemini-cli only: answer the plan's ask with deny (default), or defer to "
+        "Gemini CLI's own confirmation",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=_GEMINI_TIME_LIMIT,
+        metavar="SECONDS",
+        help=f"gemini-cli only: answer deny if no decision is reached in this time "
+        f"(default {_GEMINI_TIME_LIMIT:g}; keep it below the hook's timeout in settings.json)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.agent_kind == "gemini-cli":
+        return _run_gemini(args)
+    if args.ask is not None:
+        print("charter hook: --ask applies to gemini-cli only", file=sys.stderr)
+        return 2
+    from dataclasses import asdict
+
     from charter.runtime.hooks.claude_code import MAX_EVENT_BYTES, decide_event
 
     raw = sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
-    answer = decide_event(
-        raw, plan_path=args.plan, agent=args.agent, stage=args.stage, workspace=args.workspace
-    )
-    sys.stdout.write(json.dumps(answer, ensure_ascii=False) + "\n")
+    answer = decide_event(raw, **asdict(_options(args)))
+    # ASCII only: a reason may quote text from the event that is not valid
+    # UTF-8 (a lone surrogate), and a failed write would leave no answer.
+    sys.stdout.write(json.dumps(answer) + "\n")
     sys.stdout.flush()
     return 0
+
+
+def _run_gemini(args: argparse.Namespace) -> int:
+    """Exactly one JSON object on stdout and exit 0, whatever happens: Gemini
+    CLI reads non-JSON output, a crash or a timeout as no objection."""
+    out = sys.stdout
+    lock = threading.Lock()
+
+    def answer(obj: dict[str, Any]) -> bool:
+        # The first answer wins; the lock is never released, so no second one
+        # (the watchdog's, or the decision's after it) can follow.
+        if not lock.acquire(blocking=False):
+            return False
+        out.write(json.dumps(obj) + "\n")
+        out.flush()
+        return True
+
+    def too_slow() -> None:
+        if answer(_gemini_deny(f"no decision within {args.time_limit:g} s")):
+            os._exit(0)
+
+    limit = args.time_limit if args.time_limit > 0 else 0.01  # NaN too
+    timer = threading.Timer(min(limit, 3600.0), too_slow)
+    timer.daemon = True
+    timer.start()
+    try:
+        # Anything else printed on stdout would spoil the one JSON answer.
+        with contextlib.redirect_stdout(sys.stderr):
+            decided = _decide_gemini(args)
+    except BaseException as exc:  # fail closed, even on SystemExit or Ctrl-C
+        decided = _gemini_deny(f"the hook could not decide ({type(exc).__name__}: {exc})")
+    finally:
+        timer.cancel()
+    answer(decided)
+    return 0
+
+
+def _decide_gemini(args: argparse.Namespace) -> dict[str, Any]:
+    from charter.runtime.hooks.gemini_cli import MAX_EVENT_BYTES, decide_event
+
+    raw = sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
+    return decide_event(raw, _options(args), ask=args.ask or "deny")
+
+
+def _options(args: argparse.Namespace) -> HookOptions:
+    from charter.runtime.hooks.common import HookOptions
+
+    return HookOptions(args.plan, args.agent, args.stage, args.workspace, tuple(args.allow))
+
+
+def _gemini_deny(reason: str) -> dict[str, Any]:
+    # Built here too, so a failure to import the adapter still answers.
+    return {"decision": "deny", "reason": f"charter: {reason}"}

@@ -1,0 +1,560 @@
+"""Gemini CLI BeforeTool hook: a compiled plan decides Gemini CLI's tool calls.
+
+Gemini CLI runs the hook command before each tool call and passes the event as
+JSON on stdin (``session_id``, ``cwd``, ``hook_event_name`` = ``BeforeTool``,
+``tool_name``, ``tool_input``, optional ``mcp_context``). This module maps the
+call onto the Charter calls it stands for, runs the gates on each without
+executing anything, and answers with the hook's decision object::
+
+    {"decision": "allow" | "deny", "reason": "..."}
+
+Gemini CLI's hook answer has no documented "ask". A plan's ask is therefore
+answered ``deny`` (the default, ``ask="deny"``), the reason naming the launch
+flag that would lift it; with ``ask="defer"`` it is answered ``{}`` (no
+opinion) with a ``systemMessage`` for the user, so Gemini CLI's own
+confirmation settings decide.
+
+Gemini CLI lets a call through when a hook fails, times out or prints
+anything but JSON, so every problem here is an answer, never an exception:
+input it cannot read, a plan it cannot load, a tool with no Charter
+counterpart, arguments that name a file ambiguously. Each answers ``deny``
+with the reason. A call that stands for several Charter calls (every URL of a
+``web_fetch`` prompt, every file of ``read_many_files``) answers with the
+strictest.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import posixpath
+import re
+import shlex
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from charter.runtime.hooks import common
+from charter.runtime.hooks.common import MAX_EVENT_BYTES, Alternatives, HookOptions, Translation
+from charter.runtime.results import ToolCall
+
+if TYPE_CHECKING:
+    from charter.runtime.gates import Outcome
+    from charter.runtime.session import Session
+
+__all__ = ["MAX_EVENT_BYTES", "AskMode", "HookOptions", "decide_event", "deny", "translate"]
+
+# What the plan's ask becomes: a deny naming the flag that lifts it, or no
+# opinion, leaving it to Gemini CLI's own confirmation.
+AskMode = Literal["deny", "defer"]
+
+# Gemini CLI renamed some tools; a hook sees whichever name the running
+# version uses.
+_RENAMED = {"search_file_content": "grep_search"}
+# More URLs than Gemini CLI fetches for one call (20); past this the prompt is
+# refused rather than decided piecemeal.
+_MAX_URLS = 64
+# Everything Gemini CLI's URL parsing may fetch: a run of non-space text after
+# an http(s) scheme, in any letter case, wherever it starts in a word.
+_URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://[^\s]+")
+# read_files takes at most this many paths per call.
+_READ_FILES_MAX = 64
+# Directory entries a read_many_files pattern may reach before the hook stops
+# looking and refuses (the walk is the only file-system work a decision does).
+_MAX_WALK = 20_000
+# Directories Gemini CLI leaves out of read_many_files unless the call turns
+# its default excludes off.
+_DEFAULT_EXCLUDED_DIRS = frozenset({"node_modules", ".git", "bower_components", ".svn", ".hg"})
+_GLOB_MAGIC = re.compile(r"[*?\[\]{}]|[!@+*?]\(")
+
+
+def deny(reason: str) -> dict[str, Any]:
+    """The deny answer, ``reason`` shown to the model as the tool's error."""
+    return {"decision": "deny", "reason": f"charter: {reason}"}
+
+
+@dataclass
+class _Ctx:
+    """What translating one call needs besides its arguments."""
+
+    session: Session
+    # The directory Gemini CLI resolves relative paths against (the event's
+    # cwd); differs from the workspace only when --workspace names another.
+    base: str
+    notes: list[str] = field(default_factory=list)
+
+    @functools.cached_property
+    def root(self) -> str:
+        return os.path.realpath(self.session.workspace)
+
+    @property
+    def same_root(self) -> bool:
+        return os.path.normpath(self.base) == os.path.normpath(str(self.session.workspace))
+
+    def path(self, value: Any) -> Any:
+        """A path as Charter must read it to mean the file Gemini CLI means."""
+        if not isinstance(value, str) or self.same_root:
+            return value  # a wrong type is the schema gate's to name
+        if value.startswith("~") or posixpath.isabs(value):
+            return value  # absolute, or refused by confinement as written
+        return posixpath.join(self.base, value)
+
+    def offers(self, tool: str) -> bool:
+        return tool in self.session.offered()
+
+
+def _one_of(inp: Mapping[str, Any], *names: str) -> tuple[Any, str]:
+    """The value of whichever of ``names`` the call gives (Gemini CLI versions
+    name the same argument differently), or a problem when it gives two that
+    differ: Charter cannot tell which one Gemini CLI would act on."""
+    given = [(n, inp[n]) for n in names if inp.get(n) is not None]
+    for n, v in given[1:]:
+        if v != given[0][1]:
+            return None, f"the call gives both '{given[0][0]}' and '{n}', with different values"
+    return (given[0][1] if given else None), ""
+
+
+# -- one handler per Gemini CLI tool ------------------------------------------
+
+Found = list[Alternatives] | str
+
+
+def _read_file(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    path, problem = _one_of(inp, "file_path", "absolute_path", "path")
+    return problem or [[("read_file", {"path": ctx.path(path)})]]
+
+
+def _write_file(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    path = ctx.path(inp.get("file_path"))
+    return [[("write_file", {"path": path, "content": inp.get("content")})]]
+
+
+def _replace(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    path = ctx.path(inp.get("file_path"))
+    old, new = inp.get("old_string"), inp.get("new_string")
+    if old == "":
+        # An empty old_string makes Gemini CLI create the file with new_string.
+        return [[("write_file", {"path": path, "content": new})]]
+    return [
+        [
+            ("edit_file", {"path": path, "old_str": old, "new_str": new}),
+            ("patch", {"path": path, "old": old, "new": new}),
+        ]
+    ]
+
+
+def _list_directory(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    path, problem = _one_of(inp, "dir_path", "path")
+    return problem or [[("list_dir", {"path": ctx.path(path)})]]
+
+
+def _glob(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    path, problem = _one_of(inp, "dir_path", "path")
+    args = {"query": inp.get("pattern"), "target": "name", "path": ctx.path(path)}
+    return problem or [[("search_files", args)]]
+
+
+def _grep(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    path, problem = _one_of(inp, "dir_path", "path")
+    include, problem2 = _one_of(inp, "include_pattern", "include")
+    args = {
+        "query": inp.get("pattern"),
+        "target": "content",
+        "path": ctx.path(path),
+        "pattern": include,
+    }
+    return problem or problem2 or [[("search_files", args)]]
+
+
+def _shell(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    command = inp.get("command")
+    background = inp.get("is_background") is True
+    where, problem = _one_of(inp, "dir_path", "directory")
+    if problem:
+        return problem
+    rel = "."
+    if where is not None or not ctx.same_root:
+        # Gemini CLI runs the command in dir_path, resolved against its root.
+        target = ctx.path(where) if where is not None else ctx.base
+        if not isinstance(target, str):
+            return "run_shell_command's dir_path is not a string"
+        rel, problem = _working_dir(ctx, target)
+        if problem:
+            return problem
+    terminal: dict[str, Any] = {"command": command}
+    if rel != ".":
+        terminal["cwd"] = rel
+    if background:
+        terminal["background"] = True
+    # terminal takes a working directory and background mode; shell runs in
+    # the workspace root, in the foreground.
+    if ctx.offers("terminal") and (rel != "." or background or not ctx.offers("shell")):
+        return [[("terminal", terminal)]]
+    if rel != "." and isinstance(command, str):
+        # Judged as Charter's own shell would have to run it: cd first, so the
+        # guard resolves every relative path from that directory.
+        ctx.notes.append(
+            f"judged as `cd -- {shlex.quote(rel)}` followed by the command, since the stage's "
+            "shell runs in the workspace root"
+        )
+        return [[("shell", {"command": f"cd -- {shlex.quote(rel)}\n{command}"})]]
+    return [[("shell", {"command": command})]]
+
+
+def _working_dir(ctx: _Ctx, target: str) -> tuple[str, str]:
+    """``target`` relative to the workspace root, or why it is refused."""
+    from charter.runtime.workspace import confine
+
+    found = confine(ctx.session.workspace, target, op="read")
+    if found.decision == "deny" or found.resolved is None:
+        why = f"{found.message} [permission/{found.rule}]"
+        return "", f"the shell's working directory {target!r} is refused: {why}"
+    rel = os.path.relpath(found.resolved, ctx.root).replace(os.sep, "/")
+    if rel == ".." or rel.startswith("../"):
+        why = "it is outside the workspace [permission/path-outside]"
+        return "", f"the shell's working directory {target!r} is refused: {why}"
+    return rel, ""
+
+
+def _read_many_files(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    entries: list[str] = []
+    # Older versions take `paths` and add `include`; newer ones take `include`
+    # alone. Gemini CLI reads the union.
+    for key in ("paths", "include"):
+        given = inp.get(key)
+        if given is None:
+            continue
+        if not isinstance(given, list) or not all(isinstance(e, str) and e for e in given):
+            return f"read_many_files' {key!r} is not a list of non-empty strings"
+        entries.extend(given)
+    if not entries:
+        return "read_many_files names no files"
+    defaults = inp.get("useDefaultExcludes") is not False
+    paths: list[str] = []
+    for entry in entries:
+        # Gemini CLI turns backslashes into '/' before it globs.
+        pattern = entry.replace("\\", "/")
+        paths.append(ctx.path(pattern))
+        if not _GLOB_MAGIC.search(pattern):
+            if not os.path.isdir(os.path.join(ctx.base, pattern)):
+                continue
+            pattern = pattern.rstrip("/") + "/**"  # a directory: whatever lies below
+        reached = _pattern_reach(ctx, pattern, skip_defaults=defaults)
+        if isinstance(reached, str):
+            return reached
+        paths.extend(reached)
+    unique = list(dict.fromkeys(paths))
+    if ctx.offers("read_files") or not ctx.offers("read_file"):
+        chunks = [unique[i : i + _READ_FILES_MAX] for i in range(0, len(unique), _READ_FILES_MAX)]
+        return [[("read_files", {"paths": chunk})] for chunk in chunks]
+    return [[("read_file", {"path": p})] for p in unique]
+
+
+def _web_fetch(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    urls: list[str] = []
+    direct = inp.get("url")
+    if direct is not None:
+        if not isinstance(direct, str):
+            return "web_fetch's url is not a string"
+        urls.append(direct)
+    prompt = inp.get("prompt")
+    if prompt is not None:
+        if not isinstance(prompt, str):
+            return "web_fetch's prompt is not a string"
+        urls.extend(_URL.findall(prompt))
+    unique = list(dict.fromkeys(urls))
+    if not unique:
+        return "web_fetch's prompt holds no http(s) URL, so Charter cannot tell what it fetches"
+    if len(unique) > _MAX_URLS:
+        return f"web_fetch's prompt holds {len(unique)} URLs; more than {_MAX_URLS} are refused"
+    return [[("web_fetch", {"url": u}), ("web_extract", {"url": u})] for u in unique]
+
+
+def _web_search(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    return [[("web_search", {"query": inp.get("query")})]]
+
+
+def _write_todos(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    todos = inp.get("todos")
+    if not isinstance(todos, list):
+        return "write_todos without a list of todos"
+    if not todos:
+        return [[("todo", {"action": "clear"})]]
+    out: list[Alternatives] = []
+    for item in todos:
+        if not isinstance(item, dict):
+            return "write_todos holds a todo that is not an object"
+        out.append([("todo", {"action": "add", "text": item.get("description")})])
+    return out
+
+
+def _ask_user(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    questions = inp.get("questions")
+    if not isinstance(questions, list) or not questions:
+        return "ask_user without a list of questions"
+    out: list[Alternatives] = []
+    for q in questions:
+        asked = q.get("question") if isinstance(q, dict) else None
+        out.append([("ask_user_text", {"prompt": asked}), ("clarify", {"question": asked})])
+    return out
+
+
+def _save_memory(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    return (
+        "Gemini CLI tool 'save_memory' writes to Gemini CLI's memory file, outside the "
+        "workspace and kept for later sessions; it has no Charter counterpart"
+    )
+
+
+_HANDLERS: dict[str, Callable[[Mapping[str, Any], _Ctx], Found]] = {
+    "read_file": _read_file,
+    "write_file": _write_file,
+    "replace": _replace,
+    "list_directory": _list_directory,
+    "glob": _glob,
+    "grep_search": _grep,
+    "run_shell_command": _shell,
+    "read_many_files": _read_many_files,
+    "web_fetch": _web_fetch,
+    "google_web_search": _web_search,
+    "write_todos": _write_todos,
+    "ask_user": _ask_user,
+    "save_memory": _save_memory,
+}
+
+
+# -- what a read_many_files pattern can reach ---------------------------------
+
+
+def _pattern_reach(ctx: _Ctx, pattern: str, *, skip_defaults: bool) -> list[str] | str:
+    """The paths confinement must see for ``pattern`` besides the pattern as
+    written: each brace alternative as written (one may lead outside), and the
+    credential files and symbolic links the pattern may reach.
+
+    Gemini CLI matches letter case loosely and includes dot files; the match
+    here is looser still (a part it cannot read matches any name), so it never
+    misses a file Gemini CLI would read; it may name one Gemini CLI would not,
+    which only makes the answer stricter."""
+    from charter.runtime.workspace import is_sensitive
+
+    variants = _brace_variants(pattern)
+    if variants is None:
+        return f"read_many_files pattern {pattern!r} has braces Charter cannot expand"
+    out: list[str] = []
+    seen = 0
+    for variant in variants:
+        out.append(ctx.path(variant))
+        norm = posixpath.normpath(variant)
+        parts = [p for p in norm.split("/") if p]
+        cut = next((i for i, p in enumerate(parts) if _GLOB_MAGIC.search(p)), len(parts))
+        start = "/" if norm.startswith("/") else ctx.base
+        top = os.path.realpath(os.path.join(start, *parts[:cut]))
+        if top != ctx.root and not top.startswith(ctx.root + os.sep):
+            continue  # confinement refuses the variant as written
+        matchers = tuple(_part_matcher(p) for p in parts[cut:])
+        if not matchers or not os.path.isdir(top):
+            continue
+
+        def enter(rel: list[str], m: tuple[re.Pattern[str] | str, ...] = matchers) -> bool:
+            return _could_match(m, tuple(rel), below=True)
+
+        for rel, full, is_dir, is_link in _walk(top, skip_defaults, enter):
+            seen += 1
+            if seen > _MAX_WALK:
+                return (
+                    f"read_many_files pattern {pattern!r} reaches more than {_MAX_WALK} "
+                    "files and directories; name the files, or a narrower pattern"
+                )
+            if is_dir and not is_link:
+                continue  # Gemini CLI reads files; what lies below is walked
+            if is_dir:  # a link to a directory: does the pattern go through it?
+                hit = _could_match(matchers, tuple(rel), below=True, lead_guard=cut == 0)
+            else:
+                hit = _could_match(matchers, tuple(rel), below=False)
+            ws_rel = os.path.relpath(full, ctx.root).replace(os.sep, "/")
+            if hit and (is_link or is_sensitive(ws_rel)):
+                out.append(full)
+    return out
+
+
+def _walk(
+    top: str, skip_defaults: bool, enter: Callable[[list[str]], bool]
+) -> Iterator[tuple[list[str], str, bool, bool]]:
+    """(parts below ``top``, full path, is a directory, is a link) for every
+    entry under ``top`` in the directories ``enter`` accepts; links are
+    reported, never followed."""
+    stack: list[tuple[str, list[str]]] = [(top, [])]
+    while stack:
+        here, parts = stack.pop()
+        try:
+            with os.scandir(here) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for e in entries:
+            rel = [*parts, e.name]
+            link = e.is_symlink()
+            is_dir = e.is_dir(follow_symlinks=link)
+            yield rel, e.path, is_dir, link
+            if is_dir and not link and enter(rel):
+                if not (skip_defaults and e.name in _DEFAULT_EXCLUDED_DIRS):
+                    stack.append((e.path, rel))
+
+
+# A brace group with no brace inside it.
+_INNER_BRACES = re.compile(r"\{([^{}]*)\}")
+
+
+def _brace_variants(pattern: str, limit: int = 64) -> list[str] | None:
+    """The patterns ``{a,b}`` expands to, innermost groups first; None when
+    there would be more than ``limit`` or a group cannot be read safely."""
+    done: list[str] = []
+    todo = [pattern]
+    while todo:
+        current = todo.pop()
+        group = _INNER_BRACES.search(current)
+        if group is None:
+            done.append(current)
+        elif "," in group[1]:
+            head, tail = current[: group.start()], current[group.end() :]
+            todo.extend(head + alt + tail for alt in group[1].split(","))
+        elif "/" in group[1]:
+            return None  # a literal or range spanning directories: not modelled
+        else:
+            # A range such as {1..3}, or a literal: any name part fits.
+            todo.append(current[: group.start()] + "*" + current[group.end() :])
+        if len(done) + len(todo) > limit:
+            return None
+    return done
+
+
+_ANY = "**"
+
+
+def _part_matcher(part: str) -> re.Pattern[str] | str:
+    """``**``, or a case-blind matcher for one path component. Extended globs
+    and character classes it cannot read match any name."""
+    if part == _ANY:
+        return _ANY
+    if re.search(r"[!@+*?]\(", part) or "[:" in part:
+        return re.compile(r"(?s:.*)\Z")
+    import fnmatch
+
+    # minimatch reads [^...] as negation, fnmatch as a literal caret.
+    return re.compile(fnmatch.translate(part.replace("[^", "[!")), re.IGNORECASE)
+
+
+def _could_match(
+    matchers: tuple[re.Pattern[str] | str, ...],
+    parts: tuple[str, ...],
+    *,
+    below: bool,
+    lead_guard: bool = False,
+) -> bool:
+    """Whether ``parts`` matches the pattern or, with ``below``, whether a
+    path strictly below it could. ``lead_guard``: the pattern's first part is
+    ``**``, which (as in bash) never enters a linked directory, so the last
+    part, a link, must be matched by another part to be entered."""
+
+    @functools.cache
+    def go(i: int, j: int) -> bool:
+        if j == len(parts):
+            return i < len(matchers) if below else all(m == _ANY for m in matchers[i:])
+        if i == len(matchers):
+            return False
+        m = matchers[i]
+        if m == _ANY:
+            if lead_guard and i == 0 and j == len(parts) - 1:
+                return go(i + 1, j)
+            return go(i + 1, j) or go(i, j + 1)
+        assert not isinstance(m, str)
+        return m.match(parts[j]) is not None and go(i + 1, j + 1)
+
+    return go(0, 0)
+
+
+# -- the event ------------------------------------------------------------------
+
+
+def translate(
+    event: Mapping[str, Any], session: Session, *, base: str | None = None
+) -> Translation:
+    """The Charter calls a Gemini CLI event stands for; ``base`` is the
+    directory its relative paths start from (default: the workspace)."""
+    tool = event.get("tool_name")
+    inp = event.get("tool_input")
+    if not isinstance(tool, str) or not tool:
+        return Translation([], "the event has no tool_name")
+    if not isinstance(inp, dict):
+        return Translation([], "the event's tool_input is not an object")
+    ctx = _Ctx(session, base if base is not None else str(session.workspace))
+    mcp = _mcp_identity(tool, event.get("mcp_context"))
+    if isinstance(mcp, str):
+        return Translation([], mcp)
+    if mcp is not None:
+        name = common.mcp_plan_name(session, *mcp)
+        if name is None:
+            return Translation([], f"MCP tool '{mcp[1]}' of server '{mcp[0]}' is not in the plan")
+        return Translation([ToolCall(name, dict(inp))])
+    handler = _HANDLERS.get(_RENAMED.get(tool, tool))
+    if handler is None:
+        return Translation([], f"Gemini CLI tool '{tool}' has no Charter counterpart")
+    found = handler(inp, ctx)
+    if isinstance(found, str):
+        return Translation([], found)
+    return Translation(common.choose_calls(session, found), note="; ".join(ctx.notes))
+
+
+def _mcp_identity(tool: str, context: Any) -> tuple[str, str] | str | None:
+    """(server, tool) for an MCP call, None for a built-in one, or why the two
+    ways Gemini CLI names an MCP tool disagree."""
+    named = common.split_mcp_name(tool)
+    given: tuple[str, str] | None = None
+    if isinstance(context, dict):
+        server = common.text(context.get("server_name"))
+        name = common.text(context.get("tool_name"))
+        if server and name:
+            given = (server, name)
+    if given is not None and named is not None and given != named:
+        return (
+            f"the tool is named '{tool}' but its mcp_context names tool '{given[1]}' "
+            f"of server '{given[0]}'"
+        )
+    if given is None and named is None and tool.startswith("mcp__"):
+        return f"MCP tool name '{tool}' is not of the form mcp__<server>__<tool>"
+    return given or named
+
+
+def decide_event(raw: bytes, options: HookOptions, *, ask: AskMode = "deny") -> dict[str, Any]:
+    """The hook answer for one raw stdin payload. Never raises."""
+
+    def decide(event: Mapping[str, Any], session: Session) -> dict[str, Any]:
+        cwd = common.text(event.get("cwd"))
+        base = cwd if cwd and posixpath.isabs(cwd) else str(session.workspace)
+        translation = translate(event, session, base=base)
+        if not translation.calls:
+            return deny(translation.problem)
+        return _answer(common.decide_all(session, translation.calls), ask, translation.note)
+
+    return common.answer_event(raw, "BeforeTool", options, refuse=deny, decide=decide)
+
+
+def _answer(outcomes: list[Outcome], ask: AskMode, note: str) -> dict[str, Any]:
+    out = common.worst(outcomes)
+    said = f"{out.reason} [{out.gate}/{out.rule}]" + (f" ({note})" if note else "")
+    if out.decision == "allow":
+        return {"decision": "allow", "reason": f"charter: {said}"}
+    if out.decision == "deny":
+        return deny(said)
+    if ask == "defer":
+        return {
+            "systemMessage": f"charter: the plan asks for approval: {said}; "
+            "Gemini CLI's own confirmation decides"
+        }
+    flags = {o.liftable_by for o in outcomes if o.decision == "ask"}
+    defer = "pass --ask defer to the hook to let Gemini CLI's own confirmation decide"
+    if "" in flags:
+        how = f"No launch flag lifts this ask; {defer}"
+    else:
+        how = f"To allow it, add {' '.join(sorted(flags))} to the hook command, or {defer}"
+    return deny(f"the plan asks for approval, and a Gemini CLI hook cannot ask: {said}. {how}.")
