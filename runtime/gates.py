@@ -369,6 +369,28 @@ def _path_checks(session: Session, name: str, args: Mapping[str, Any]) -> tuple[
     )
 
 
+def _url_refusal(
+    session: Session, entry: ToolEntry, args: Mapping[str, Any]
+) -> tuple[str, str] | None:
+    """The URL policy on the literal URL of a built-in web fetch: a target
+    refused by its text alone (a metadata address, a private or loopback
+    literal, ``localhost``, another scheme) is refused when the call is
+    decided, not only when Charter's own transport connects. An agent behind
+    a hook fetches with its own client, which never asks the policy. Names
+    that need DNS pass here; Charter's transport still pins every answer."""
+    if entry.source != "builtin" or entry.impl != "web.fetch":
+        return None
+    url = args.get("url")
+    if not isinstance(url, str):
+        return None  # the schema gate reports it
+    from charter.runtime.net.urlpolicy import UrlPolicy, audit_origin
+
+    decision = UrlPolicy(allow_local_network=session.agent.agent.allow_local_network).check(url)
+    if decision.verdict != "deny":
+        return None
+    return f"url-{decision.reason}", f"{audit_origin(decision)} is refused: {decision.detail}"
+
+
 def _shell_permission(
     session: Session,
     call: ToolCall,
@@ -526,6 +548,19 @@ def _permission(
                 provenance=prov,
                 paths=paths,
             )
+    refused = _url_refusal(session, entry, call.args)
+    if refused is not None:
+        rule, message = refused
+        return _deny(
+            call,
+            "permission",
+            rule,
+            f"{message}; the URL policy is not a permission, and no flag lifts it",
+            canonical=name,
+            entry=entry,
+            provenance=prov,
+            paths=paths,
+        )
     if sensitive:
         first = sensitive[0].result
         return Outcome(

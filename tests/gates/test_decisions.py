@@ -54,6 +54,7 @@ def standard_plan(kit: SimpleNamespace) -> Plan:
             "denyshell": {"shell": "deny"},
             "shellallow": {"shell": "allow", "write_file": "allow"},
             "shellpinned": {"shell": d("ask", liftable=False)},
+            "web": {"web_fetch": "allow", "web_extract": "ask"},
         },
         tools=[loose],
         unattended={
