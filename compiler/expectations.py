@@ -9,15 +9,20 @@ about what will happen at run time.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from charter.compiler.diagnostics import Diagnostic, Span
 from charter.compiler.frontends.base import Loaded
 from charter.compiler.frontends.charter_toml import Expectation, ProjectSettings
 from charter.compiler.frontends.project import Project
 from charter.compiler.rules import diag
-from charter.runtime.gates import decide
-from charter.runtime.plan import Plan
-from charter.runtime.results import ToolCall
-from charter.runtime.session import PreparedPlan, SessionError, open_session, prepare
+
+if TYPE_CHECKING:
+    # The runtime's gates are imported only when there is an expectation to
+    # decide: most projects have none, and the gates pull in the session,
+    # approvals and the shell guard.
+    from charter.runtime.plan import Plan
+    from charter.runtime.session import PreparedPlan
 
 __all__ = ["check_expectations", "expectation_count", "project_ignores"]
 
@@ -51,6 +56,8 @@ def check_expectations(project: Project, plan: Plan | None) -> list[Diagnostic]:
                 first.smap.value_span(("expect",)),
             )
         ]
+    from charter.runtime.session import prepare
+
     # Validators are compiled only for the tools an expectation calls.
     prepared = prepare(plan, eager=False)
     names = [a.name for a in plan.body.agents]
@@ -73,6 +80,10 @@ def _check_one(
     i: int,
     e: Expectation,
 ) -> list[Diagnostic]:
+    from charter.runtime.gates import decide
+    from charter.runtime.results import ToolCall
+    from charter.runtime.session import SessionError, open_session
+
     smap = loaded.smap
     where: Span = smap.value_span(("expect", i))
     key = f"expect[{i}]"

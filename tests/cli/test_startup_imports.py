@@ -1,4 +1,4 @@
-"""`validate` and `compile` stay light: no HTTP, MCP or async stack at start-up."""
+"""`validate` and `compile` stay light: no HTTP, MCP or async stack, and no jsonschema, at start-up."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-HEAVY = ("httpx", "httpx2", "mcp", "anyio", "uvicorn", "starlette")
+# jsonschema (about 65 ms to import) is needed only for a schema the quick
+# meta-schema check cannot vouch for; the shipped examples need none.
+HEAVY = ("httpx", "httpx2", "mcp", "anyio", "uvicorn", "starlette", "jsonschema", "referencing")
 
 CODE = """
 import io, json, sys, contextlib
