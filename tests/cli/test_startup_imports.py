@@ -1,4 +1,4 @@
-"""`validate` and `compile` stay light: no HTTP, MCP or async stack, and no jsonschema, at start-up."""
+"""`validate` and `compile` stay light at start-up: no HTTP, MCP or async stack, no jsonschema."""
 
 from __future__ import annotations
 
