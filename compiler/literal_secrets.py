@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from urllib.parse import parse_qsl, urlsplit
 
-from charter.runtime.redact import MIN_SECRET_LEN, sensitive_name
+from charter.runtime.redact import MIN_SECRET_LEN, name_words, sensitive_name, token_shaped
 
 __all__ = ["Finding", "known_token_kind", "literal_secrets"]
 
@@ -76,11 +76,10 @@ _ABOUT = frozenset(
         "ttl", "expiry", "expires", "method", "provider", "kind", "env", "var",
     }
 )  # fmt: skip
-_WORDS = re.compile(r"[_\-.]+")
 
 
 def _credential_name(name: str, header: bool = False) -> bool:
-    words = [w for w in _WORDS.split(name.lower()) if w]
+    words = name_words(name)
     if words and words[-1] in _ABOUT:
         return False
     return sensitive_name(name) or (header and name.lower() in _HEADERS)
@@ -106,15 +105,11 @@ def _url(url: str) -> Iterator[str]:
         return
     if password and password != "REF":
         yield "a password in the URL"
-    elif username and "@" in parts.netloc and username != "REF" and _token_like(username):
+    elif username and "@" in parts.netloc and username != "REF" and token_shaped(username):
         yield "a token as the URL's user name"
     for key, value in query:
         if _credential_name(key) and value != "REF" and len(value) >= MIN_SECRET_LEN:
             yield f"a literal value for the query parameter '{key}'"
-
-
-def _token_like(value: str) -> bool:
-    return len(value) >= 16 and any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
 
 
 def _args(args: Sequence[str]) -> Iterator[Finding]:

@@ -244,14 +244,21 @@ def build_env(
     if sys.platform == "win32":
         env["USERPROFILE"] = str(home)
     env.update(overlay)
+    _bind(env, bindings, base, " in the environment")
+    return env
+
+
+def _bind(
+    env: dict[str, str], bindings: Sequence[SecretBinding], source: Mapping[str, str], where: str
+) -> None:
+    """Set each binding's target in ``env`` to its source's value in ``source``."""
     for b in bindings:
         name, target = b.source_name, b.target_name
         if name is None or target is None or forbidden_target(target):
             raise ValueError(f"invalid secret binding {b.source!r}")
-        if name not in base:
-            raise ValueError(f"secret binding source {name} is not set in the environment")
-        env[target] = base[name]
-    return env
+        if name not in source:
+            raise ValueError(f"secret binding source {name} is not set{where}")
+        env[target] = source[name]
 
 
 @contextmanager
@@ -281,13 +288,7 @@ def call_env(
     env = dict(base)
     env.update(overlay)
     try:
-        for b in bindings:
-            name, target = b.source_name, b.target_name
-            if name is None or target is None or forbidden_target(target):
-                raise ValueError(f"invalid secret binding {b.source!r}")
-            if name not in secrets:
-                raise ValueError(f"secret binding source {name} is not set")
-            env[target] = secrets[name]
+        _bind(env, bindings, secrets, "")
         yield env
     finally:
         env.clear()

@@ -48,7 +48,9 @@ __all__ = [
     "Redactor",
     "View",
     "redacted_views",
+    "name_words",
     "sensitive_name",
+    "token_shaped",
 ]
 
 View = Literal["model", "operator", "event", "stored"]
@@ -111,9 +113,15 @@ _OPTION = re.compile(
 _ASSIGN = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s'\";&|]+)")
 
 
+def name_words(name: str) -> list[str]:
+    """A variable/field/option name split into lower-case words at ``_``,
+    ``-`` and ``.``."""
+    return [w for w in _SPLIT.split(name.strip().lower()) if w]
+
+
 def sensitive_name(name: str) -> bool:
     """Whether a variable/field/option name marks its value as a credential."""
-    words = [w for w in _SPLIT.split(name.strip().lower()) if w]
+    words = name_words(name)
     if not words:
         return False
     if any(w in _SENSITIVE_WORDS for w in words):
@@ -123,7 +131,7 @@ def sensitive_name(name: str) -> bool:
     return any(pair in _SENSITIVE_PAIRS for pair in zip(words, words[1:], strict=False))
 
 
-def _token_shaped(value: str) -> bool:
+def token_shaped(value: str) -> bool:
     """A lone URL userinfo that looks like a token rather than a user name
     (``ghp_...``, ``glpat-...``, a long random string): output is full of
     ``https://alice@host`` remotes, and redacting ``alice`` everywhere would
@@ -191,7 +199,7 @@ class Redactor:
         everything the model reads afterwards."""
         found = 0
         for m in _URL.finditer(text):
-            found += self._from_url(m.group(0), lone_userinfo=_token_shaped)
+            found += self._from_url(m.group(0), lone_userinfo=token_shaped)
         for m in _HEADER.finditer(text):
             found += self.add(m.group(2), m.group(1).lower(), "header")
         return found

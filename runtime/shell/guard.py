@@ -549,17 +549,15 @@ def _redirect(st: _State, r: Redirect) -> None:
         return
     else:
         path = posixpath.join(st.cwd, v)
-    real = _realpath(path)
-    inside = real == st.ws_real or real.startswith(st.ws_real.rstrip("/") + "/")
+    real = _real_below(st, path)
+    inside = _within(real, st.ws_real)
     if target.glob and inside:
         # bash writes to the file a pattern matches (l*/f is link/f): judge
         # the matches that exist now too, so a pattern cannot reach a
         # symlinked directory that the plain spelling would be refused for
-        for match in itertools.islice(glob.iglob(path), 1000):
-            found = _realpath(match)
-            if not (found == st.ws_real or found.startswith(st.ws_real.rstrip("/") + "/")):
-                real, inside = found, False
-                break
+        escaped = _match_outside(st, path)
+        if escaped is not None:
+            real, inside = escaped, False
     st.writes.append(Write(real, inside, span))
     if not inside:
         st.add(
@@ -1022,12 +1020,18 @@ def _outside(st: _State, value: str, tilde: bool, glob_word: bool = False) -> bo
     # before it applies a later `..`.
     if not _within(_real_below(st, raw), st.ws_real):
         return True
-    if glob_word and any(c in value for c in "*?["):
-        # the shell hands the command whatever the pattern matches now
-        for match in itertools.islice(glob.iglob(raw), 1000):
-            if not _within(_realpath(match), st.ws_real):
-                return True
-    return False
+    # the shell hands the command whatever the pattern matches now
+    return glob_word and any(c in value for c in "*?[") and _match_outside(st, raw) is not None
+
+
+def _match_outside(st: _State, pattern: str) -> str | None:
+    """The real path of the first existing match of ``pattern`` (at most
+    1,000 are looked at) that lies outside the workspace, if any."""
+    for match in itertools.islice(glob.iglob(pattern), 1000):
+        found = _realpath(match)
+        if not _within(found, st.ws_real):
+            return found
+    return None
 
 
 def _real_below(st: _State, raw: str) -> str:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["UNKNOWN", "Executables", "call_executables", "is_terminal_call"]
+__all__ = ["UNKNOWN", "Executables", "call_executables", "is_terminal_call", "resolved"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +85,7 @@ def _resolve(
     # Imported here: the gate pipeline loads this module for every run, and
     # ``charter check`` should pay for the shell tool only when it resolves.
     from charter.runtime.env import call_env
-    from charter.runtime.tools.shell import command_executable, resolve_executable, shell_argv
+    from charter.runtime.tools.shell import shell_argv
     from charter.runtime.workspace import confine
 
     command = args.get("command")
@@ -100,9 +100,16 @@ def _resolve(
     cwd = where.resolved
     argv = shell_argv(shell, command)
     with call_env(env, overlay=overlay, secrets={}) as child:
-        path = child.get("PATH")
-        # Like the tool's result: the configured name stands when the search
-        # path does not hold it, since that is what the OS will be asked to run.
-        shell_exe = resolve_executable(argv[0], cwd=cwd, path=path) or argv[0]
-        program = command_executable(command, argv, cwd=cwd, path=path)
-    return Executables(shell_exe, program)
+        return resolved(argv, command, cwd=cwd, path=child.get("PATH"))
+
+
+def resolved(argv: list[str], command: str, *, cwd: Path, path: str | None) -> Executables:
+    """The executables of ``argv`` (the shell's argv for ``command``) run in
+    ``cwd`` with search path ``path``: what the shell tool records when it
+    runs a call, and what :func:`call_executables` names before it does."""
+    from charter.runtime.tools.shell import command_executable, resolve_executable
+
+    # The configured name stands when the search path does not hold it,
+    # since that is what the OS will be asked to run.
+    shell_exe = resolve_executable(argv[0], cwd=cwd, path=path) or argv[0]
+    return Executables(shell_exe, command_executable(command, argv, cwd=cwd, path=path))

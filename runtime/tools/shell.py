@@ -317,9 +317,9 @@ def run_shell(
     # The bound values live only in this per-call environment, which is
     # emptied when the block ends; the runtime's own environment never sees them.
     with call_env(rt.env, overlay=overlay, bindings=bindings, secrets=rt.secret_env) as env:
-        child_path = env.get("PATH")
-        shell_exe = resolve_executable(argv[0], cwd=where.resolved, path=child_path) or argv[0]
-        program = command_executable(command, argv, cwd=where.resolved, path=child_path)
+        from charter.runtime.tools.executables import resolved
+
+        exe = resolved(argv, command, cwd=where.resolved, path=env.get("PATH"))
         if background:
             from charter.runtime.tools.tasks import start_shell_task
 
@@ -358,7 +358,7 @@ def run_shell(
         confine(rt.workspace, ".", op="read").resolved or where.resolved
     )
     display = (
-        f"$ {command}\n(shell: {shell_exe}, program: {program or 'unknown'}, "
+        f"$ {command}\n(shell: {exe.shell}, program: {exe.command or 'unknown'}, "
         f"cwd: {rel.as_posix() or '.'})\n{operator_text}"
     )
     data: dict[str, Any] = {
@@ -376,8 +376,8 @@ def run_shell(
         "stderr_chars": proc.stderr_chars,
         "stdout_truncated": proc.stdout_truncated,
         "stderr_truncated": proc.stderr_truncated,
-        "shell": shell_exe,
-        "command_executable": program,
+        "shell": exe.shell,
+        "command_executable": exe.command,
         "process": proc.spawn.as_dict() if proc.spawn is not None else None,
         "stop_error": proc.stop_error,
         "cwd": rel.as_posix() or ".",
