@@ -365,6 +365,12 @@ def _normalize(data: dict[str, Any], smap: SourceMap) -> list[Diagnostic]:
             n.word(meta, "risk", (*where, "risk"), _RISK_WORDS)
             n.word(meta, "approval_policy", (*where, "approval_policy"), _APPROVAL_WORDS)
     _normalize_approval(n, data.get("approval"))
+    n.ignore_keys(
+        data.get("slots"),
+        ("slots",),
+        Slots.model_fields,
+        "the agent host accepts any slot name but reads only its own",
+    )
     caps = data.get("capabilities")
     if isinstance(caps, dict):
         n.ignore_keys(
