@@ -39,21 +39,28 @@ def _cases() -> list[Any]:
 def _apply(core: Path, change: str) -> None:
     if change == "-":
         return
+    for part in change.split(" && "):
+        _apply_one(core, part)
+
+
+def _apply_one(core: Path, change: str) -> None:
     kind, file, rest = change.split(" ", 2)
     target = core / file
     if kind == "write":
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.loads(rest), "utf-8")
         return
-    assert kind == "set", change
+    assert kind in ("set", "del"), change
     decoder = json.JSONDecoder()
     path, end = decoder.raw_decode(rest)
-    value = json.loads(rest[end:])
     data = yaml.safe_load(target.read_text("utf-8"))
     node = data
     for key in path[:-1]:
         node = node.setdefault(key, {})
-    node[path[-1]] = value
+    if kind == "del":
+        del node[path[-1]]
+    else:
+        node[path[-1]] = json.loads(rest[end:])
     target.write_text(yaml.safe_dump(data, sort_keys=False), "utf-8")
 
 
