@@ -278,7 +278,7 @@ _r(
     "Write the value the way the host uses it, as the message shows.",
 )
 _r(
-    "CH231",
+    "CH232",
     "ignored-key",
     W,
     "A key the agent host's model accepts and then ignores, such as "

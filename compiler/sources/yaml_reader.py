@@ -16,6 +16,7 @@ docs/projects.md ("How YAML is read") lists every case.
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from typing import Any
 
@@ -56,20 +57,51 @@ _YAML11_ONLY_BOOLS = frozenset({"yes", "no", "on", "off"})
 _YAML11_ONLY_NUMBER = re.compile(r"^[-+]?(?:0[0-7_]+|0b[01_]+|.*:.*|.*_.*)$")
 
 
+_IMPLICIT: dict[Any, list[tuple[str, Any]]] = _RESOLVER.yaml_implicit_resolvers
+
+
+@functools.lru_cache(maxsize=8192)
+def _implicit_tag(text: str) -> str:
+    """The tag PyYAML's resolver gives a plain scalar: its implicit resolvers
+    for the first character are tried in order, as ``Resolver.resolve`` does
+    (it has no path resolvers). Cached: configuration repeats its words."""
+    for tag, pattern in [*_IMPLICIT.get(text[:1] if text else "", ()), *_IMPLICIT.get(None, ())]:
+        if pattern.match(text):
+            return str(tag)
+    return _STR_TAG
+
+
+def _plain_tag(ev: Any) -> str:
+    """The tag of a scalar event whose tag is absent or non-specific ('!')."""
+    if ev.implicit[0]:
+        return _implicit_tag(ev.value)
+    return str(_RESOLVER.resolve(yaml.ScalarNode, ev.value, ev.implicit))
+
+
 class _ScalarProblem(Exception):
     """PyYAML would refuse to construct this scalar (the host cannot load the file)."""
 
 
 def _construct(tag: str, ev: Any) -> Any:
     """The value PyYAML's safe loader builds for a scalar with this tag."""
+    built = _build(tag, ev.value)
+    if isinstance(built, _ScalarProblem):
+        raise built
+    return built
+
+
+@functools.lru_cache(maxsize=8192)
+def _build(tag: str, text: str) -> Any:
+    # Every scalar constructor of the safe loader returns an immutable value
+    # (text, number, boolean, null, date), so one result serves every
+    # occurrence; a failure is returned, not raised, so it is cached too.
     build = _CONSTRUCTORS.get(tag)
     if build is None:
-        raise _ScalarProblem(f"PyYAML has no constructor for the tag '{tag}'")
-    node = yaml.ScalarNode(tag, ev.value, ev.start_mark, ev.end_mark, style=ev.style or None)
+        return _ScalarProblem(f"PyYAML has no constructor for the tag '{tag}'")
     try:
-        return build(_CONSTRUCTOR, node)
+        return build(_CONSTRUCTOR, yaml.ScalarNode(tag, text))
     except (ValueError, KeyError, yaml.YAMLError) as exc:
-        raise _ScalarProblem(str(exc).splitlines()[0] or type(exc).__name__) from exc
+        return _ScalarProblem(str(exc).splitlines()[0] or type(exc).__name__)
 
 
 _CONSTRUCTOR = SafeConstructor()
@@ -248,7 +280,7 @@ class _Builder:
     def is_merge_key(kev: Any) -> bool:
         if kev.tag is not None and kev.tag != "!":
             return False
-        return bool(_RESOLVER.resolve(yaml.ScalarNode, kev.value, kev.implicit) == _MERGE_TAG)
+        return _plain_tag(kev) == _MERGE_TAG
 
     def check_key(self, kev: Any, path: KeyPath, kspan: Span) -> None:
         """A plain key PyYAML types as something other than text (``on``,
@@ -256,7 +288,7 @@ class _Builder:
         the host is concerned. Charter keeps the text and warns."""
         if kev.tag is not None and kev.tag != "!":
             return  # an explicit tag: reported by check_node unless standard
-        tag = _RESOLVER.resolve(yaml.ScalarNode, kev.value, kev.implicit)
+        tag = _plain_tag(kev)
         if tag in (_STR_TAG, _VALUE_TAG):
             return  # PyYAML reads a key '=' as that text
         try:
@@ -355,7 +387,9 @@ class _Builder:
         tag = ev.tag
         implicit = tag is None or tag == "!"
         if implicit:
-            tag = _RESOLVER.resolve(yaml.ScalarNode, text, ev.implicit)
+            tag = _plain_tag(ev)
+            if tag == _STR_TAG:
+                return text  # most values: no construction needed
         elif tag not in _STD_TAGS:
             return text  # refused by check_node; the text keeps validation going
         if tag in ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"):
