@@ -343,7 +343,13 @@ def load_fallback_yaml(path: Path, display: str) -> Loaded[AgentFallback]:
         _normalize_approval(n, data.get("approval"))
         return n.diags
 
-    return load_document(path, display, AgentFallback, "yaml", precheck=precheck)
+    loaded = load_document(path, display, AgentFallback, "yaml", precheck=precheck)
+    if loaded.model is None and loaded.diagnostics and all(
+        d.name == "empty-file" for d in loaded.diagnostics
+    ):
+        # The host reads an empty fallback file as no settings at all.
+        return Loaded(display, AgentFallback(), loaded.smap, (), {})
+    return loaded
 
 
 def _normalize_approval(n: Normalizer, approval: Any) -> None:
