@@ -478,6 +478,8 @@ def _unused_grants(
             continue  # a deliberate family grant (tool.call:*, mcp.call:*)
         if cap.startswith("secret.bind:"):
             continue  # consumed by terminal calls, not by a tool definition
+        if cap.startswith("agents.spawn:") and "delegate_task" in entries:
+            continue  # delegate_task needs agents.spawn:<core> for the core it starts
         if any(grant_covers(cap, w) for w in wanted):
             continue
         hint = did_you_mean(cap, wanted)
@@ -838,17 +840,45 @@ def _core_inputs(ctx: _Ctx, entry: ToolEntry, ref: ToolRef) -> CoreInputs | None
             meta.approval_policy,
             ("tools", "metadata", entry.name, "approval_policy"),
         )
-    appr = core.approval
-    add("core_approval_tool", appr.tools.get(entry.name), ("approval", "tools", entry.name))
-    if entry.capability is not None:
-        add(
-            "core_approval_capability",
-            appr.capabilities.get(entry.capability),
-            ("approval", "capabilities", entry.capability),
-        )
-    add("core_approval_risk", appr.risks.get(entry.risk), ("approval", "risks", entry.risk))
-    add("core_approval_default", appr.default, ("approval", "default"))
+    _approval_layer(add, "core", core.approval, entry)
+    fallback = ctx.agent.fallback
+    if fallback is not None and fallback.model is not None:
+        add_global = functools.partial(_add_said, overrides, fallback.smap)
+        _approval_layer(add_global, "global", fallback.model.approval, entry)
     return CoreInputs(registry=registry, overrides=tuple(overrides))
+
+
+def _add_said(
+    overrides: list[tuple[str, Said]],
+    smap: SourceMap,
+    scope: str,
+    policy: str | None,
+    path: tuple[str | int, ...],
+) -> None:
+    if policy is not None:
+        said = Said(
+            APPROVAL_TO_PERMISSION[policy],
+            _ref(smap.value_span(path)),
+            f"{smap.path}: {format_key_path(path)}: {policy}",
+        )
+        overrides.append((scope, said))
+
+
+def _approval_layer(add: Any, layer: str, appr: Any, entry: ToolEntry) -> None:
+    """One approval block (the core's, or the global fallback file's) as the
+    host reads it: for the tool's own capability and for ``tool.call:<tool>``
+    alike, the ``tools``, ``capabilities``, ``risks`` and ``default`` entries
+    that apply. Each may only tighten (the strictest of them is taken)."""
+    add(f"{layer}_approval_tool", appr.tools.get(entry.name), ("approval", "tools", entry.name))
+    caps = [c for c in (entry.capability, f"tool.call:{entry.name}") if c is not None]
+    for cap in dict.fromkeys(caps):
+        add(
+            f"{layer}_approval_capability",
+            appr.capabilities.get(cap),
+            ("approval", "capabilities", cap),
+        )
+    add(f"{layer}_approval_risk", appr.risks.get(entry.risk), ("approval", "risks", entry.risk))
+    add(f"{layer}_approval_default", appr.default, ("approval", "default"))
 
 
 def _default_permission(ref: ToolRef) -> Permission:
@@ -970,8 +1000,17 @@ def _compile_stage(
     for name in offered:
         tool_entry = entries.get(name)
         ref = table.tools.get(name)
+        core = _core_inputs(ctx, tool_entry, ref) if tool_entry and ref else None
+        registry_default = core.registry if core is not None and ctx.blueprint is None else None
         scopes = ScopeInputs(
-            builtin_default=_default_permission(ref) if ref else "ask",
+            builtin_default=(
+                registry_default.value
+                if registry_default is not None
+                else _default_permission(ref)
+                if ref
+                else "ask"
+            ),
+            default_from=registry_default,
             stage=stage_perms.get(name),
             agent=agent_perms.get(name),
             agent_config=user.agent_config.get(name),
@@ -979,7 +1018,6 @@ def _compile_stage(
             blueprint_loosenable=name in BLUEPRINT_LOOSENABLE,
             allow_blueprint_permissions=user.trust_blueprint,
         )
-        core = _core_inputs(ctx, tool_entry, ref) if tool_entry and ref else None
         decision = resolve_permission(scopes, core)
         _report_clamps(ctx, decision, name, entry.name)
         decisions.append(StageTool(name=name, decision=decision))
@@ -1187,10 +1225,11 @@ def _mcp_servers(ctx: _Ctx, grants: list[Grant], project_root: Path) -> list[Mcp
 
 def _skills_root(ctx: _Ctx) -> str | None:
     core = ctx.core
-    if core is None or core.slots.skills is None:
+    if core is None:
         return None
+    # slots.skills, else <surface_root>/skills: the folder the host reads.
     prefix = "" if ctx.agent.directory == "." else ctx.agent.directory + "/"
-    return prefix + str(core.slots.skills).strip("/")
+    return prefix + str(core.skills_root).strip("/")
 
 
 def _shell_policy(ctx: _Ctx, agent_name: str) -> ShellPolicy:

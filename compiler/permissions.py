@@ -10,7 +10,10 @@ Two vocabularies meet here (docs/permissions.md has the full story):
   default, except web_search and web_fetch, or when the user set
   ``allow_blueprint_permissions``. A stage entry replaces the agent entry.
 * Seed 000's registry approval (auto, prompt, deny), which an agent core can
-  only tighten through ``tools.metadata`` and its ``approval`` block.
+  only tighten through ``tools.metadata`` and its ``approval`` block, and the
+  global fallback file through its own ``approval`` block. For an agent core
+  without a blueprint the registry approval is also the default in place of
+  seed 004's catalog default, as the agent host runs such a core.
 
 auto/prompt/deny map onto allow/ask/deny, and where both systems speak the
 stricter answer wins. Deny is terminal. Launch flags are the runtime's to
@@ -44,6 +47,9 @@ class ScopeInputs:
     """Seed 004's scopes for one tool of one agent (None: the scope is silent)."""
 
     builtin_default: Permission
+    # Where the default came from when it is not the catalog's: for an agent
+    # core without a blueprint, the host's registry approval of the tool.
+    default_from: Said | None = None
     stage: Said | None = None
     agent: Said | None = None
     agent_config: Said | None = None  # [agent_tool_permissions.<agent>]
@@ -91,7 +97,20 @@ def _resolve(scopes: ScopeInputs, core: CoreInputs | None) -> Decision:
     note("agent", scopes.agent)
     note("agent_config", scopes.agent_config)
     note("config", scopes.config)
-    consulted.append(ScopeValue(scope="builtin_default", value=scopes.builtin_default))
+    if scopes.default_from is not None:
+        # A core-only agent runs as the agent host runs it: each tool's
+        # registry approval (auto, prompt, deny) is its default, instead of
+        # seed 004's catalog default.
+        consulted.append(
+            ScopeValue(
+                scope="registry_default",
+                value=scopes.builtin_default,
+                source=scopes.default_from.source,
+                detail=f"core-only agent: {scopes.default_from.detail}",
+            )
+        )
+    else:
+        consulted.append(ScopeValue(scope="builtin_default", value=scopes.builtin_default))
 
     # The blueprint's value: the stage entry replaces the agent entry.
     blueprint = scopes.stage or scopes.agent

@@ -167,6 +167,37 @@ _r(
     "Fix the path or create the folder.",
 )
 
+_r(
+    "CH130",
+    "yaml-ambiguous-number",
+    W,
+    "A YAML 1.1 number form such as 0777, 0b101, 1:20 or 1_000.",
+    "PyYAML (and so the agent host) reads these as numbers (0777 is 511, 1:20 is 80); YAML 1.2 "
+    "readers see text, so the same file means different things to different tools.",
+    "mode: 0755\n",
+    "Write the number in plain decimal, or quote the value if it is text.",
+)
+_r(
+    "CH131",
+    "yaml-non-string-key",
+    W,
+    "A plain mapping key that PyYAML reads as a boolean, number, null or date.",
+    "The host's loader turns the key 'on' into true and '1' into 1, so the key it sees is not "
+    "the one written; string-keyed settings then fail to load or never match.",
+    "env:\n  on: enabled\n",
+    "Quote the key ('on': enabled).",
+)
+_r(
+    "CH132",
+    "yaml-value-unloadable",
+    E,
+    "A plain value PyYAML resolves to a type it then cannot build, such as a lone '=' or "
+    "'0b_', or a merge key '<<' without a mapping.",
+    "yaml.safe_load raises on these, so the agent host cannot load the file at all.",
+    "separator: =\n",
+    "Quote the value ('='), or give the merge key a mapping.",
+)
+
 # --- CH2xx: structure and values ---------------------------------------------
 _r(
     "CH201",
@@ -231,6 +262,30 @@ _r(
     "Which definition wins would depend on file order.",
     "[stages.plan] in agent.leviath and stages/plan.toml.",
     "Keep one definition.",
+)
+
+_r(
+    "CH230",
+    "normalized-value",
+    W,
+    "A value the agent host normalises before using it: a risk or approval word in another "
+    "case or with spaces (Deny, ' high'), a number or boolean where the host expects text "
+    "(MCP args, env, headers), a null where the host takes its default, or a list of "
+    "capability names where grants are a mapping.",
+    "The host runs such a file, so Charter reads it the same way; but what runs is not what "
+    "the file says, and another tool reading the file may disagree.",
+    "approval:\n  tools: {terminal: Deny}\n",
+    "Write the value the way the host uses it, as the message shows.",
+)
+_r(
+    "CH232",
+    "ignored-key",
+    W,
+    "A key the agent host's model accepts and then ignores, such as "
+    "dependencies.requirements.",
+    "The setting does nothing, though its author probably expected it to.",
+    "dependencies:\n  mode: host_shared\n  requirements: [requests]\n",
+    "Remove the key, or move the setting to where the host reads it.",
 )
 
 # --- CH3xx: names --------------------------------------------------------------

@@ -20,6 +20,11 @@ BASE_URL = "https://charter.dev/schemas/"
 # file name -> (module, model, title)
 SCHEMAS: dict[str, tuple[str, str, str]] = {
     "agent.v1.json": ("charter.compiler.frontends.agent_yaml", "AgentCore", "Charter agent.yaml"),
+    "agent-fallback.v1.json": (
+        "charter.compiler.frontends.agent_yaml",
+        "AgentFallback",
+        "Charter global fallback agents/agent.yaml",
+    ),
     "tool.v1.json": ("charter.compiler.frontends.tool_yaml", "ToolSpec", "Charter tool.yaml"),
     "mcp-server.v1.json": (
         "charter.compiler.frontends.mcp_manifest",

@@ -48,7 +48,7 @@ from charter.runtime.approval import (
     ApprovalRequest,
     call_key,
 )
-from charter.runtime.capabilities import is_granted
+from charter.runtime.capabilities import DELEGATE_TOOL, is_granted, spawn_capability
 from charter.runtime.catalog import default_permission
 from charter.runtime.plan import Decision, ToolEntry
 from charter.runtime.results import Status, ToolCall, ToolResult, refusal
@@ -296,6 +296,19 @@ def _capability(
                 "capability-not-granted",
                 f"'{name}' needs the capability '{entry.capability}', which this agent is "
                 "not granted (grant it under capabilities in agent.yaml)",
+                canonical=name,
+            )
+    if agent.checks_capabilities and entry.name == DELEGATE_TOOL and entry.source == "builtin":
+        # The tool itself has no registry capability; starting a child needs
+        # agents.spawn:<the child's core>, as the agent host's handler checks.
+        needed = spawn_capability(call.args, agent.agent.name)
+        if not is_granted(needed, agent.grants):
+            return _deny(
+                call,
+                "capability",
+                "capability-not-granted",
+                f"'{name}' needs the capability '{needed}' to start that core, which this "
+                "agent is not granted (grant it under capabilities.defaults in agent.yaml)",
                 canonical=name,
             )
     if entry.impl not in SHELL_IMPLS:

@@ -9,6 +9,15 @@ did-you-mean, because the host refuses unknown keys too and a misspelt
 ``model``, ``ui`` and ``channels`` are accepted as opaque mappings: they
 configure the host's model provider and chat front-ends, which Charter
 neither checks nor compiles.
+
+Where the host is lenient Charter reads the file the same way and warns
+(:mod:`charter.compiler.frontends.normalize`): risk and approval words in any
+case, a list of capability names as grants, keys the host's models ignore
+(``dependencies.requirements``, ``capabilities.<other>``).
+
+The global fallback file (``agents/agent.yaml`` above the cores, holding only
+``model``, ``ui`` and ``approval``) is read by :func:`load_fallback_yaml`; its
+approval block is the host's global approval layer for every core below it.
 """
 
 import os
@@ -19,8 +28,9 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, field_validator
 from pydantic_core import PydanticCustomError
 
-from charter.compiler.diagnostics import Diagnostic, did_you_mean, format_key_path
+from charter.compiler.diagnostics import Diagnostic, Severity, did_you_mean, format_key_path
 from charter.compiler.frontends.base import Loaded, load_document
+from charter.compiler.frontends.normalize import Normalizer
 from charter.compiler.frontends.tool_yaml import (
     ApprovalPolicy,
     Capability,
@@ -35,7 +45,9 @@ from charter.compiler.sources.sourcemap import SourceMap
 __all__ = [
     "BUILTIN_TOOLSETS",
     "DIRECTORY_SLOTS",
+    "FALLBACK_KEYS",
     "AgentCore",
+    "AgentFallback",
     "AgentInfo",
     "ApprovalSettings",
     "CapabilitySettings",
@@ -44,7 +56,9 @@ __all__ = [
     "Slots",
     "ToolMetadata",
     "ToolsSettings",
+    "is_fallback_shape",
     "load_agent_yaml",
+    "load_fallback_yaml",
 ]
 
 # The host's built-in toolsets and the tools each one brings.
@@ -76,9 +90,19 @@ BUILTIN_TOOLSETS: dict[str, tuple[str, ...]] = {
     "schedule": ("schedule_manage",),
 }
 
-# Slots that name a folder the host scans; a missing folder means the tools,
-# skills or servers the author expected silently do not exist.
+# Slots that name a folder the host scans. An absent folder is an empty slot
+# (git stores no empty folder, so a fresh checkout of a real core lacks
+# them); a file where a folder belongs, or a folder reached through a symlink
+# out of the core, is an error.
 DIRECTORY_SLOTS: tuple[str, ...] = ("tools", "skills", "mcp")
+
+# The only keys of the global fallback file above the cores.
+FALLBACK_KEYS: tuple[str, ...] = ("model", "ui", "approval")
+
+_RISK_WORDS = ("low", "medium", "high", "critical")
+_APPROVAL_WORDS = ("auto", "prompt", "deny")
+_DEPENDENCY_KEYS = ("mode", "allow_additional_dependencies")
+_CAPABILITY_KEYS = ("defaults", "slots")
 
 # The host caps a turn at 90 model steps.
 MAX_MODEL_STEPS = 90
@@ -254,6 +278,23 @@ class AgentCore(InputModel):
         return value
 
     @property
+    def tools_root(self) -> str | None:
+        """The authored tools' folder: only where ``slots.tools`` names one."""
+        return self.slots.tools
+
+    @property
+    def mcp_root(self) -> str:
+        """The MCP manifests' folder. The host scans ``<surface_root>/mcp``
+        when ``slots.mcp`` names none, so a core cannot hide a server from
+        Charter by leaving the slot out."""
+        return self.slots.mcp or _under(self.runtime.surface_root, "mcp")
+
+    @property
+    def skills_root(self) -> str:
+        """The skills folder; ``<surface_root>/skills`` by default, as the host's."""
+        return self.slots.skills or _under(self.runtime.surface_root, "skills")
+
+    @property
     def builtin_tools(self) -> tuple[str, ...]:
         """The built-in tools the chosen toolsets bring, in order, once each."""
         seen: dict[str, None] = {}
@@ -263,19 +304,110 @@ class AgentCore(InputModel):
         return tuple(seen)
 
 
+class AgentFallback(InputModel):
+    """The global fallback file: host-wide model and display defaults, and the
+    global approval layer."""
+
+    model: dict[str, Any] = {}
+    ui: dict[str, Any] = {}
+    approval: ApprovalSettings = ApprovalSettings()
+
+
+def _under(root: str, name: str) -> str:
+    root = root.strip("/")
+    return f"{root}/{name}" if root and root != "." else name
+
+
+def is_fallback_shape(data: Any) -> bool:
+    """Whether parsed agent.yaml data is a global fallback file rather than a
+    core: no ``agent`` key, and nothing but ``model``, ``ui`` and ``approval``."""
+    return isinstance(data, dict) and "agent" not in data and set(data) <= set(FALLBACK_KEYS)
+
+
 def load_agent_yaml(path: Path, display: str, root: Path) -> Loaded[AgentCore]:
     """Read and validate agent.yaml. ``root`` is the folder holding it: the
     folders named by ``slots`` are looked up there. Never raises on file
     content."""
 
     def precheck(data: dict[str, Any], smap: SourceMap) -> list[Diagnostic]:
-        return _check_slot_dirs(data, smap, root)
+        return [*_normalize(data, smap), *_check_slot_dirs(data, smap, root)]
 
     return load_document(path, display, AgentCore, "yaml", precheck=precheck)
 
 
+def load_fallback_yaml(path: Path, display: str) -> Loaded[AgentFallback]:
+    """Read and validate the global fallback file. Never raises on file content."""
+
+    def precheck(data: dict[str, Any], smap: SourceMap) -> list[Diagnostic]:
+        n = Normalizer(smap)
+        _normalize_approval(n, data.get("approval"))
+        return n.diags
+
+    loaded = load_document(path, display, AgentFallback, "yaml", precheck=precheck)
+    if loaded.model is None and loaded.diagnostics and all(
+        d.name == "empty-file" for d in loaded.diagnostics
+    ):
+        # The host reads an empty fallback file as no settings at all.
+        return Loaded(display, AgentFallback(), loaded.smap, (), {})
+    return loaded
+
+
+def _normalize_approval(n: Normalizer, approval: Any) -> None:
+    if not isinstance(approval, dict):
+        return
+    n.word(approval, "default", ("approval", "default"), _APPROVAL_WORDS)
+    for part in ("tools", "capabilities", "risks"):
+        n.words_in_map(approval.get(part), ("approval", part), _APPROVAL_WORDS)
+
+
+def _normalize(data: dict[str, Any], smap: SourceMap) -> list[Diagnostic]:
+    """Rewrite, in place and with a warning each, what the host normalises."""
+    n = Normalizer(smap)
+    tools = data.get("tools")
+    metadata = tools.get("metadata") if isinstance(tools, dict) else None
+    if isinstance(metadata, dict):
+        for name, meta in metadata.items():
+            where = ("tools", "metadata", name)
+            n.word(meta, "risk", (*where, "risk"), _RISK_WORDS)
+            n.word(meta, "approval_policy", (*where, "approval_policy"), _APPROVAL_WORDS)
+    _normalize_approval(n, data.get("approval"))
+    n.ignore_keys(
+        data.get("slots"),
+        ("slots",),
+        Slots.model_fields,
+        "the agent host accepts any slot name but reads only its own",
+    )
+    caps = data.get("capabilities")
+    if isinstance(caps, dict):
+        n.ignore_keys(
+            caps,
+            ("capabilities",),
+            _CAPABILITY_KEYS,
+            "the agent host reads grants only from capabilities.defaults and "
+            "capabilities.slots",
+        )
+        n.names_to_mapping(caps, "defaults", ("capabilities", "defaults"))
+        slots = caps.get("slots")
+        if isinstance(slots, dict):
+            for slot in list(slots):
+                n.names_to_mapping(slots, slot, ("capabilities", "slots", slot))
+    n.ignore_keys(
+        data.get("dependencies"),
+        ("dependencies",),
+        _DEPENDENCY_KEYS,
+        "the agent host's dependency settings are mode and allow_additional_dependencies; "
+        "it drops any other key",
+    )
+    return n.diags
+
+
 def _check_slot_dirs(data: dict[str, Any], smap: SourceMap, root: Path) -> list[Diagnostic]:
-    """Each folder slot must name an existing folder inside the core.
+    """Each folder slot, where it exists, must be a folder inside the core.
+
+    An absent folder is an empty slot, as it is to the host: git cannot store
+    an empty folder, so real cores arrive without their empty ``agent/mcp``
+    or ``agent/skills``. An absent folder whose name is one edit away from a
+    folder that does exist is probably a typo and gets a warning.
 
     This reads the plain data so that it still runs when another part of the
     file fails validation; values validation rejects (wrong type, absolute,
@@ -299,9 +431,17 @@ def _check_slot_dirs(data: dict[str, Any], smap: SourceMap, root: Path) -> list[
         loc = ("slots", slot)
         target = root / value
         problem: str | None = None
+        severity = None
         try:
             if not target.exists():
-                problem = f"folder '{value}' does not exist in the agent core"
+                hint = _near_sibling(target, value)
+                if hint is None:
+                    continue
+                problem = (
+                    f"folder '{value}' does not exist, so the slot is empty; "
+                    f"did you mean '{hint}'?"
+                )
+                severity = Severity.WARNING
             elif not target.is_dir():
                 problem = f"'{value}' is a file, but slots.{slot} must name a folder"
             elif not _inside(target.resolve(), base):
@@ -318,9 +458,24 @@ def _check_slot_dirs(data: dict[str, Any], smap: SourceMap, root: Path) -> list[
                     smap.value_span(loc),
                     key_path=format_key_path(loc),
                     help=f"the path is relative to the folder holding agent.yaml ({_shown(root)})",
+                    severity=severity,
                 )
             )
     return out
+
+
+def _near_sibling(target: Path, value: str) -> str | None:
+    """The slot path with its last part replaced by the name of an existing
+    folder beside ``target`` that is close to it, or None."""
+    parent = target.parent
+    try:
+        names = [p.name for p in parent.iterdir() if p.is_dir()] if parent.is_dir() else []
+    except OSError:
+        return None
+    hint = did_you_mean(target.name, names)
+    if hint is None:
+        return None
+    return (PurePosixPath(value).parent / hint).as_posix()
 
 
 def _inside(path: Path, base: Path) -> bool:

@@ -9,6 +9,13 @@ Transport spellings: exactly ``stdio`` and ``streamable_http``, the two the
 agent host accepts. ``http`` is refused (with a pointer to
 ``streamable_http``) rather than taken as an alias, so that a manifest Charter
 passes is never one the host rejects at start-up.
+
+The host turns every ``args`` item and every ``env`` and ``headers`` value
+into text, strips ``command``, ``cwd``, ``url`` and ``capability``, and strips,
+de-duplicates and drops empty tool filter patterns. Charter does the same,
+with a ``normalized-value`` warning each. ``risk`` and ``approval_policy`` are
+exact words here, as they are to the host's manifest model (``HIGH`` is
+refused there too).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from pydantic_core import PydanticCustomError
 
 from charter.compiler.diagnostics import Diagnostic, Span, format_key_path
 from charter.compiler.frontends.base import Loaded, load_document, server_id_from_path
+from charter.compiler.frontends.normalize import Normalizer
 from charter.compiler.frontends.tool_yaml import ApprovalPolicy, Capability, Risk
 from charter.compiler.frontends.validation import InputModel
 from charter.compiler.rules import diag
@@ -194,7 +202,77 @@ def _whole_seconds(value: float) -> int:
 
 def load_mcp_manifest(path: Path, display: str) -> Loaded[McpServer]:
     """Read and validate one server manifest. Never raises on file content."""
-    return load_document(path, display, McpServer, "yaml", precheck=_cross_checks)
+    def precheck(data: dict[str, Any], smap: SourceMap) -> list[Diagnostic]:
+        return [*_normalize(data, smap), *_cross_checks(data, smap)]
+
+    return load_document(path, display, McpServer, "yaml", precheck=precheck)
+
+
+def _normalize(data: dict[str, Any], smap: SourceMap) -> list[Diagnostic]:
+    """What the host's manifest model does to values before validating them."""
+    n = Normalizer(smap)
+    n.empty_if_null(data, "args", ("args",), [])
+    n.texts_in_list(data.get("args"), ("args",))
+    for key in ("env", "headers"):
+        n.empty_if_null(data, key, (key,), {})
+        n.texts_in_map(data.get(key), (key,))
+    for key in ("command", "cwd", "url", "capability"):
+        value = data.get(key)
+        # A blank value is left for validation to refuse: the host would
+        # drop it to null, which is never what a written key meant.
+        if value is not None and str(value).strip():
+            n.text(data, key, (key,), strip=True, keep_null=True)
+    tools = data.get("tools")
+    if isinstance(tools, dict):
+        for key in ("include", "exclude"):
+            _normalize_patterns(n, tools, key)
+    return n.diags
+
+
+def _normalize_patterns(n: Normalizer, tools: dict[str, Any], key: str) -> None:
+    items = tools.get(key)
+    if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+        return
+    kept: list[str] = []
+    origin: list[int] = []  # the written index of each kept pattern
+    for i, item in enumerate(items):
+        where = ("tools", key, i)
+        text = item.strip()
+        if not text or text in kept:
+            n.diags.append(
+                diag(
+                    "normalized-value",
+                    f"pattern '{item}' is "
+                    + ("empty" if not text else f"a repeat of '{text}'")
+                    + "; the agent host drops it",
+                    n.smap.value_span(where),
+                    key_path=format_key_path(where),
+                )
+            )
+            continue
+        if text != item:
+            n.diags.append(
+                diag(
+                    "normalized-value",
+                    f"pattern '{item}' is read as '{text}' (the agent host strips it)",
+                    n.smap.value_span(where),
+                    key_path=format_key_path(where),
+                )
+            )
+        kept.append(text)
+        origin.append(i)
+    tools[key] = kept
+    if len(kept) != len(items):
+        # Later diagnostics name a pattern by its new index; keep each one
+        # pointing at the line and column it was written at.
+        entries = n.smap.entries
+        spans = {i: entries.get(("tools", key, i)) for i in range(len(items))}
+        for i in range(len(items)):
+            entries.pop(("tools", key, i), None)
+        for new, old in enumerate(origin):
+            span = spans[old]
+            if span is not None:
+                entries[("tools", key, new)] = span
 
 
 def _cross_checks(data: dict[str, Any], smap: SourceMap) -> list[Diagnostic]:

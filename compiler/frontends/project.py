@@ -12,8 +12,15 @@ A project is a directory. The rules (documented in docs/projects.md):
   Otherwise every agent directory below the root (at most three levels down,
   skipping hidden, virtual-environment and dependency folders, and never
   looking inside an agent directory) is one agent of the project.
-* Authored tools are read from ``slots.tools`` and MCP manifests from
-  ``slots.mcp`` of agent.yaml; a core that names neither has none.
+* An ``agent.yaml`` holding only ``model``, ``ui`` and ``approval`` (no
+  ``agent``) is the agent host's **global fallback file**, not a core: its
+  folder is not an agent directory, discovery goes on below it, and its
+  approval block is the global approval layer of every core found below it.
+  A fallback-shaped file with no core below it is read as a core (and is
+  then missing its ``agent`` key).
+* Authored tools are read from ``slots.tools`` (none when it is not set) and
+  MCP manifests from ``slots.mcp``, or ``<surface_root>/mcp`` when it is not
+  set, as the host does. An absent slot folder is an empty slot.
 * ``charter.toml`` at the root or in an agent directory holds the project's
   lint ignores and policy self-tests.
 * The user's config is the file given with ``--config``, else the default
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,7 +56,7 @@ from charter.compiler.rules import diag
 if TYPE_CHECKING:
     # Imported where an agent has a core: a blueprint-only project never
     # builds the core, tool or MCP manifest models.
-    from charter.compiler.frontends.agent_yaml import AgentCore
+    from charter.compiler.frontends.agent_yaml import AgentCore, AgentFallback
     from charter.compiler.frontends.mcp_manifest import McpServer
     from charter.compiler.frontends.tool_yaml import ToolSpec
 
@@ -87,6 +95,9 @@ class AgentSources:
     mcp: tuple[Loaded[McpServer], ...] = ()
     blueprint: Loaded[Blueprint] | None = None
     stage_files: tuple[Loaded[Stage], ...] = ()
+    # The global fallback file above this agent's core, if any: its approval
+    # is the host's global approval layer for the core.
+    fallback: Loaded[AgentFallback] | None = None
 
     @property
     def name(self) -> str:
@@ -119,16 +130,55 @@ class Project:
         return not any(d.is_error for d in self.diagnostics)
 
 
+# A core names itself with a top-level ``agent:``; a file holding that line
+# is a core without being parsed here.
+_AGENT_KEY = re.compile(r"""^(?:agent|'agent'|"agent")[ \t]*:""", re.M)
+
+
+def is_fallback_file(path: Path) -> bool:
+    """Whether ``path`` (an agent.yaml) has the shape of the host's global
+    fallback file. A file that cannot be read or parsed is not one: loading
+    it as a core reports why."""
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeError):
+        return False
+    if _AGENT_KEY.search(text):
+        return False
+    from charter.compiler.frontends.agent_yaml import is_fallback_shape
+    from charter.compiler.sources.text import SourceText
+    from charter.compiler.sources.yaml_reader import read_yaml
+
+    data, _, diags = read_yaml(SourceText(path, path.name, text))
+    if any(d.is_error for d in diags) and data is None:
+        return False
+    return data is None or is_fallback_shape(data)
+
+
+def _has_blueprint(path: Path) -> bool:
+    return any((path / n).is_file() for n in BLUEPRINT_FILES)
+
+
 def is_agent_dir(path: Path) -> bool:
-    return (path / CORE_FILE).is_file() or any((path / n).is_file() for n in BLUEPRINT_FILES)
+    return (path / CORE_FILE).is_file() or _has_blueprint(path)
 
 
 def find_agent_dirs(root: Path) -> list[Path]:
-    if is_agent_dir(root):
-        return [root]
-    found: list[Path] = []
+    return _discover(root)[0]
 
-    def walk(d: Path, depth: int) -> None:
+
+def _discover(root: Path) -> tuple[list[Path], dict[Path, Path]]:
+    """Every agent directory of the project, and for each one below a global
+    fallback file, that file (the nearest one above it)."""
+    found: list[Path] = []
+    fallbacks: dict[Path, Path] = {}
+
+    def fallback_here(d: Path) -> bool:
+        return (d / CORE_FILE).is_file() and not _has_blueprint(d) and is_fallback_file(
+            d / CORE_FILE
+        )
+
+    def walk(d: Path, depth: int, above: Path | None) -> None:
         if depth > _MAX_DEPTH:
             return
         try:
@@ -138,13 +188,26 @@ def find_agent_dirs(root: Path) -> list[Path]:
         for child in children:
             if child.name.startswith(".") or child.name in _SKIP_DIRS:
                 continue
-            if is_agent_dir(child):
+            if is_agent_dir(child) and not fallback_here(child):
                 found.append(child)
+                if above is not None:
+                    fallbacks[child] = above
             else:
-                walk(child, depth + 1)
+                before = len(found)
+                here = child / CORE_FILE if (child / CORE_FILE).is_file() else above
+                walk(child, depth + 1, here)
+                if here is not above and len(found) == before:
+                    # A fallback-shaped file with no core below it is most
+                    # likely a core that lost its agent key: load it as one.
+                    found.append(child)
 
-    walk(root, 1)
-    return found
+    if is_agent_dir(root) and not fallback_here(root):
+        return [root], {}
+    start = root / CORE_FILE if (root / CORE_FILE).is_file() else None
+    walk(root, 1, start)
+    if start is not None and not found:
+        return [root], {}
+    return found, fallbacks
 
 
 class _Collector:
@@ -170,20 +233,15 @@ class _Collector:
             pass
 
 
-def _slot_dir(core: AgentCore | None, slot: str) -> str | None:
-    if core is None or core.slots is None:
-        return None
-    value = getattr(core.slots, slot, None)
-    return value if isinstance(value, str) else None
-
-
 def _yaml_files(folder: Path) -> Iterator[Path]:
     for p in sorted(folder.iterdir()):
         if p.is_file() and p.suffix in (".yaml", ".yml") and not p.name.startswith("."):
             yield p
 
 
-def _load_agent(c: _Collector, adir: Path) -> AgentSources:
+def _load_agent(
+    c: _Collector, adir: Path, fallback: Loaded[AgentFallback] | None = None
+) -> AgentSources:
     directory = c.display(adir) if adir != c.root else "."
     core: Loaded[AgentCore] | None = None
     tools: list[AuthoredToolSource] = []
@@ -196,7 +254,7 @@ def _load_agent(c: _Collector, adir: Path) -> AgentSources:
         path = adir / CORE_FILE
         core = load_agent_yaml(path, c.display(path), adir)
         c.note_file(path, c.display(path), core)
-        tools_dir = _slot_dir(core.model, "tools")
+        tools_dir = core.model.tools_root if core.model is not None else None
         if tools_dir is not None and (adir / tools_dir).is_dir():
             for tdir in sorted(p for p in (adir / tools_dir).iterdir() if p.is_dir()):
                 if tdir.name.startswith(".") or tdir.name == "__pycache__":
@@ -214,7 +272,7 @@ def _load_agent(c: _Collector, adir: Path) -> AgentSources:
                 spec = load_tool_yaml(spec_path, c.display(spec_path))
                 c.note_file(spec_path, c.display(spec_path), spec)
                 tools.append(AuthoredToolSource(tdir.name, c.display(tdir), spec))
-        mcp_dir = _slot_dir(core.model, "mcp")
+        mcp_dir = core.model.mcp_root if core.model is not None else None
         if mcp_dir is not None and (adir / mcp_dir).is_dir():
             seen: dict[str, str] = {}
             for mpath in _yaml_files(adir / mcp_dir):
@@ -257,7 +315,13 @@ def _load_agent(c: _Collector, adir: Path) -> AgentSources:
                 stage_files.append(loaded)
         c.diags.extend(merge_stages(blueprint, stage_files))
     return AgentSources(
-        directory, core, tuple(tools), tuple(servers), blueprint, tuple(stage_files)
+        directory,
+        core,
+        tuple(tools),
+        tuple(servers),
+        blueprint,
+        tuple(stage_files),
+        fallback if core is not None else None,
     )
 
 
@@ -295,7 +359,14 @@ def _load_project(root: Path, *, config: Path | None, use_default_config: bool) 
             c.note_file(cfg_path, shown, user)
 
     agents: list[AgentSources] = []
-    dirs = find_agent_dirs(root)
+    dirs, above = _discover(root)
+    fallbacks: dict[Path, Loaded[AgentFallback]] = {}
+    for path in sorted(set(above.values())):
+        from charter.compiler.frontends.agent_yaml import load_fallback_yaml
+
+        loaded = load_fallback_yaml(path, c.display(path))
+        c.note_file(path, c.display(path), loaded)
+        fallbacks[path] = loaded
     if not dirs:
         c.diags.append(
             diag(
@@ -306,11 +377,11 @@ def _load_project(root: Path, *, config: Path | None, use_default_config: bool) 
             )
         )
     for adir in dirs:
-        agents.append(_load_agent(c, adir))
+        agents.append(_load_agent(c, adir, fallbacks.get(above[adir]) if adir in above else None))
 
     settings: list[tuple[str | None, Loaded[ProjectSettings]]] = []
     root_settings = root / SETTINGS_FILE
-    if root_settings.is_file() and not is_agent_dir(root):
+    if root_settings.is_file() and root not in dirs:
         loaded_settings = load_settings(root_settings, SETTINGS_FILE)
         c.note_file(root_settings, SETTINGS_FILE, loaded_settings)
         settings.append((None, loaded_settings))

@@ -6,12 +6,19 @@ typo never silently falls back to a default. Keys that belong to a slot
 (``timeout_seconds`` and friends) get their own rule, because the author
 clearly meant something by them and needs to be told where they go.
 
+As the host does, risk and approval words are read in any case and with
+surrounding spaces (``HIGH`` is ``high``), and a key written as null takes
+the host's default; both with a warning. A value in ``input_schema`` that
+JSON cannot carry (PyYAML reads ``2024-01-01`` as a date) is an error: the
+schema goes to the model as JSON.
+
 The enums shared by all three YAML dialects (risk, approval policy, display
 and model-output policy) are defined here and imported by
 :mod:`charter.compiler.frontends.agent_yaml` and
 :mod:`charter.compiler.frontends.mcp_manifest`.
 """
 
+import datetime
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -19,8 +26,9 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, field_validator
 from pydantic_core import PydanticCustomError
 
-from charter.compiler.diagnostics import Diagnostic
+from charter.compiler.diagnostics import Diagnostic, format_key_path
 from charter.compiler.frontends.base import Loaded, parse_mapping
+from charter.compiler.frontends.normalize import Normalizer
 from charter.compiler.frontends.validation import InputModel, thaw, validate_model
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
@@ -143,6 +151,8 @@ def load_tool_yaml(path: Path, display: str) -> Loaded[ToolSpec]:
     if isinstance(parsed, Loaded):
         return parsed
     data, smap, diags = parsed
+    diags.extend(_normalize(data, smap))
+    diags.extend(_json_only(data.get("input_schema"), ("input_schema",), smap))
     slot_only = [k for k in data if k in SLOT_ONLY_FIELDS]
     diags.extend(_slot_only(slot_only, smap))
     # Validate without the slot-only keys: each was reported above under its
@@ -151,6 +161,57 @@ def load_tool_yaml(path: Path, display: str) -> Loaded[ToolSpec]:
     model, more = validate_model(ToolSpec, rest, smap)
     diags.extend(more)
     return Loaded(display, model, smap, tuple(diags), data)
+
+
+# The host's defaults for keys it reads with ``value or default``.
+_NULL_DEFAULTS = {
+    "entrypoint": "module:execute",
+    "risk": "medium",
+    "approval_policy": "prompt",
+    "display_policy": "summary",
+    "model_output_policy": "content",
+}
+
+
+def _normalize(data: dict[str, Any], smap: SourceMap) -> list[Diagnostic]:
+    n = Normalizer(smap)
+    for key, default in _NULL_DEFAULTS.items():
+        n.default_if_null(data, key, (key,), default)
+    n.word(data, "risk", ("risk",), ("low", "medium", "high", "critical"))
+    n.word(data, "approval_policy", ("approval_policy",), ("auto", "prompt", "deny"))
+    return n.diags
+
+
+def _json_only(value: Any, path: tuple[str | int, ...], smap: SourceMap) -> list[Diagnostic]:
+    """Dates and timestamps in the schema are errors (and are replaced by
+    their text in place, so later checks still see a JSON document)."""
+    out: list[Diagnostic] = []
+
+    def walk(node: Any, where: tuple[str | int, ...]) -> None:
+        if isinstance(node, dict):
+            items: list[tuple[Any, Any]] = list(node.items())
+        elif isinstance(node, list):
+            items = list(enumerate(node))
+        else:
+            return
+        for key, child in items:
+            at = (*where, key)
+            if isinstance(child, datetime.date):
+                out.append(
+                    diag(
+                        "wrong-type",
+                        f"PyYAML reads this as the date {child.isoformat()}, which a JSON Schema "
+                        "cannot hold; quote it",
+                        smap.value_span(at),
+                        key_path=format_key_path(at),
+                    )
+                )
+                node[key] = child.isoformat()
+            else:
+                walk(child, at)
+
+    walk(value, path)
+    return out
 
 
 def _slot_only(keys: list[str], smap: SourceMap) -> list[Diagnostic]:

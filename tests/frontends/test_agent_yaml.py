@@ -88,7 +88,8 @@ def test_slot_folders_are_resolved_against_root_not_the_working_directory(
     f = tmp_path / "agent.yaml"
     f.write_text("agent: {id: x}\nslots: {tools: agent/tools}\n")
     elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
+    (elsewhere / "agent").mkdir(parents=True)
+    (elsewhere / "agent" / "tools").write_text("a file, not a folder\n")
     monkeypatch.chdir(elsewhere)
     assert load_agent_yaml(f, "agent.yaml", tmp_path).diagnostics == ()
     [d] = load_agent_yaml(f, "agent.yaml", elsewhere).diagnostics
