@@ -1550,6 +1550,16 @@ def _shell_policy(ctx: _Ctx, agent_name: str) -> ShellPolicy:
     )
     if bp is not None and bp.safe_commands is not None and trusted:
         add(bp.safe_commands, ctx.bp_smap, ("safe_commands",))
+    elif bp is not None and bp.safe_commands is not None:
+        # Inert, but checked: an entry that cannot mean what it shows is an
+        # error whether or not anyone has trusted the block yet.
+        _, inert_diags = compile_shell_policy(
+            bp.safe_commands,
+            source=ctx.bp_smap.path if ctx.bp_smap else "<none>",
+            smap=ctx.bp_smap,
+            key_prefix=("safe_commands",),
+        )
+        ctx.diags.extend(inert_diags)
     safe = tuple(dict.fromkeys(entry for p in parts for entry in p.safe))
     return ShellPolicy(defaults=parts[0].defaults, safe=safe)
 
