@@ -835,7 +835,17 @@ def _permission_map(
         path = (*prefix, key)
         name = table.canonical(key)
         known = name in table.tools or resolve_builtin(key) is not None or table.is_dynamic_mcp(key)
-        if check_names and not known:
+        if check_names and not known and "__" in key and not _declared_prefix(ctx, key):
+            ctx.diags.append(
+                diag(
+                    "mcp-server-not-declared",
+                    f"{scope} permission names '{key}', an MCP tool name, but no declared MCP "
+                    "server has that prefix",
+                    smap.key_span(path),
+                    key_path=format_key_path(path),
+                )
+            )
+        elif check_names and not known:
             hint = did_you_mean(key, [*table.tools, *all_builtin_names()])
             ctx.diags.append(
                 diag(
@@ -1575,6 +1585,10 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
     if ctx.agent.core is not None and ctx.core is None:
         return None
     ctx.stage_models = {name: e.stage for name, e in stages.items()}
+    if bp is not None:
+        from charter.compiler.leviath_checks import blueprint_refusals
+
+        ctx.diags.extend(blueprint_refusals(bp, stages))
     _leviath_sources(ctx, stages, agent_name)
     table = _collect_tools(ctx, stages, project_root)
     _check_metadata_overrides(ctx, table)
@@ -1719,21 +1733,17 @@ def _leviath_sources(ctx: _Ctx, stages: Mapping[str, StageEntry], agent_name: st
             )
     if ctx.blueprint is None and ctx.config is None:
         return
-    from charter.compiler.leviath_mcp import declared_servers, server_checks, trusted
+    from charter.compiler.leviath_mcp import (
+        declared_servers,
+        referenced,
+        server_checks,
+        stage_names,
+        trusted,
+    )
 
     declared, diags = declared_servers(ctx.blueprint, ctx.bp_smap, ctx.config, ctx.config_smap)
     ctx.diags.extend(diags)
-    named: set[str] = set()
-    for e in stages.values():
-        named.update(e.stage.available_connectors)
-        named.update(n.partition("__")[0] for n in e.stage.available_tools if "__" in n)
-    kept = [
-        srv
-        for srv in declared
-        if srv.declared_in == "blueprint"
-        or srv.name in named
-        or mcp_safe_name(srv.name, "x")[:-3] in named
-    ]
+    kept = referenced(declared, stage_names(e.stage for e in stages.values()))
     ctx.servers = kept
     untrusted = set()
     for srv in kept:

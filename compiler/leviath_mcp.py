@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from charter.compiler.diagnostics import Diagnostic, Span, format_key_path
 from charter.compiler.frontends.config_toml import McpServer as LeviathServerModel
@@ -42,6 +43,8 @@ __all__ = [
     "LeviathServer",
     "declared_servers",
     "entry_digest",
+    "referenced",
+    "stage_names",
     "server_checks",
     "to_server_plan",
     "trusted",
@@ -130,6 +133,31 @@ def declared_servers(
             out.append(here)
     out.extend(mine.values())
     return out, diags
+
+
+def referenced(servers: list[LeviathServer], named: Iterable[str]) -> list[LeviathServer]:
+    """The servers an agent uses: every one its blueprint declares, and each
+    config server a stage names (a connector, or the prefix of a
+    ``<server>__<tool>`` name)."""
+    from charter.runtime.naming import mcp_safe_name
+
+    wanted = set(named)
+    return [
+        s
+        for s in servers
+        if s.declared_in == "blueprint"
+        or s.name in wanted
+        or mcp_safe_name(s.name, "x")[:-3] in wanted
+    ]
+
+
+def stage_names(stages: Iterable[Any]) -> set[str]:
+    """Server names (or name prefixes) the given stage models refer to."""
+    out: set[str] = set()
+    for st in stages:
+        out.update(st.available_connectors)
+        out.update(n.partition("__")[0] for n in st.available_tools if "__" in n)
+    return out
 
 
 def trusted(server: LeviathServer, agent: str, config: UserConfig | None) -> bool:

@@ -141,8 +141,11 @@ def lint_agent(agent: AgentPlan) -> list[Diagnostic]:
     if len(agent.stages) > 1:
         # A fan-out worker's run ends where its stage ends: that is the design.
         workers = _worker_stages(agent)
+        # A blueprint that writes no edges runs its stages in order, and its
+        # last stage ends the run: that is Leviath's linear form, not a dead end.
+        linear = all(e.implied for st in agent.stages for e in st.edges)
         for s in agent.stages:
-            if s.name in workers:
+            if s.name in workers or linear:
                 continue
             if not s.edges and s.mode != "output" and not s.allow_complete:
                 out.append(

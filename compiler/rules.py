@@ -395,6 +395,18 @@ _r(
     "Keep one entry per tool.",
 )
 
+_r(
+    "CH350",
+    "unknown-region",
+    E,
+    "A gate or a stage's tool routing names a context region that no layout declares, or one "
+    "the stage's own layout leaves out.",
+    "A gate on a region that does not exist never holds anything back, and results routed where "
+    "the stage cannot see them are lost to it; Leviath refuses to load such a blueprint.",
+    '[stages.s.tool_routing]\ndefault_region = "scrach"\n',
+    "Name a region declared under [context.regions] (or the stage's own context.regions).",
+)
+
 # --- CH4xx: permissions, capabilities and secrets ----------------------------
 _r(
     "CH401",
@@ -836,6 +848,38 @@ _r(
     "as if it meant no edge, or some condition, and does not.",
     '[stages.a.transitions]\nb = "false"\n',
     "Write the edge as a table with its condition, or remove the line.",
+)
+
+_r(
+    "CH658",
+    "gate-cannot-pass",
+    E,
+    "An edge gate requires modifications, but its stage offers no tool that modifies files and "
+    "the gate counts no other tool.",
+    "The gate can never pass; every attempt to leave the stage burns its budget until the edge "
+    "is forced. Leviath refuses to load such a blueprint.",
+    "[stages.plan.transitions.build]\ngate = { require_modifications = true }\n",
+    "Offer write_file or edit_file in the stage, list the tools that count in the gate's tools, "
+    "or drop require_modifications.",
+)
+_r(
+    "CH659",
+    "self-loop-without-limit",
+    E,
+    "A stage has an edge to itself and no max_revisits.",
+    "The model can choose the loop for ever; Leviath refuses to load such a blueprint.",
+    '[stages.work.transitions.work]\nhint = "again"\n',
+    "Set max_revisits on the stage.",
+)
+_r(
+    "CH660",
+    "no-terminal-path",
+    E,
+    "No path from the entry stage reaches a stage that ends the run.",
+    "The agent could never finish; Leviath refuses to load such a blueprint.",
+    "[stages.a.transitions.b]\n[stages.b.transitions.a]   # and no stage ends\n",
+    "Give some reachable stage an empty [stages.<name>.transitions] table, make it an output "
+    "stage, or let it complete (allow_complete).",
 )
 
 # --- CH7xx: tools and MCP ------------------------------------------------------
