@@ -248,8 +248,8 @@ def _collect_tools(ctx: _Ctx, stages: Mapping[str, StageEntry], project_root: Pa
             table.add_dynamic_server(server, mcp_safe_name(server, "x")[:-1])
     # Script tools first: a script is the agent's own tool, even under a
     # built-in's name, so it must hold the name before the stages' built-ins.
-    for tool in ctx.scripts:
-        table.add_script(tool.name, tool.where)
+    for script in ctx.scripts:
+        table.add_script(script.name, script.where)
     _add_leviath_servers(ctx, table, project_root)
     # A blueprint offers built-ins by naming them in a stage.
     for entry in stages.values():

@@ -508,10 +508,12 @@ _r(
     "CH410",
     "holds-under-yolo",
     N,
-    "A stage keeps a blocking tool in unattended runs (required_tools).",
+    "A stage keeps a blocking tool in unattended runs (required_tools), or has an interaction "
+    'point with unattended = "ask".',
     "Even under --yolo the run will stop there and wait for a person.",
     '[stages.plan]\nrequired_tools = ["ask_user_text"]\n',
-    "Nothing to fix if intended; make sure someone will be there.",
+    "Nothing to fix if intended; make sure someone will be there, and bound the wait with "
+    "[limits] interaction_timeout_secs.",
 )
 
 # --- CH45x: what a blueprint asks for beyond its tools -------------------------

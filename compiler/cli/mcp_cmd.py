@@ -241,7 +241,7 @@ def _leviath_targets(
     )
     stages = list(bp.model.stages.values()) if bp is not None and bp.model else []
     stages += [f.model for f in agent.stage_files if f.model is not None]
-    out = []
+    out: list[tuple[str, str, str | None, McpServerPlan]] = []
     for srv in referenced(declared, stage_names(stages)):
         if only and srv.name not in only:
             continue

@@ -249,3 +249,18 @@ def test_environment_tools_default_to_allow(tmp_path: Path) -> None:
     session, _ = _session(tmp_path)
     assert decide(session, ToolCall("current_time", {})).decision == "allow"
     assert os.environ.get("CHARTER_NEVER_SET") is None
+
+
+def test_charter_check_decides_a_script_tool_from_the_plan(tmp_path: Path) -> None:
+    from charter.compiler.cli import main
+
+    root = tmp_path / "agent"
+    (root / "tools").mkdir(parents=True)
+    (root / "agent.leviath").write_text(BLUEPRINT)
+    (root / "tools" / "lookup.rhai").write_text(SCRIPT)
+    plan = tmp_path / "plan.json"
+    assert main(["compile", str(root), "--no-user-config", "-o", str(plan)]) == 0
+    base = ["check", str(plan), "--agent", "a", "--workspace", str(tmp_path)]
+    assert main([*base, "lookup", '{"word": "x"}']) == 3  # ask: nobody configured it
+    assert main([*base, "lookup", "{}"]) == 1  # the script's own schema refuses it
+    assert main([*base, "--yolo", "lookup", '{"word": "x"}']) == 0
