@@ -1720,7 +1720,10 @@ def _leviath_sources(ctx: _Ctx, stages: Mapping[str, StageEntry], agent_name: st
     that a stage names."""
     own = list(ctx.agent.scripts)
     names = {t.name for t in own}
-    ctx.scripts = own + [t for t in ctx.user_scripts if t.name not in names]
+    # Script tools are Leviath's: an agent core without a blueprint gets none,
+    # not even the user's folder.
+    if ctx.agent.blueprint is not None:
+        ctx.scripts = own + [t for t in ctx.user_scripts if t.name not in names]
     for tool in ctx.scripts:
         if resolve_builtin(tool.name) is not None:
             ctx.diags.append(
