@@ -20,6 +20,7 @@ Leviath would do with it.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -179,9 +180,12 @@ class _Entry:
 
 def _glob_matches(pattern: str, path: str) -> bool:
     # `*` does not cross '/', `**` (a whole component) crosses any number.
+    # Memoised on (pattern part, path part): at most len(parts) * len(names)
+    # states, however many `**` the pattern holds.
     parts = pattern.split("/")
     names = path.split("/")
 
+    @functools.cache
     def walk(i: int, j: int) -> bool:
         if i == len(parts):
             return j == len(names)

@@ -223,6 +223,15 @@ class ToolRoutingOverride(InputModel):
     region: str | None = None
     max_result_tokens: NonNegativeInt | None = None
 
+    @model_validator(mode="after")
+    def _says_something(self) -> Self:
+        # Leviath refuses an empty override: it reads as a limit and is none.
+        if self.region is None and self.max_result_tokens is None:
+            raise PydanticCustomError(
+                "invalid-value", "an override needs region, max_result_tokens or both"
+            )
+        return self
+
 
 def _override_kind(value: Any) -> str:
     # One branch per shape, so a bad override gets one error, not one per
