@@ -1302,7 +1302,7 @@ def _fan_out(ctx: _Ctx, entry: StageEntry, stage_names: list[str]) -> FanOut | N
             )
         )
     if st.worker_stage is not None:
-        target = ctx_stage(ctx, st.worker_stage)
+        target = ctx.stage_models.get(st.worker_stage)
         if st.worker_stage not in stage_names:
             hint = did_you_mean(st.worker_stage, stage_names)
             ctx.diags.append(
@@ -1347,10 +1347,6 @@ def _fan_out(ctx: _Ctx, entry: StageEntry, stage_names: list[str]) -> FanOut | N
         on_worker_failure=st.on_worker_failure or "continue",
     )
 
-
-def ctx_stage(ctx: _Ctx, name: str) -> StageModel | None:
-    """A stage of the agent being compiled, by name."""
-    return ctx.stage_models.get(name)
 
 
 def _agent_hint(ctx: _Ctx) -> bool:
@@ -1783,12 +1779,15 @@ def _script_permissions(
     entry = stages.get(entry_name) if entry_name else None
     stage_perms: dict[str, Said] = {}
     if entry is not None:
+        # A scratch context: the entry stage's map is compiled again with the
+        # stage, and its findings (a doubled spelling) belong to that pass.
+        scratch = _Ctx(ctx.agent, ctx.config, ctx.config_smap, ctx.options, ctx.shell)
         stage_perms = _permission_map(
             entry.stage.tool_permissions,
             entry.smap,
             (*entry.prefix, "tool_permissions"),
             table,
-            _Ctx(ctx.agent, ctx.config, ctx.config_smap, ctx.options, ctx.shell),
+            scratch,
             f"stage '{entry.name}'",
             check_names=False,
         )
