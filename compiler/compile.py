@@ -1348,7 +1348,6 @@ def _fan_out(ctx: _Ctx, entry: StageEntry, stage_names: list[str]) -> FanOut | N
     )
 
 
-
 def _agent_hint(ctx: _Ctx) -> bool:
     bp = ctx.blueprint
     if bp is not None and bp.agent.shell_hint is not None:
@@ -1730,8 +1729,9 @@ def _leviath_sources(ctx: _Ctx, stages: Mapping[str, StageEntry], agent_name: st
                     tool.where,
                 )
             )
-    if ctx.blueprint is None and ctx.config is None:
-        return
+    bp, cfg = ctx.blueprint, ctx.config
+    if not ((bp is not None and bp.mcp_servers) or (cfg is not None and cfg.mcp_servers)):
+        return  # no [[mcp_servers]] anywhere: the MCP reader is never imported
     from charter.compiler.leviath_mcp import (
         declared_servers,
         referenced,

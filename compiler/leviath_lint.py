@@ -578,11 +578,11 @@ def _default_safe(command: str, workspace: Path) -> bool:
 def _read_paths(
     bp: Blueprint, smap: SourceMap, config: UserConfig | None, config_smap: SourceMap | None
 ) -> list[Diagnostic]:
-    from charter.compiler.read_paths import grant_status, grants_problem, is_broad
-
     declared = bp.read_paths.allow if bp.read_paths is not None else ()
     if not declared:
         return []
+    from charter.compiler.read_paths import grant_status, grants_problem, is_broad
+
     out = []
     where = smap.key_span(("read_paths",))
     for i, raw in enumerate(declared):
