@@ -35,20 +35,9 @@ def test_bare_folder_names_are_not_importable_from_elsewhere() -> None:
 
 def test_wheel_contains_the_packages_and_their_data(tmp_path: Path) -> None:
     subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(tmp_path),
-            str(REPO),
-        ],
-        check=True,
-        capture_output=True,
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+         "-w", str(tmp_path), str(REPO)],
+        check=True, capture_output=True,
     )
     [wheel] = tmp_path.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()

@@ -101,7 +101,7 @@ def test_yaml_syntax_error_position() -> None:
 
 
 def test_toml_key_defined_twice_is_a_duplicate_key() -> None:
-    data, _, diags = read_toml(_src("a = 1\nb = 2\na = 3\n", "dup.toml"))
+    data, _, diags = read_toml(_src('a = 1\nb = 2\na = 3\n', "dup.toml"))
     assert data is None
     [d] = diags
     assert (d.name, d.span.line) == ("duplicate-key", 3)
