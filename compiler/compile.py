@@ -55,8 +55,10 @@ from charter.runtime.naming import mcp_safe_name
 from charter.runtime.plan import (
     AgentPlan,
     AuthoredTool,
+    Clamp,
     Decision,
     Edge,
+    FanOut,
     Gate,
     Grant,
     Limits,
@@ -66,6 +68,8 @@ from charter.runtime.plan import (
     Permission,
     Plan,
     PlanBody,
+    ScriptPermissions,
+    ScriptTool,
     SourceDigest,
     SourceRef,
     Stage,
@@ -83,12 +87,15 @@ if TYPE_CHECKING:
     # that have them; a blueprint-only project never imports their models.
     from charter.compiler.frontends.agent_yaml import AgentCore
     from charter.compiler.frontends.mcp_manifest import McpServer
+    from charter.compiler.frontends.script_tools import ScriptToolSource
+    from charter.compiler.leviath_mcp import LeviathServer
     from charter.runtime.mcp.lock import ServerLock
 
 __all__ = ["CompileOptions", "CompileResult", "compile_project", "default_shell"]
 
 _RISKS = ("low", "medium", "high", "critical")
 _SUBMIT = "submit_output"
+_FAN_OUT = "fan_out"
 
 
 def compiler_version() -> str:
@@ -153,6 +160,24 @@ class _Ctx:
     options: CompileOptions
     shell: str
     diags: list[Diagnostic] = field(default_factory=list)
+    # Leviath script tools the agent has (its own, then the user's folder's
+    # that it does not shadow), and its [[mcp_servers]] (blueprint and config).
+    scripts: list[ScriptToolSource] = field(default_factory=list)
+    servers: list[LeviathServer] = field(default_factory=list)
+    untrusted_servers: frozenset[str] = frozenset()
+    script_perms: ScriptPermissions | None = None
+    stage_models: dict[str, StageModel] = field(default_factory=dict)
+    user_scripts: list[ScriptToolSource] = field(default_factory=list)
+
+    def server(self, name: str) -> LeviathServer | None:
+        return next((s for s in self.servers if s.name == name), None)
+
+    def server_of_prefix(self, name: str) -> LeviathServer | None:
+        """The Leviath server a ``<server>__...`` name belongs to."""
+        head, sep, _ = name.partition("__")
+        if not sep:
+            return None
+        return next((s for s in self.servers if mcp_safe_name(s.name, "x")[:-3] == head), None)
 
     @property
     def core(self) -> AgentCore | None:
@@ -221,14 +246,42 @@ def _collect_tools(ctx: _Ctx, stages: Mapping[str, StageEntry], project_root: Pa
             if declared:
                 table.add_mcp_tools(server, declared, loaded.smap.value_span(("tools", "include")))
             table.add_dynamic_server(server, mcp_safe_name(server, "x")[:-1])
+    # Script tools first: a script is the agent's own tool, even under a
+    # built-in's name, so it must hold the name before the stages' built-ins.
+    for script in ctx.scripts:
+        table.add_script(script.name, script.where)
+    _add_leviath_servers(ctx, table, project_root)
     # A blueprint offers built-ins by naming them in a stage.
     for entry in stages.values():
         for i, name in enumerate(entry.stage.available_tools):
+            if table.holds_script(name):
+                continue
             table.add_builtin(name, entry.span("available_tools", i))
         if entry.stage.mode == "output" or entry.stage.require_output:
             table.add_builtin(_SUBMIT, entry.span("mode"))
+        if entry.stage.mode == "fan_out":
+            table.add_builtin(_FAN_OUT, entry.span("mode"))
     ctx.diags.extend(table.diagnostics)
     return table
+
+
+def _leviath_pins(ctx: _Ctx, server: LeviathServer, project_root: Path) -> ServerLock | None:
+    from charter.compiler.leviath_mcp import entry_digest
+    from charter.compiler.mcp_lock import read_agent_lock, server_pins_for
+
+    read = read_agent_lock(project_root, ctx.agent.directory)
+    return server_pins_for(read, server.name, entry_digest(server.model)).entry
+
+
+def _add_leviath_servers(ctx: _Ctx, table: ToolTable, project_root: Path) -> None:
+    """A locked [[mcp_servers]] entry's tools join the table by name; an
+    unlocked one is discovered when it connects."""
+    for server in ctx.servers:
+        entry = _leviath_pins(ctx, server, project_root)
+        if entry is not None and entry.tools:
+            table.add_mcp_tools(server.name, [t.name for t in entry.tools], server.span("name"))
+        else:
+            table.add_dynamic_server(server.name, mcp_safe_name(server.name, "x")[:-1])
 
 
 def _add_pinned_tools(
@@ -265,6 +318,8 @@ def _mcp_entry(ctx: _Ctx, ref: ToolRef, project_root: Path) -> ToolEntry | None:
     loaded = next(
         (x for x in ctx.agent.mcp if server_id_from_path(Path(x.display)) == ref.server), None
     )
+    if loaded is None and ref.server is not None and ctx.server(ref.server) is not None:
+        return _leviath_mcp_entry(ctx, ref, project_root)
     if loaded is None or loaded.model is None or ref.server is None or ref.server_tool is None:
         return None
     m = loaded.model
@@ -310,6 +365,86 @@ def _mcp_entry(ctx: _Ctx, ref: ToolRef, project_root: Path) -> ToolEntry | None:
         origin=_ref(Span(loaded.display)),
         mcp=mcp,
     )
+
+
+def _leviath_mcp_entry(ctx: _Ctx, ref: ToolRef, project_root: Path) -> ToolEntry | None:
+    """A pinned tool of a [[mcp_servers]] entry: its locked description and
+    schema, and Leviath's defaults for MCP tools (medium risk, ask)."""
+    from charter.compiler.mcp_lock import pinned_schema
+
+    server = ctx.server(ref.server or "")
+    if server is None or ref.server_tool is None:
+        return None
+    entry = _leviath_pins(ctx, server, project_root)
+    pin = entry.tool(ref.server_tool) if entry is not None else None
+    if pin is None:
+        return None
+    schema_text, note = pinned_schema(pin.input_schema)
+    if schema_text is None:
+        ctx.diags.append(
+            diag(
+                "schema-does-not-compile",
+                f"the locked schema of MCP tool '{ref.name}': {note}; argument validation "
+                "is off for this tool",
+                ref.where,
+            )
+        )
+    return ToolEntry(
+        name=ref.name,
+        source="mcp",
+        impl=server.name,
+        description=pin.description,
+        input_schema=schema_text,
+        validation_note=note,
+        capability=f"mcp.call:{server.name}",
+        risk="medium",
+        origin=_ref(server.span("name")),
+        mcp=McpToolPin(
+            server=server.name,
+            tool=ref.server_tool,
+            description_sha256=pin.description_sha256,
+            schema_sha256=pin.schema_sha256,
+        ),
+    )
+
+
+def _script_entry(ctx: _Ctx, ref: ToolRef) -> ToolEntry | None:
+    """A Leviath script tool: the schema its directives declare, the file it
+    came from, and the defaults of a tool that is neither built-in nor MCP
+    (ask; outbound, since a script can reach the network)."""
+    tool = next((t for t in ctx.scripts if t.name == ref.name), None)
+    if tool is None:
+        return None
+    schema_text, note = _schema_at(ctx, tool.input_schema, ref.where)
+    return ToolEntry(
+        name=tool.name,
+        source="script",
+        impl=tool.name,
+        description=tool.description,
+        input_schema=schema_text,
+        validation_note=note,
+        risk="medium",
+        outbound=True,
+        origin=_ref(ref.where),
+        script=ScriptTool(
+            path=tool.display,
+            sha256=tool.sha256,
+            scope="user" if tool.scope == "user" else "agent",
+            override=tool.override,
+        ),
+    )
+
+
+def _schema_at(ctx: _Ctx, schema: Any, where: Span) -> tuple[str | None, str]:
+    """:func:`_schema` for a schema built from a file without a source map
+    (a script's directives): a problem is reported at the file."""
+    text = schema_text(thaw(schema))
+    problem = _checked(text)
+    if problem is None:
+        return text, ""
+    name, message = problem
+    ctx.diags.append(diag(name, message + "; argument validation is off for this tool", where))
+    return None, message
 
 
 def _metadata(ctx: _Ctx, name: str) -> tuple[Any, tuple[str | int, ...]] | None:
@@ -702,7 +837,17 @@ def _permission_map(
         path = (*prefix, key)
         name = table.canonical(key)
         known = name in table.tools or resolve_builtin(key) is not None or table.is_dynamic_mcp(key)
-        if check_names and not known:
+        if check_names and not known and "__" in key and not _declared_prefix(ctx, key):
+            ctx.diags.append(
+                diag(
+                    "mcp-server-not-declared",
+                    f"{scope} permission names '{key}', an MCP tool name, but no declared MCP "
+                    "server has that prefix",
+                    smap.key_span(path),
+                    key_path=format_key_path(path),
+                )
+            )
+        elif check_names and not known:
             hint = did_you_mean(key, [*table.tools, *all_builtin_names()])
             ctx.diags.append(
                 diag(
@@ -932,6 +1077,19 @@ def _compile_stage(
                 offered.append(name)
         elif table.is_dynamic_mcp(raw):
             offered.append(raw)
+        elif "__" in raw and not _declared_prefix(ctx, raw):
+            # Leviath's lint skips MCP names: the server may be installed on
+            # another machine. Nothing can answer the name here, so it is not
+            # offered, and the warning says why.
+            ctx.diags.append(
+                diag(
+                    "mcp-server-not-declared",
+                    f"stage '{entry.name}' offers '{raw}', an MCP tool name, but no declared MCP "
+                    "server has that prefix; the stage does not get it",
+                    entry.span("available_tools", i),
+                    key_path=format_key_path(("stages", entry.name, "available_tools", i)),
+                )
+            )
         else:
             hint = did_you_mean(raw, [*table.tools, *all_builtin_names()])
             ctx.diags.append(
@@ -943,6 +1101,9 @@ def _compile_stage(
                     key_path=format_key_path(("stages", entry.name, "available_tools", i)),
                 )
             )
+    offered.extend(_connector_tools(ctx, entry, table, entries))
+    if st.mode == "fan_out" and _FAN_OUT not in offered:
+        offered.append(_FAN_OUT)  # mode = "fan_out" grants it
     if st.mode == "output" and _SUBMIT not in offered:
         offered.append(_SUBMIT)  # mode = "output" grants it
     elif st.require_output and _SUBMIT not in offered:
@@ -1015,14 +1176,15 @@ def _compile_stage(
             agent=agent_perms.get(name),
             agent_config=user.agent_config.get(name),
             config=user.config.get(name),
-            blueprint_loosenable=name in BLUEPRINT_LOOSENABLE,
+            blueprint_loosenable=_loosenable(ctx, name, ref),
             allow_blueprint_permissions=user.trust_blueprint,
         )
-        decision = resolve_permission(scopes, core)
+        decision = _untrusted_server_clamp(ctx, name, ref, resolve_permission(scopes, core))
         _report_clamps(ctx, decision, name, entry.name)
         decisions.append(StageTool(name=name, decision=decision))
 
     edges = tuple(_edge(ctx, entry, path, e, stage_names, table) for path, e in st.all_edges())
+    edges += _implied_edges(entry, stage_names)
     output = None
     if st.output is not None:
         o = st.output
@@ -1051,7 +1213,176 @@ def _compile_stage(
         output=output,
         shell_hint=hint,
         system_prompt=st.system_prompt,
+        fan_out=_fan_out(ctx, entry, stage_names),
         origin=_ref(entry.span()),
+    )
+
+
+def _declared_prefix(ctx: _Ctx, name: str) -> bool:
+    """Whether ``<server>__...`` names a server this agent declares (a core
+    manifest or a [[mcp_servers]] entry): its unknown tools are then typos."""
+    head = name.partition("__")[0]
+    servers = [server_id_from_path(Path(x.display)) for x in ctx.agent.mcp]
+    servers += [s.name for s in ctx.servers]
+    return any(mcp_safe_name(s, "x")[:-3] == head for s in servers)
+
+
+def _loosenable(ctx: _Ctx, name: str, ref: ToolRef | None) -> bool:
+    """The web_search / web_fetch exception to the blueprint clamp. It rests
+    on those tools neither writing nor executing, which Charter's built-ins
+    guarantee; a script tool of that name keeps it only while the agent's
+    script permissions leave scripts unable to run a command or write."""
+    if name not in BLUEPRINT_LOOSENABLE:
+        return False
+    if ref is None or ref.source != "script":
+        return True
+    from charter.compiler.script_plan import can_exec_or_write
+
+    return ctx.script_perms is not None and not can_exec_or_write(ctx.script_perms)
+
+
+def _untrusted_server_clamp(
+    ctx: _Ctx, name: str, ref: ToolRef | None, decision: Decision
+) -> Decision:
+    """A tool of a blueprint's own MCP server that the user has not trusted
+    is refused: the server is never started or contacted."""
+    server = ctx.server(ref.server) if ref is not None and ref.server else None
+    if server is None:
+        server = ctx.server_of_prefix(name)
+    if server is None or server.name not in ctx.untrusted_servers:
+        return decision
+    clamp = Clamp(
+        rule="blueprint-mcp-server-untrusted",
+        before=decision.permission,
+        after="deny",
+        reason=f"MCP server '{server.name}' is declared by the blueprint and your config does "
+        "not trust the blueprint's servers",
+        source=_ref(server.span("name")),
+    )
+    return Decision(
+        permission="deny", liftable=False, scopes=decision.scopes, clamps=(*decision.clamps, clamp)
+    )
+
+
+def _connector_tools(
+    ctx: _Ctx, entry: StageEntry, table: ToolTable, entries: Mapping[str, ToolEntry]
+) -> list[str]:
+    """What ``available_connectors`` offers: every pinned tool of a locked
+    server, or the ``<server>__*`` pattern of one discovered at run time."""
+    out: list[str] = []
+    for i, server_name in enumerate(entry.stage.available_connectors):
+        server = ctx.server(server_name)
+        core_manifest = any(
+            server_id_from_path(Path(x.display)) == server_name for x in ctx.agent.mcp
+        )
+        if server is None and not core_manifest:
+            declared = [s.name for s in ctx.servers]
+            hint = did_you_mean(server_name, declared)
+            ctx.diags.append(
+                diag(
+                    "mcp-server-not-declared",
+                    f"stage '{entry.name}' names the connector '{server_name}', but neither the "
+                    "blueprint nor your config declares an MCP server of that name"
+                    + (f"; did you mean '{hint}'?" if hint else ""),
+                    entry.span("available_connectors", i),
+                    key_path=format_key_path(("stages", entry.name, "available_connectors", i)),
+                )
+            )
+            continue
+        pinned = sorted(
+            n for n, r in table.tools.items() if r.server == server_name and n in entries
+        )
+        if pinned:
+            out.extend(pinned)
+        else:
+            out.append(mcp_safe_name(server_name, "x")[:-1] + "*")
+    return out
+
+
+def _implied_edges(entry: StageEntry, stage_names: list[str]) -> tuple[Edge, ...]:
+    """Leviath runs a stage that declares no transitions on into the next
+    stage declared (the last one ends the run); a fan_out stage hands over
+    to its merge_stage. Written into the plan as always-edges."""
+    st = entry.stage
+    # A stage that may end the run (an output stage, allow_complete) keeps
+    # that ending: an always-edge would be taken before it could finish.
+    if st.declares_edges or st.mode == "output" or st.allow_complete:
+        return ()
+    if st.mode == "fan_out" and st.merge_stage in stage_names:
+        target: str | None = st.merge_stage
+    else:
+        at = stage_names.index(entry.name) if entry.name in stage_names else -1
+        target = stage_names[at + 1] if 0 <= at < len(stage_names) - 1 else None
+    if target is None:
+        return ()
+    return (Edge(to=target, condition="always", implied=True, origin=_ref(entry.span())),)
+
+
+def _fan_out(ctx: _Ctx, entry: StageEntry, stage_names: list[str]) -> FanOut | None:
+    """A fan_out stage's workers, checked as Leviath checks them when it
+    loads the blueprint: one worker source, an existing worker stage that
+    allows being one, an existing merge stage."""
+    st = entry.stage
+    if st.mode != "fan_out":
+        return None
+    where = entry.span("mode")
+    path = format_key_path(("stages", entry.name))
+    sources = [k for k in ("worker_agent", "worker_stage", "worker_query") if getattr(st, k)]
+    if len(sources) != 1:
+        said = ", ".join(sources) if sources else "none of them"
+        ctx.diags.append(
+            diag(
+                "fan-out-invalid",
+                f"fan_out stage '{entry.name}' must set exactly one of worker_agent, worker_stage "
+                f"or worker_query (it sets {said})",
+                entry.span(sources[1]) if len(sources) > 1 else where,
+                key_path=path,
+            )
+        )
+    if st.worker_stage is not None:
+        target = ctx.stage_models.get(st.worker_stage)
+        if st.worker_stage not in stage_names:
+            hint = did_you_mean(st.worker_stage, stage_names)
+            ctx.diags.append(
+                diag(
+                    "fan-out-invalid",
+                    f"worker_stage '{st.worker_stage}' of fan_out stage '{entry.name}' is not a "
+                    "stage" + (f"; did you mean '{hint}'?" if hint else ""),
+                    entry.span("worker_stage"),
+                    key_path=f"{path}.worker_stage",
+                )
+            )
+        elif target is not None and not target.allow_as_worker:
+            ctx.diags.append(
+                diag(
+                    "fan-out-invalid",
+                    f"worker_stage '{st.worker_stage}' of fan_out stage '{entry.name}' does not "
+                    "set allow_as_worker = true",
+                    entry.span("worker_stage"),
+                    key_path=f"{path}.worker_stage",
+                )
+            )
+    if st.merge_stage is not None and st.merge_stage not in stage_names:
+        hint = did_you_mean(st.merge_stage, stage_names)
+        ctx.diags.append(
+            diag(
+                "fan-out-invalid",
+                f"merge_stage '{st.merge_stage}' of fan_out stage '{entry.name}' is not a stage"
+                + (f"; did you mean '{hint}'?" if hint else ""),
+                entry.span("merge_stage"),
+                key_path=f"{path}.merge_stage",
+            )
+        )
+    return FanOut(
+        worker_stage=st.worker_stage,
+        worker_agent=st.worker_agent,
+        worker_query=st.worker_query,
+        merge_stage=st.merge_stage,
+        results_region=st.results_region,
+        max_workers=st.max_workers,
+        max_items=st.max_items,
+        max_attempts=st.max_attempts,
+        on_worker_failure=st.on_worker_failure or "continue",
     )
 
 
@@ -1263,6 +1594,16 @@ def _shell_policy(ctx: _Ctx, agent_name: str) -> ShellPolicy:
     )
     if bp is not None and bp.safe_commands is not None and trusted:
         add(bp.safe_commands, ctx.bp_smap, ("safe_commands",))
+    elif bp is not None and bp.safe_commands is not None:
+        # Inert, but checked: an entry that cannot mean what it shows is an
+        # error whether or not anyone has trusted the block yet.
+        _, inert_diags = compile_shell_policy(
+            bp.safe_commands,
+            source=ctx.bp_smap.path if ctx.bp_smap else "<none>",
+            smap=ctx.bp_smap,
+            key_prefix=("safe_commands",),
+        )
+        ctx.diags.extend(inert_diags)
     safe = tuple(dict.fromkeys(entry for p in parts for entry in p.safe))
     return ShellPolicy(defaults=parts[0].defaults, safe=safe)
 
@@ -1277,6 +1618,12 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
         stages, _dups = combine_stages(ctx.agent.blueprint, list(ctx.agent.stage_files))
     if ctx.agent.core is not None and ctx.core is None:
         return None
+    ctx.stage_models = {name: e.stage for name, e in stages.items()}
+    if bp is not None:
+        from charter.compiler.leviath_checks import blueprint_refusals
+
+        ctx.diags.extend(blueprint_refusals(bp, stages))
+    _leviath_sources(ctx, stages, agent_name)
     table = _collect_tools(ctx, stages, project_root)
     _check_metadata_overrides(ctx, table)
     grants = _grants(ctx)
@@ -1313,6 +1660,10 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
             pinned = _mcp_entry(ctx, ref, project_root)
             if pinned is not None:
                 entries[name] = pinned
+        elif ref.source == "script":
+            script = _script_entry(ctx, ref)
+            if script is not None:
+                entries[name] = script
 
     _unused_grants(ctx, grants, entries, _mcp_caps(ctx))
     _inert_blueprint_safe_commands(ctx)
@@ -1326,6 +1677,9 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
         agent_perms = _permission_map(
             bp.tool_permissions, bsm, ("tool_permissions",), table, ctx, "agent"
         )
+
+    if ctx.scripts:
+        ctx.script_perms = _script_permissions(ctx, stages, table, user, agent_perms)
 
     compiled = [
         _compile_stage(ctx, e, table, entries, user, agent_perms, stage_names)
@@ -1349,7 +1703,7 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
 
     offered_anywhere = {n for s in compiled for n in s.attended}
     tools = tuple(entries[n] for n in sorted(entries) if n in offered_anywhere)
-    mcp = _mcp_servers(ctx, grants, project_root)
+    mcp = _mcp_servers(ctx, grants, project_root) + _leviath_server_plans(ctx, project_root)
 
     cfg = ctx.config
     limits = Limits()
@@ -1389,8 +1743,159 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
         allow_local_network=bool(cfg and cfg.security.allow_local_network),
         allow_env_vars=tuple(sorted(cfg.security.allow_env_vars)) if cfg else (),
         skills_root=_skills_root(ctx),
+        script_permissions=ctx.script_perms,
         origin=_ref(ctx.agent_span()),
     )
+
+
+def _leviath_sources(ctx: _Ctx, stages: Mapping[str, StageEntry], agent_name: str) -> None:
+    """The agent's script tools (its own tools/ shadows the user's folder) and
+    the [[mcp_servers]] it may use: the blueprint's own, and the config's
+    that a stage names."""
+    own = list(ctx.agent.scripts)
+    names = {t.name for t in own}
+    # Script tools are Leviath's: an agent core without a blueprint gets none,
+    # not even the user's folder.
+    if ctx.agent.blueprint is not None:
+        ctx.scripts = own + [t for t in ctx.user_scripts if t.name not in names]
+    for tool in ctx.scripts:
+        if resolve_builtin(tool.name) is not None:
+            ctx.diags.append(
+                diag(
+                    "script-tool-replaces-builtin",
+                    f"script tool '{tool.name}' is this agent's own tool; Charter's built-in "
+                    f"'{tool.name}' is not used for agent '{agent_name}'",
+                    tool.where,
+                )
+            )
+    bp, cfg = ctx.blueprint, ctx.config
+    if not ((bp is not None and bp.mcp_servers) or (cfg is not None and cfg.mcp_servers)):
+        return  # no [[mcp_servers]] anywhere: the MCP reader is never imported
+    from charter.compiler.leviath_mcp import (
+        declared_servers,
+        referenced,
+        server_checks,
+        stage_names,
+        trusted,
+    )
+
+    declared, diags = declared_servers(ctx.blueprint, ctx.bp_smap, ctx.config, ctx.config_smap)
+    ctx.diags.extend(diags)
+    kept = referenced(declared, stage_names(e.stage for e in stages.values()))
+    ctx.servers = kept
+    untrusted = set()
+    for srv in kept:
+        ctx.diags.extend(server_checks(srv))
+        if not trusted(srv, agent_name, ctx.config):
+            untrusted.add(srv.name)
+            verb = "start" if srv.transport == "stdio" else "contact"
+            ctx.diags.append(
+                diag(
+                    "blueprint-mcp-server-inert",
+                    f"MCP server '{srv.name}' is declared by this blueprint; Charter will not "
+                    f"{verb} it, and refuses its tools, until your config trusts it "
+                    f"([agent_mcp_servers.{agent_name}] allow_blueprint = true)",
+                    srv.span("name"),
+                    key_path=format_key_path((*srv.path, "name")),
+                )
+            )
+    ctx.untrusted_servers = frozenset(untrusted)
+
+
+def _script_permissions(
+    ctx: _Ctx,
+    stages: Mapping[str, StageEntry],
+    table: ToolTable,
+    user: _UserScopes,
+    agent_perms: dict[str, Said],
+) -> ScriptPermissions:
+    """[tool_script_permissions], with inherit resolved against the entry
+    stage's decision for the matching built-in."""
+    from charter.compiler.script_plan import effective_script_permissions
+
+    bp = ctx.blueprint
+    entry_name = bp.entry if bp is not None else None
+    entry = stages.get(entry_name) if entry_name else None
+    stage_perms: dict[str, Said] = {}
+    if entry is not None:
+        # A scratch context: the entry stage's map is compiled again with the
+        # stage, and its findings (a doubled spelling) belong to that pass.
+        scratch = _Ctx(ctx.agent, ctx.config, ctx.config_smap, ctx.options, ctx.shell)
+        stage_perms = _permission_map(
+            entry.stage.tool_permissions,
+            entry.smap,
+            (*entry.prefix, "tool_permissions"),
+            table,
+            scratch,
+            f"stage '{entry.name}'",
+            check_names=False,
+        )
+
+    def resolve(builtin: str) -> Permission:
+        b = resolve_builtin(builtin)
+        scopes = ScopeInputs(
+            builtin_default=b.default_permission if b is not None else "ask",
+            stage=stage_perms.get(builtin),
+            agent=agent_perms.get(builtin),
+            agent_config=user.agent_config.get(builtin),
+            config=user.config.get(builtin),
+            allow_blueprint_permissions=user.trust_blueprint,
+        )
+        return resolve_permission(scopes).permission
+
+    cfg = ctx.config
+    perms, diags = effective_script_permissions(
+        cfg.tool_script_permissions if cfg is not None else None,
+        ctx.config_smap,
+        bp.tool_script_permissions if bp is not None else None,
+        ctx.bp_smap,
+        resolve,
+    )
+    ctx.diags.extend(diags)
+    return perms
+
+
+def _leviath_server_plans(ctx: _Ctx, project_root: Path) -> list[McpServerPlan]:
+    from charter.compiler.leviath_mcp import to_server_plan
+
+    out: list[McpServerPlan] = []
+    for srv in ctx.servers:
+        entry = _leviath_pins(ctx, srv, project_root)
+        if srv.name in ctx.untrusted_servers:
+            connect = Decision(
+                permission="deny",
+                liftable=False,
+                clamps=(
+                    Clamp(
+                        rule="blueprint-mcp-server-untrusted",
+                        before="ask",
+                        after="deny",
+                        reason="declared by the blueprint; your config does not trust it",
+                        source=_ref(srv.span("name")),
+                    ),
+                ),
+            )
+        else:
+            connect = Decision(permission="ask", liftable=True)
+        pins = tuple(
+            McpToolPin(
+                server=srv.name,
+                tool=t.name,
+                description_sha256=t.description_sha256,
+                schema_sha256=t.schema_sha256,
+            )
+            for t in (entry.tools if entry is not None else ())
+        )
+        out.append(
+            to_server_plan(
+                srv,
+                connect=connect,
+                locked=entry is not None,
+                pins=pins,
+                origin=_ref(srv.span("name")),
+            )
+        )
+    return out
 
 
 def _salvage_invalid(ctx: _Ctx) -> None:
@@ -1445,6 +1950,7 @@ def _compile_project(project: Project, options: CompileOptions | None) -> Compil
             continue  # reported by the project loader
         seen.add(name)
         ctx = _Ctx(agent, config, config_smap, options, shell)
+        ctx.user_scripts = list(project.user_scripts)
         plan = _compile_agent(ctx, project.root, name)
         diags.extend(ctx.diags)
         if plan is not None:

@@ -102,11 +102,19 @@ def has_errors(diags: Iterable[Diagnostic]) -> bool:
     return any(d.is_error for d in diags)
 
 
+_LOOKALIKES = str.maketrans({"O": "0", "o": "0", "l": "1", "I": "1"})
+
+
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:
     """The closest candidate, if any is close enough to be a likely typo."""
     pool = sorted(set(candidates))
     import difflib  # only when a name is unknown
 
+    # A letter typed for the digit it looks like (CH2O1 for CH201) is the
+    # likeliest typo of all; scores alone cannot tell it from a near code.
+    lookalike = word.translate(_LOOKALIKES)
+    if lookalike != word and lookalike in pool:
+        return lookalike
     matches = difflib.get_close_matches(word, pool, n=1, cutoff=0.6)
     if matches:
         return matches[0]

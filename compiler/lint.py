@@ -32,7 +32,16 @@ def _reachable(agent: AgentPlan) -> set[str]:
             continue
         seen.add(name)
         todo.extend(e.to for e in stages[name].edges)
+        # A fan_out stage reaches its worker and merge stages through its own
+        # settings, not through an edge.
+        fan = stages[name].fan_out
+        if fan is not None:
+            todo.extend(t for t in (fan.worker_stage, fan.merge_stage) if t is not None)
     return seen
+
+
+def _worker_stages(agent: AgentPlan) -> set[str]:
+    return {s.fan_out.worker_stage for s in agent.stages if s.fan_out and s.fan_out.worker_stage}
 
 
 def _cycles_without_limit(agent: AgentPlan) -> list[list[str]]:
@@ -130,7 +139,14 @@ def lint_agent(agent: AgentPlan) -> list[Diagnostic]:
             )
         )
     if len(agent.stages) > 1:
+        # A fan-out worker's run ends where its stage ends: that is the design.
+        workers = _worker_stages(agent)
+        # A blueprint that writes no edges runs its stages in order, and its
+        # last stage ends the run: that is Leviath's linear form, not a dead end.
+        linear = all(e.implied for st in agent.stages for e in st.edges)
         for s in agent.stages:
+            if s.name in workers or linear:
+                continue
             if not s.edges and s.mode != "output" and not s.allow_complete:
                 out.append(
                     diag(

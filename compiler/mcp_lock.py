@@ -29,6 +29,7 @@ __all__ = [
     "pinned_schema",
     "read_agent_lock",
     "server_pins",
+    "server_pins_for",
 ]
 
 
@@ -84,12 +85,18 @@ class ServerPins:
 
 
 def server_pins(read: LockRead, server: str, manifest: Path) -> ServerPins:
+    return server_pins_for(read, server, manifest_sha256(manifest))
+
+
+def server_pins_for(read: LockRead, server: str, digest: str | None) -> ServerPins:
+    """:func:`server_pins` for a server whose "manifest" is not a file of its
+    own (a ``[[mcp_servers]]`` entry): ``digest`` is what the lock must hold."""
     if read.lock is None:
         return ServerPins(None)
     entry = read.lock.servers.get(server)
     if entry is None:
         return ServerPins(None, f"the lock has no entry for MCP server '{server}'")
-    if manifest_sha256(manifest) != entry.manifest_sha256:
+    if digest != entry.manifest_sha256:
         return ServerPins(
             None,
             f"the manifest of MCP server '{server}' changed after it was locked; its tools are "

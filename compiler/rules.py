@@ -288,6 +288,105 @@ _r(
     "Remove the key, or move the setting to where the host reads it.",
 )
 
+# --- CH25x: Leviath's loading defaults and regions ----------------------------
+_r(
+    "CH250",
+    "region-seed-not-understood",
+    W,
+    "A region's seed table holds keys Leviath does not recognise.",
+    "Leviath drops a seed none of whose keys it knows, and the region starts empty: a one-word "
+    "typo (caller_input for caller) reads like a working blueprint until the agent answers a "
+    "question it was never given.",
+    '[context.regions]\nbrief = { kind = "pinned", seed = { caller_input = "brief" } }\n',
+    "Use one of glob, files, literal, rhai, command, tool, tools or caller (or a plain string, "
+    "the caller input key).",
+)
+_r(
+    "CH251",
+    "stage-missing-mode",
+    W,
+    "A stage does not say which mode it runs in.",
+    "It runs as autonomous, which may not be what its author had in mind for a stage that talks "
+    "to a person.",
+    '[stages.plan]\navailable_tools = ["read_file"]\n',
+    'Write the mode, for example mode = "autonomous".',
+)
+_r(
+    "CH252",
+    "stage-missing-model",
+    W,
+    "A stage names no model.",
+    "Leviath then runs it on whatever default provider the user configured, so the same "
+    "blueprint behaves differently from one machine to the next.",
+    '[stages.plan]\nmode = "autonomous"\n',
+    'Add model = { models = [{ provider = "...", model = "..." }] } to the stage.',
+)
+_r(
+    "CH253",
+    "stage-missing-max-iterations",
+    W,
+    "A stage that runs inference sets no max_iterations.",
+    "It is bounded only by the user's [limits] default_max_iterations, which the author does not "
+    "control.",
+    '[stages.work]\nmode = "autonomous"\n',
+    "Give the stage a max_iterations it should never reach.",
+)
+_r(
+    "CH254",
+    "unknown-model",
+    W,
+    "A stage names a model that a provider with a closed catalog (anthropic, openai, google) "
+    "does not list.",
+    "Model names are passed to the provider verbatim and never checked before the first call, "
+    "so a typo fails the run, or falls through to the next fallback, only then.",
+    'model = { models = [{ provider = "anthropic", model = "claude-sonet-5" }] }\n',
+    "Check the model's name; open catalogs (ollama, openrouter, script providers) are not checked.",
+)
+_r(
+    "CH255",
+    "no-reachable-provider",
+    W,
+    "None of the providers a stage lists is configured on this machine.",
+    "The stage then falls back to the user's default model, if there is one, instead of any "
+    "model its author chose.",
+    'model = { models = [{ provider = "google", model = "gemini-3.5-flash" }] }   # no key\n',
+    "Configure one of the listed providers in config.toml (or its API key variable), or add a "
+    "provider you have.",
+)
+_r(
+    "CH256",
+    "unbounded-percentage-budget",
+    W,
+    "A region that evicts at its bound has only a percentage budget, which resolves to a very "
+    "large ceiling on the widest model the blueprint names.",
+    'Eviction only runs at the bound; on a million-token window "38%" may never be reached, '
+    "so the region hoards and every request grows.",
+    '[context.regions]\nraw = { kind = "temporary", budget = "38%" }\n',
+    "Add max_tokens to the region: the percentage still applies on small windows and the cap "
+    "keeps eviction working on large ones.",
+)
+_r(
+    "CH257",
+    "required-region-unenforceable",
+    W,
+    "A region is required, but no stage that sees it offers context_write or context_append.",
+    "The gate that holds a stage until the region is filled skips stages that cannot write "
+    "context, so the flag protects nothing.",
+    '[context.regions]\nsources = { kind = "pinned", required = true }\n',
+    "Offer context_write or context_append on the stage that owes the region, or drop "
+    "required = true.",
+)
+_r(
+    "CH258",
+    "compact-summarizes-deliverable",
+    W,
+    'An edge with transform = "compact" would summarize a required region.',
+    "Compacting summarizes every region that is not pinned, including the ones holding results; "
+    "figures that survive a paraphrase are no longer figures.",
+    '[stages.gather.transitions.report]\ntransform = "compact"\n',
+    'Set summarizable = false on the region, or name what to compact with transform = "custom".',
+)
+
 # --- CH3xx: names --------------------------------------------------------------
 _r(
     "CH301",
@@ -349,6 +448,18 @@ _r(
     "Only one value can apply; Charter takes the stricter, which may not be what was meant.",
     '[tool_permissions]\nshell = "ask"\nbash = "allow"\n',
     "Keep one entry per tool.",
+)
+
+_r(
+    "CH350",
+    "unknown-region",
+    E,
+    "A gate or a stage's tool routing names a context region that no layout declares, or one "
+    "the stage's own layout leaves out.",
+    "A gate on a region that does not exist never holds anything back, and results routed where "
+    "the stage cannot see them are lost to it; Leviath refuses to load such a blueprint.",
+    '[stages.s.tool_routing]\ndefault_region = "scrach"\n',
+    "Name a region declared under [context.regions] (or the stage's own context.regions).",
 )
 
 # --- CH4xx: permissions, capabilities and secrets ----------------------------
@@ -452,10 +563,96 @@ _r(
     "CH410",
     "holds-under-yolo",
     N,
-    "A stage keeps a blocking tool in unattended runs (required_tools).",
+    "A stage keeps a blocking tool in unattended runs (required_tools), or has an interaction "
+    'point with unattended = "ask".',
     "Even under --yolo the run will stop there and wait for a person.",
     '[stages.plan]\nrequired_tools = ["ask_user_text"]\n',
-    "Nothing to fix if intended; make sure someone will be there.",
+    "Nothing to fix if intended; make sure someone will be there, and bound the wait with "
+    "[limits] interaction_timeout_secs.",
+)
+
+# --- CH45x: what a blueprint asks for beyond its tools -------------------------
+_r(
+    "CH450",
+    "broad-read-path",
+    W,
+    "A [read_paths] entry covers the whole home directory or any path on the machine.",
+    "A grant of it would let the agent read every credential and private file of the user.",
+    '[read_paths]\nallow = ["~"]\n',
+    "Name the directory the agent actually needs.",
+)
+_r(
+    "CH451",
+    "read-paths-declared",
+    N,
+    "A blueprint declares [read_paths]: reads outside its working directory.",
+    "Declaring is not granting: the entries apply only where the user grants them, so the "
+    "author may expect reads that will be refused.",
+    '[read_paths]\nallow = ["~/datasets"]\n',
+    "Nothing to fix; the user grants entries with [agent_read_paths.<agent>] allow or "
+    "[security] allow_blueprint_read_paths.",
+)
+_r(
+    "CH452",
+    "read-paths-not-granted",
+    W,
+    "The user's config does not grant some of a blueprint's [read_paths] entries.",
+    "Reads matching them will be refused, usually at the worst moment of a run.",
+    '[read_paths]\nallow = ["~/datasets"]   # config grants nothing\n',
+    "Grant them under [agent_read_paths.<agent>] allow in config.toml, or accept the refusals.",
+)
+_r(
+    "CH453",
+    "read-paths-grant-invalid",
+    W,
+    "A read_paths grant in the user's config does not compile.",
+    "Leviath refuses to start an agent with a broken grant list, so the mistake is cheapest "
+    "to fix now.",
+    '[agent_read_paths.a]\nallow = ["glob:["]\n',
+    "Fix or remove the entry in config.toml.",
+)
+_r(
+    "CH454",
+    "command-seed",
+    N,
+    "A region is seeded by a shell command that runs when the agent starts.",
+    "The command runs before the first inference and before any approval prompt; whoever "
+    "installs a blueprint they did not write should see it first.",
+    '[context.regions]\nfiles = { kind = "pinned", seed = { command = "git ls-files" } }\n',
+    "Nothing to fix if intended. The note says whether the default safe list covers the "
+    "command; [security] allow_seed_commands = false turns command seeds off.",
+)
+_r(
+    "CH455",
+    "tool-seed",
+    N,
+    "A region is seeded by tool calls made when the agent starts.",
+    "The calls run before the first inference; each answers to the tool permissions as a call "
+    "during the run would, and one that would ask is refused because nobody can be asked yet.",
+    '[context.regions]\nenv = { kind = "pinned", seed = { tools = ["current_time"] } }\n',
+    "Nothing to fix if intended; make sure the tools are allowed, not asked about.",
+)
+_r(
+    "CH456",
+    "blueprint-mcp-server-inert",
+    W,
+    "A blueprint declares its own [[mcp_servers]], which Charter does not start or contact until "
+    "the user's config trusts them.",
+    "A stdio server is a program on the user's machine and an HTTP server a place data goes; a "
+    "downloaded blueprint must not start either by declaring it. Its tools are refused.",
+    '[[mcp_servers]]\nname = "db"\ncommand = "npx"\nargs = ["some-mcp-server"]\n',
+    "Review the server, then set [agent_mcp_servers.<agent>] allow_blueprint = true (or "
+    "[security] allow_blueprint_mcp_servers = true) in config.toml.",
+)
+_r(
+    "CH457",
+    "script-permission-clamped",
+    W,
+    "A blueprint's [tool_script_permissions] tries to loosen what the user's config sets.",
+    "A blueprint may only tighten what script tools may do; the looser value is ignored and "
+    "the user's applies.",
+    '[tool_script_permissions]\nshell = "allow"   # config says deny\n',
+    "Accept the user's value, or ask them to loosen it in config.toml.",
 )
 
 # --- CH5xx: shell policy (compiler/shell_policy.py) --------------------------
@@ -627,6 +824,121 @@ _r(
     "Add an edge out of the stage, or make it an output stage.",
 )
 
+_r(
+    "CH650",
+    "fanout-no-escape",
+    W,
+    'A fan_out stage with on_worker_failure = "fail_all" has no error or dead_end edge.',
+    "One failed worker then ends the run with nowhere to go.",
+    '[stages.split]\nmode = "fan_out"\non_worker_failure = "fail_all"\n',
+    'Add an edge with condition = "error" to a recovery stage, or keep the default "continue".',
+)
+_r(
+    "CH651",
+    "routing-without-region-read",
+    W,
+    "A stage routes tool results into a context region and offers read_file, but not context_read.",
+    "The model is told the result is in the region, and the only read tool in reach reads "
+    "files: it aims read_file at the region's name.",
+    '[stages.s.tool_routing]\ndefault_region = "notes"\n',
+    "Offer context_read in the stage.",
+)
+_r(
+    "CH652",
+    "output-shape-not-required",
+    W,
+    "A stage declares an output shape but is not required to produce an output.",
+    "The shape is advice in a tool description; the run may finish without an answer of that "
+    "shape, or any answer at all.",
+    '[stages.s.output]\nformat = "json"\n',
+    'Set require_output = true (or mode = "output"), or move the shape to the stage that submits.',
+)
+_r(
+    "CH653",
+    "output-stage-can-modify",
+    W,
+    "An output stage offers a tool that changes the workspace.",
+    "Work done while reporting lands after the review that was meant to check it.",
+    '[stages.summary]\nmode = "output"\navailable_tools = ["write_file"]\n',
+    "Drop the tool from the output stage.",
+)
+_r(
+    "CH654",
+    "allow-complete-skips-output",
+    W,
+    "A stage that is not the output stage may end the run (allow_complete) while the agent has "
+    "an output stage.",
+    "The model can finish there and never reach the stage that delivers the answer; the run "
+    "then looks like a success with nothing produced.",
+    "[stages.review]\nallow_complete = true\n",
+    "Drop allow_complete and route to the output stage.",
+)
+_r(
+    "CH655",
+    "dead-end-possible",
+    W,
+    "Every ordinary edge out of a stage leads to a stage with max_revisits, and no dead_end or "
+    "error edge leads anywhere without one.",
+    "Once the revisit budgets are spent the stage has nowhere to go and the run stops as "
+    "dead-ended.",
+    "[stages.review.transitions.implement]   # implement has max_revisits, nothing else\n",
+    'Add a condition = "dead_end" edge to a stage without max_revisits, usually the output stage.',
+)
+_r(
+    "CH656",
+    "fan-out-invalid",
+    E,
+    "A fan_out stage does not name exactly one worker source, or names a worker or merge stage "
+    "that does not exist or does not allow being a worker.",
+    "Leviath refuses to load such a blueprint: the stage could not start its workers or hand "
+    "their results on.",
+    '[stages.split]\nmode = "fan_out"\nworker_stage = "gather"   # gather lacks allow_as_worker\n',
+    "Set exactly one of worker_agent, worker_stage or worker_query; a worker_stage needs "
+    "allow_as_worker = true, and merge_stage must name a stage.",
+)
+_r(
+    "CH657",
+    "edge-written-as-value",
+    W,
+    'An edge is written as a plain value other than true ([stages.x.transitions] y = "false").',
+    "Leviath takes any plain value as an edge that is always taken; a value such as false reads "
+    "as if it meant no edge, or some condition, and does not.",
+    '[stages.a.transitions]\nb = "false"\n',
+    "Write the edge as a table with its condition, or remove the line.",
+)
+
+_r(
+    "CH658",
+    "gate-cannot-pass",
+    E,
+    "An edge gate requires modifications, but its stage offers no tool that modifies files and "
+    "the gate counts no other tool.",
+    "The gate can never pass; every attempt to leave the stage burns its budget until the edge "
+    "is forced. Leviath refuses to load such a blueprint.",
+    "[stages.plan.transitions.build]\ngate = { require_modifications = true }\n",
+    "Offer write_file or edit_file in the stage, list the tools that count in the gate's tools, "
+    "or drop require_modifications.",
+)
+_r(
+    "CH659",
+    "self-loop-without-limit",
+    E,
+    "A stage has an edge to itself and no max_revisits.",
+    "The model can choose the loop for ever; Leviath refuses to load such a blueprint.",
+    '[stages.work.transitions.work]\nhint = "again"\n',
+    "Set max_revisits on the stage.",
+)
+_r(
+    "CH660",
+    "no-terminal-path",
+    E,
+    "No path from the entry stage reaches a stage that ends the run.",
+    "The agent could never finish; Leviath refuses to load such a blueprint.",
+    "[stages.a.transitions.b]\n[stages.b.transitions.a]   # and no stage ends\n",
+    "Give some reachable stage an empty [stages.<name>.transitions] table, make it an output "
+    "stage, or let it complete (allow_complete).",
+)
+
 # --- CH7xx: tools and MCP ------------------------------------------------------
 _r(
     "CH701",
@@ -707,6 +1019,40 @@ _r(
     "damaged cannot be trusted.",
     '{"version": 1, "servers": {"docs": {"tools": "all"}}}\n',
     "Delete the file and run 'charter mcp lock' again.",
+)
+
+_r(
+    "CH750",
+    "script-tool-undeclared",
+    W,
+    "A tools/*.rhai file does not declare itself as a tool (no '// @tool <name>', or an "
+    "unreadable '// @param' line or <name>.toml override).",
+    "Leviath skips such a script, so a stage that names it offers nothing.",
+    "// fetches a page\nlet r = http_get(params.url);\n",
+    'Start the file with "// @tool <name>" and one "// @param <name> <type> '
+    '<required|optional> "<description>"" line per argument.',
+)
+_r(
+    "CH751",
+    "script-tool-replaces-builtin",
+    N,
+    "A script tool has the name of one of Charter's built-in tools.",
+    "The agent's own script is the tool its stages offer, with the script's schema and "
+    "permissions; Charter's built-in of that name is not used for this agent.",
+    "tools/web_search.rhai   // @tool web_search\n",
+    "Nothing to fix if intended; rename the script to use Charter's built-in instead.",
+)
+_r(
+    "CH752",
+    "mcp-server-not-declared",
+    W,
+    "A stage names an MCP server (a connector, or a <server>__<tool> name) that neither the "
+    "agent nor the user's config declares.",
+    "The stage gets nothing from it: a typo looks like a server with nothing to offer, and a "
+    "server installed only on the author's machine is missing on yours.",
+    '[stages.s]\navailable_connectors = ["githb"]\n',
+    "Name a server declared in [[mcp_servers]] (blueprint or config.toml), or in the core's "
+    "MCP manifests.",
 )
 
 # --- CH80x: policy self-tests --------------------------------------------------

@@ -19,7 +19,7 @@ from charter.runtime.naming import mcp_safe_names
 
 __all__ = ["ToolRef", "ToolTable"]
 
-Source = Literal["builtin", "authored", "mcp"]
+Source = Literal["builtin", "authored", "mcp", "script"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,8 @@ class ToolRef:
             return f"the built-in tool '{self.name}'"
         if self.source == "authored":
             return f"the authored tool '{self.authored_id}' ({self.where.path})"
+        if self.source == "script":
+            return f"the script tool '{self.name}' ({self.where.path})"
         return f"MCP server '{self.server}' tool '{self.server_tool}' ({self.where.path})"
 
 
@@ -113,6 +115,17 @@ class ToolTable:
         # blueprints. A stage that later names the built-in is caught by
         # add_builtin, because the authored tool already holds the name.
         self._add(ToolRef(tool_id, "authored", where, authored_id=tool_id))
+
+    def add_script(self, name: str, where: Span) -> None:
+        """A Leviath script tool. It is the agent's own tool even when it has a
+        built-in's name (web_search, web_fetch): the built-in is then not
+        offered to this agent, and a stage naming it gets the script. Add
+        scripts before the stages' built-ins so the script holds the name."""
+        self._add(ToolRef(name, "script", where))
+
+    def holds_script(self, name: str) -> bool:
+        ref = self.tools.get(name)
+        return ref is not None and ref.source == "script"
 
     def add_mcp_tools(self, server: str, tools: list[str], where: Span) -> None:
         for tool, safe in sorted(mcp_safe_names(server, tools).items()):

@@ -58,7 +58,9 @@ __all__ = [
 Permission = Literal["allow", "ask", "deny"]
 Risk = Literal["low", "medium", "high", "critical"]
 Approval = Literal["auto", "prompt", "deny"]
-Seed = Literal["000", "004"]
+# "leviath": a tool of Leviath's own runtime that seed 004 does not list
+# (its environment tools and fan_out).
+Seed = Literal["000", "004", "leviath"]
 Family = Literal[
     "files",
     "shell",
@@ -75,6 +77,7 @@ Family = Literal[
     "schedule",
     "session",
     "meta",
+    "environment",
 ]
 
 # Orders used to decide which of two values is stricter (a larger rank is

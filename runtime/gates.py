@@ -1043,6 +1043,17 @@ def _dispatch(
             grants=usable_grants(session.agent, entry),
             cancel=getattr(runtime, "cancel", None),
         )
+    if entry is not None and entry.source == "script":
+        # Decided like any tool, never run: Charter has no Rhai engine, and a
+        # silent success would tell the model the script did its work.
+        path = entry.script.path if entry.script is not None else entry.name
+        return refusal(
+            "unavailable",
+            "dispatch",
+            "script-tool-not-executable",
+            f"'{entry.name}' is a Leviath script tool ({path}); this runtime cannot execute Rhai "
+            "script tools, so nothing was run. Use another tool, or run this agent under Leviath",
+        )
     if entry is None or entry.source != "builtin":
         return refusal(
             "unavailable",

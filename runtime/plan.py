@@ -26,6 +26,7 @@ __all__ = [
     "Clamp",
     "Decision",
     "Edge",
+    "FanOut",
     "Gate",
     "Grant",
     "Limits",
@@ -36,6 +37,9 @@ __all__ = [
     "Plan",
     "PlanBody",
     "ScopeValue",
+    "ScriptPermission",
+    "ScriptPermissions",
+    "ScriptTool",
     "SourceDigest",
     "SourceRef",
     "Stage",
@@ -130,11 +134,23 @@ class McpToolPin(_Frozen):
     schema_sha256: str | None = None
 
 
+class ScriptTool(_Frozen):
+    """A Leviath script tool (``tools/<file>.rhai``). Charter decides calls to
+    it but never executes Rhai; ``path`` and ``sha256`` say which file the
+    decision was made about."""
+
+    path: str  # relative to the project root, or "<user-tools>/<file>" for the user's folder
+    sha256: str
+    scope: Literal["agent", "user"] = "agent"
+    # The <name>.toml beside the script that replaced its directives, if any.
+    override: str | None = None
+
+
 class ToolEntry(_Frozen):
     """One model-visible tool of an agent."""
 
     name: str
-    source: Literal["builtin", "authored", "mcp"]
+    source: Literal["builtin", "authored", "mcp", "script"]
     impl: str  # the runtime implementation key (builtin impl, authored id, or server)
     description: str
     # Canonical JSON text of the argument schema; None means validation is off
@@ -153,6 +169,7 @@ class ToolEntry(_Frozen):
     origin: SourceRef | None = None
     authored: AuthoredTool | None = None
     mcp: McpToolPin | None = None
+    script: ScriptTool | None = None
 
 
 class Gate(_Frozen):
@@ -177,7 +194,26 @@ class Edge(_Frozen):
     stuck_after_minutes: int | None = None
     stuck_after_same_file_edits: int | None = None
     stuck_after_tool_calls: int | None = None
+    # Not written in the blueprint: Leviath moves a stage without transitions
+    # on to the next stage declared, and the compiler makes that an edge.
+    implied: bool = False
     origin: SourceRef | None = None
+
+
+class FanOut(_Frozen):
+    """A ``mode = "fan_out"`` stage's workers: exactly one source of them
+    (a stage of this blueprint, an installed agent, or a query), where their
+    report goes and which stage takes over afterwards."""
+
+    worker_stage: str | None = None
+    worker_agent: str | None = None
+    worker_query: str | None = None
+    merge_stage: str | None = None
+    results_region: str | None = None
+    max_workers: int | None = None  # unset: the runtime's default; 0: unlimited
+    max_items: int | None = None
+    max_attempts: int | None = None
+    on_worker_failure: Literal["continue", "fail_all"] = "continue"
 
 
 class OutputSpec(_Frozen):
@@ -210,6 +246,7 @@ class Stage(_Frozen):
     output: OutputSpec | None = None
     shell_hint: str | None = None  # rendered system block, when the platform needs one
     system_prompt: str | None = None
+    fan_out: FanOut | None = None
     origin: SourceRef | None = None
 
 
@@ -245,6 +282,9 @@ class McpServerPlan(_Frozen):
     # server offers only tools listed exactly as pinned, even when no stage
     # pins any of them; an unlocked one offers discovered tools with an ask.
     locked: bool = False
+    # Where the server was declared: an agent core's manifest, a blueprint's
+    # own [[mcp_servers]], or the user's config.toml.
+    declared_in: Literal["manifest", "blueprint", "config"] = "manifest"
     origin: SourceRef | None = None
 
 
@@ -255,6 +295,31 @@ class Limits(_Frozen):
     max_child_depth: int = 3
     max_tool_call_write_bytes: int | None = None
     max_run_write_bytes: int | None = None
+
+
+class ScriptPermission(_Frozen):
+    """What script tools may do through one host function: allow, deny, or
+    inherit (defer to the matching built-in tool's decision)."""
+
+    value: Literal["allow", "deny", "inherit"]
+    source: SourceRef | None = None
+    detail: str = ""  # which scope set it: "config", "blueprint", "default"
+    # What a call gets: inherit resolved against the entry stage's decision
+    # for the matching built-in (shell, read_file, write_file), as Leviath
+    # does; the http and env functions have none and inherit permits them.
+    effective: Literal["allow", "deny"] = "allow"
+
+
+class ScriptPermissions(_Frozen):
+    """``[tool_script_permissions]`` after the blueprint's tightening of the
+    user's config. Shown and planned; Charter itself runs no script."""
+
+    http_get: ScriptPermission = ScriptPermission(value="inherit", detail="default")
+    http_post: ScriptPermission = ScriptPermission(value="inherit", detail="default")
+    shell: ScriptPermission = ScriptPermission(value="inherit", detail="default")
+    read_file: ScriptPermission = ScriptPermission(value="inherit", detail="default")
+    write_file: ScriptPermission = ScriptPermission(value="inherit", detail="default")
+    env_var: ScriptPermission = ScriptPermission(value="inherit", detail="default")
 
 
 class TaintPolicy(_Frozen):
@@ -282,6 +347,8 @@ class AgentPlan(_Frozen):
     allow_env_vars: tuple[str, ...] = ()
     # The core's skills folder (slots.skills), relative to the project root.
     skills_root: str | None = None
+    # Present when the agent has script tools.
+    script_permissions: ScriptPermissions | None = None
     origin: SourceRef | None = None
 
     def tool(self, name: str) -> ToolEntry | None:

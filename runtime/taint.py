@@ -275,8 +275,9 @@ def outbound_targets(
     if entry.source == "mcp":
         server = entry.mcp.server if entry.mcp is not None else entry.impl
         return (server,)
-    if entry.source == "authored":
-        # Authored Python can do anything the process can.
+    if entry.source in ("authored", "script"):
+        # Authored Python can do anything the process can; a script tool
+        # reaches the network through its host functions.
         return (f"tool:{entry.name}",)
     if entry.impl == "exec.command":
         command = args.get("command")

@@ -97,8 +97,10 @@ def _lock(args: argparse.Namespace) -> int:
     project = load_project(
         args.project, config=args.config, use_default_config=not args.no_user_config
     )
-    # (agent directory, server id, manifest path, plan)
-    targets: list[tuple[str, str, Path, McpServerPlan]] = []
+    from charter.compiler.mcp_lock import manifest_sha256
+
+    # (agent directory, server id, the digest the lock records, plan)
+    targets: list[tuple[str, str, str | None, McpServerPlan]] = []
     bad: list[Diagnostic] = []
     for agent in project.agents:
         for loaded in agent.mcp:
@@ -111,7 +113,9 @@ def _lock(args: argparse.Namespace) -> int:
             if not loaded.model.enabled:
                 continue
             plan = server_plan(server, loaded.model)
-            targets.append((agent.directory, server, project.root / loaded.display, plan))
+            digest = manifest_sha256(project.root / loaded.display)
+            targets.append((agent.directory, server, digest, plan))
+        targets.extend(_leviath_targets(project, agent, args.server))
     if bad:
         sys.stderr.write(render(bad, "concise", sources=project.sources))
         print("charter mcp lock: fix the manifests above first", file=sys.stderr)
@@ -156,9 +160,9 @@ def _lock(args: argparse.Namespace) -> int:
     import anyio
 
     failures = 0
-    by_agent: dict[str, list[tuple[str, Path, McpServerPlan]]] = {}
-    for directory, server, path, plan in targets:
-        by_agent.setdefault(directory, []).append((server, path, plan))
+    by_agent: dict[str, list[tuple[str, str | None, McpServerPlan]]] = {}
+    for directory, server, digest, plan in targets:
+        by_agent.setdefault(directory, []).append((server, digest, plan))
     for directory, servers in by_agent.items():
         path = lock_path(project.root, directory)
         try:
@@ -212,12 +216,51 @@ def _show_changes(out: TextIO, previous: Any, entry: Any) -> None:
         out.write("  ! the launch command or URL changed since the previous lock\n")
 
 
+def _leviath_targets(
+    project: Any, agent: Any, only: list[str] | None
+) -> list[tuple[str, str, str | None, McpServerPlan]]:
+    """The agent's [[mcp_servers]] (its blueprint's, and the config's it
+    names). Locking is the review step, so a blueprint's server is locked
+    here whether or not the config trusts it yet; trusting it is separate."""
+    from charter.compiler.leviath_mcp import (
+        declared_servers,
+        entry_digest,
+        referenced,
+        stage_names,
+        to_server_plan,
+    )
+    from charter.runtime.plan import Decision, SourceRef
+
+    bp = agent.blueprint
+    config = project.config
+    declared, _ = declared_servers(
+        bp.model if bp is not None else None,
+        bp.smap if bp is not None else None,
+        config.model if config is not None else None,
+        config.smap if config is not None else None,
+    )
+    stages = list(bp.model.stages.values()) if bp is not None and bp.model else []
+    stages += [f.model for f in agent.stage_files if f.model is not None]
+    out: list[tuple[str, str, str | None, McpServerPlan]] = []
+    for srv in referenced(declared, stage_names(stages)):
+        if only and srv.name not in only:
+            continue
+        plan = to_server_plan(
+            srv,
+            connect=Decision(permission="ask", liftable=True),
+            locked=False,
+            pins=(),
+            origin=SourceRef(path=srv.smap.path),
+        )
+        out.append((agent.directory, srv.name, entry_digest(srv.model), plan))
+    return out
+
+
 async def _list_servers(
-    agent_dir: Path, servers: list[tuple[str, Path, McpServerPlan]], allow_local: bool
+    agent_dir: Path, servers: list[tuple[str, str | None, McpServerPlan]], allow_local: bool
 ) -> tuple[list[Any], int]:
     import tempfile
 
-    from charter.compiler.mcp_lock import manifest_sha256
     from charter.runtime.mcp.client import ConnectAuthorization, McpHost, McpPool, ServerRequest
     from charter.runtime.mcp.launch import launch_identity
     from charter.runtime.mcp.lock import LockError, ServerLock, pin_tools
@@ -235,17 +278,16 @@ async def _list_servers(
             url_policy=UrlPolicy(allow_local_network=allow_local),
         )
         async with McpPool(host) as pool:
-            for server, path, plan in servers:
+            for server, digest, plan in servers:
                 req = ServerRequest(plan, ConnectAuthorization(server, "approval"))
                 report, listed = await pool.list_only(req)
                 if report.status != "ok":
                     failed += 1
                     print(f"{server}: {report.status}: {report.message}", file=sys.stderr)
                     continue
-                digest = manifest_sha256(path)
                 try:
                     if digest is None:
-                        raise LockError(f"cannot read the manifest {path.name}")
+                        raise LockError(f"cannot read the manifest of MCP server '{server}'")
                     tools = pin_tools(server, listed)
                 except (LockError, ValueError) as exc:
                     failed += 1

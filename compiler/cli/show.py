@@ -49,6 +49,30 @@ def rows(plan: Any, agent_filter: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
+def script_permissions(plan: Any, agent_filter: str | None = None) -> dict[str, dict[str, Any]]:
+    """Per agent with script tools, what each script host function may do:
+    the value, where it came from and what a call gets."""
+    out: dict[str, dict[str, Any]] = {}
+    for agent in plan.body.agents:
+        perms = agent.script_permissions
+        if perms is None or (agent_filter and agent.name != agent_filter):
+            continue
+        shown: dict[str, Any] = {}
+        for fn in type(perms).model_fields:
+            p = getattr(perms, fn)
+            shown[fn] = {"value": p.value, "effective": p.effective, "set_by": p.detail}
+        out[agent.name] = shown
+    return out
+
+
+def _script_lines(perms: dict[str, dict[str, Any]]) -> list[str]:
+    return [
+        f"{agent}: tool_script_permissions "
+        + ", ".join(f"{fn}={p['value']}->{p['effective']} ({p['set_by']})" for fn, p in fns.items())
+        for agent, fns in perms.items()
+    ]
+
+
 def run(args: argparse.Namespace) -> int:
     from charter.runtime.loader import PlanError, load_plan
 
@@ -64,9 +88,13 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     data = rows(plan, args.agent)
+    scripts = script_permissions(plan, args.agent)
     fmt = args.format or ("table" if sys.stdout.isatty() else "text")
     if fmt == "json":
-        json.dump({"digest": plan.digest, "rows": data}, sys.stdout, indent=2, sort_keys=True)
+        shown: dict[str, Any] = {"digest": plan.digest, "rows": data}
+        if scripts:
+            shown["script_permissions"] = scripts
+        json.dump(shown, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
         return 0
     if fmt == "text":
@@ -79,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
                 f"{r['agent']}/{r['stage']}\t{r['tool']}\t{r['source']}\t{r['capability'] or '-'}"
                 f"\t{r['decision']}\t{flags.strip() or '-'}\t{r['why']}"
             )
+        for line in _script_lines(scripts):
+            print(line)
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -98,5 +128,8 @@ def run(args: argparse.Namespace) -> int:
             "yes" if r["liftable"] else "no",
             r["why"],
         )
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    for line in _script_lines(scripts):
+        console.print(line, markup=False)
     return 0

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, Self
 
-from pydantic import Discriminator, Field, Tag, model_validator
+from pydantic import AfterValidator, Discriminator, Field, Tag, model_validator
 from pydantic_core import PydanticCustomError
 
 from charter.compiler.diagnostics import Diagnostic, format_key_path
@@ -42,11 +42,11 @@ from charter.compiler.frontends.base import Loaded, load_document
 from charter.compiler.frontends.config_toml import (
     McpServer,
     PermissionMap,
-    ReadPaths,
     SafeCommands,
     ToolScriptPermissions,
     explain_misplaced_keys,
 )
+from charter.compiler.frontends.regions import Region
 from charter.compiler.frontends.validation import InputModel
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
@@ -54,10 +54,14 @@ from charter.compiler.sources.sourcemap import KeyPath, SourceMap
 __all__ = [
     "Agent",
     "Blueprint",
+    "BlueprintReadPaths",
     "BlueprintSecurity",
+    "Compaction",
     "Condition",
     "ContextConfig",
+    "ContextTransform",
     "Edge",
+    "FileTracking",
     "Gate",
     "Hooks",
     "InteractionPoint",
@@ -67,12 +71,16 @@ __all__ = [
     "Nudge",
     "OutputSpec",
     "Region",
+    "RegionMapping",
+    "RepetitionDetection",
     "Sandbox",
     "Stage",
+    "StageContext",
     "ToolRouting",
     "Transform",
     "TransformConfig",
     "Transition",
+    "TransitionValue",
     "check_stage",
     "explain_misplaced",
     "load_blueprint",
@@ -180,6 +188,21 @@ class Edge(Transition):
     to: Annotated[str, Field(min_length=1)]
 
 
+def _transition_kind(value: Any) -> str:
+    # A table is an edge with keys; Leviath also takes a plain value
+    # (``done = "true"``) as an edge with none, which is an always edge
+    # whatever the value says. "str" and "bool" are tags the mapper drops.
+    if isinstance(value, dict | Transition):
+        return "dict"
+    return "bool" if isinstance(value, bool) else "str"
+
+
+TransitionValue = Annotated[
+    Annotated[Transition, Tag("dict")] | Annotated[str, Tag("str")] | Annotated[bool, Tag("bool")],
+    Discriminator(_transition_kind),
+]
+
+
 class InteractionPoint(InputModel):
     name: str | None = None
     prompt: str | None = None
@@ -199,6 +222,15 @@ class InteractionPoint(InputModel):
 class ToolRoutingOverride(InputModel):
     region: str | None = None
     max_result_tokens: NonNegativeInt | None = None
+
+    @model_validator(mode="after")
+    def _says_something(self) -> Self:
+        # Leviath refuses an empty override: it reads as a limit and is none.
+        if self.region is None and self.max_result_tokens is None:
+            raise PydanticCustomError(
+                "invalid-value", "an override needs region, max_result_tokens or both"
+            )
+        return self
 
 
 def _override_kind(value: Any) -> str:
@@ -279,43 +311,60 @@ class ModelConfig(InputModel):
     parameters: dict[str, Any] = {}
 
 
-class Region(InputModel):
-    """One context region. Charter does not interpret regions (a ``seed``
-    command is read by the compiler from here as written), but their keys
-    are checked so a stage key stranded under ``[..context.regions]`` by
-    TOML's header rules is an error rather than a region nobody uses."""
-
-    kind: Any = None
-    budget: Any = None
-    max_tokens: Any = None
-    min_tokens: Any = None
-    required: Any = None
-    summarizable: Any = None
-    admission: Any = None
-    required_message: Any = None
-    seed: Any = None
-    max_items: Any = None
-    strategy: Any = None
-    overflow: Any = None
-    compact_count: Any = None
-    compact_at: Any = None
-    threshold_tokens: Any = None
-    source_region: Any = None
-    max_entries: Any = None
-    script: Any = None
-    persistent: Any = None
-
-
 class FileTracking(InputModel):
-    region: Any = None
-    track_reads: Any = None
-    track_writes: Any = None
-    max_file_tokens: Any = None
+    region: str | None = None
+    track_reads: bool | None = None
+    track_writes: bool | None = None
+    max_file_tokens: NonNegativeInt | None = None
 
 
 class ContextConfig(InputModel):
+    """``[context]``: the region layout and file tracking. A stage's own
+    ``context`` may only hold ``regions``; the compiler reports a stage that
+    writes ``file_tracking``."""
+
     regions: dict[str, Region] = {}
     file_tracking: FileTracking | None = None
+
+
+class StageContext(InputModel):
+    """A stage's own ``context``: the regions it sees (the ones it leaves out
+    are hidden for the stage, not destroyed)."""
+
+    regions: dict[str, Region] = {}
+
+
+class Compaction(InputModel):
+    """``[compaction]``: the model that summarizes compacting regions."""
+
+    provider: str | None = None
+    model: str | None = None
+    system_prompt: str | None = None
+    max_summary_tokens: PositiveInt | None = None
+    # A float is kept as its text would be: plans never hold this value.
+    temperature: float | None = None
+
+
+class RepetitionDetection(InputModel):
+    enabled: bool | None = None
+    max_repeat_calls: PositiveInt | None = None
+    max_readonly_streak: PositiveInt | None = None
+
+
+class RegionMapping(InputModel):
+    from_region: str | None = None
+    to_region: str | None = None
+    transform: Literal["direct", "summarize", "extract"] | None = None
+    fields: tuple[str, ...] = ()
+
+
+class ContextTransform(InputModel):
+    """One ``[[transforms]]`` entry: how a parent's regions map onto a
+    child's when one blueprint hands off to another."""
+
+    from_blueprint: str | None = None
+    to_blueprint: str | None = None
+    mappings: tuple[RegionMapping, ...] = ()
 
 
 class Stage(InputModel):
@@ -354,9 +403,10 @@ class Stage(InputModel):
     nudge: Nudge | None = None
     hooks: Hooks | None = None
 
-    # Not interpreted by Charter: which model runs the stage and its context layout.
+    # Which model runs the stage, and the regions it sees (its own layout
+    # replaces the blueprint's; Charter reads both for the linter only).
     model: ModelConfig | None = None
-    context: ContextConfig | None = None
+    context: StageContext | None = None
 
     # Fan-out settings.
     worker_agent: str | None = None
@@ -365,12 +415,16 @@ class Stage(InputModel):
     merge_stage: str | None = None
     split_prompt: str | None = None
     results_region: str | None = None
-    max_workers: PositiveInt | None = None
-    max_items: PositiveInt | None = None
+    # 0 means unlimited (max_workers) or no cap (max_items).
+    max_workers: NonNegativeInt | None = None
+    max_items: NonNegativeInt | None = None
     on_worker_failure: Literal["continue", "fail_all"] | None = None
+    # How often a fan_out stage that ended without calling fan_out is asked
+    # again (unset: 3; 0 lets it through at once).
+    max_attempts: NonNegativeInt | None = None
 
     # Outgoing edges, in either shape (see the module docs).
-    transitions: dict[str, Transition] = {}
+    transitions: dict[str, TransitionValue] = {}
     edges: tuple[Edge, ...] = ()
 
     def all_edges(self) -> tuple[tuple[KeyPath, Edge], ...]:
@@ -378,9 +432,10 @@ class Stage(InputModel):
         table: ``("transitions", target)`` or ``("edges", index)``."""
         out: list[tuple[KeyPath, Edge]] = []
         for target, t in self.transitions.items():
-            edge = Edge.model_validate(
-                {**t.model_dump(exclude_unset=True, by_alias=True), "to": target}
+            keys = (
+                t.model_dump(exclude_unset=True, by_alias=True) if isinstance(t, Transition) else {}
             )
+            edge = Edge.model_validate({**keys, "to": target})
             out.append((("transitions", target), edge))
         for i, e in enumerate(self.edges):
             out.append((("edges", i), e))
@@ -394,7 +449,9 @@ class Stage(InputModel):
 
 
 class Agent(InputModel):
-    name: Annotated[str, Field(min_length=1)]
+    # Leviath names an agent without one "unnamed"; the name keys the user's
+    # [agent_tool_permissions.<name>] and friends.
+    name: Annotated[str, Field(min_length=1)] = "unnamed"
     version: str | None = None
     description: str | None = None
     # Unset means the first stage declared.
@@ -408,13 +465,34 @@ class Agent(InputModel):
     output: OutputSpec | None = None
 
 
+def _read_path(value: str) -> str:
+    from charter.compiler.read_paths import entry_problem
+
+    problem = entry_problem(value)
+    if problem is not None:
+        raise PydanticCustomError(
+            "invalid-value",
+            "read_paths entry '{value}': {problem}",
+            {"value": value, "problem": problem},
+        )
+    return value
+
+
+class BlueprintReadPaths(InputModel):
+    """``[read_paths]``: paths outside the working directory the agent asks
+    to read. Leviath refuses a malformed entry when it loads the blueprint,
+    so Charter does too; a well-formed one is still only a request."""
+
+    allow: tuple[Annotated[str, AfterValidator(_read_path)], ...] = ()
+
+
 class Blueprint(InputModel):
     agent: Agent
     stages: dict[str, Stage] = {}
     tool_permissions: PermissionMap = {}
     # Declared, not granted: inert until the user's config opts in.
     safe_commands: SafeCommands | None = None
-    read_paths: ReadPaths | None = None
+    read_paths: BlueprintReadPaths | None = None
     security: BlueprintSecurity | None = None
     tool_script_permissions: ToolScriptPermissions | None = None
     sandbox: Sandbox | None = None
@@ -423,9 +501,9 @@ class Blueprint(InputModel):
     mcp_servers: tuple[McpServer, ...] = ()
     # Not interpreted by Charter (context keys are still checked).
     context: ContextConfig | None = None
-    compaction: dict[str, Any] | None = None
-    repetition_detection: dict[str, Any] | None = None
-    transforms: tuple[dict[str, Any], ...] = ()
+    compaction: Compaction | None = None
+    repetition_detection: RepetitionDetection | None = None
+    transforms: tuple[ContextTransform, ...] = ()
 
     @property
     def entry(self) -> str | None:
@@ -462,6 +540,23 @@ def check_stage(stage: Stage, smap: SourceMap, prefix: KeyPath) -> list[Diagnost
                     help="remove the second entry",
                 )
             )
+    for target, value in stage.transitions.items():
+        # Leviath takes a plain value as an always edge, whatever it says;
+        # anything but true reads as if it meant something else.
+        if isinstance(value, Transition) or value is True or value in ("true", "always"):
+            continue
+        path = (*prefix, "transitions", target)
+        out.append(
+            diag(
+                "edge-written-as-value",
+                f"the edge to '{target}' is written as {value!r}; a plain value is an edge that is "
+                "always taken, whatever the value says",
+                smap.value_span(path),
+                key_path=format_key_path(path),
+                help=f"write a table ([stages.<name>.transitions.{target}] with a condition), or "
+                "remove the line if no edge was meant",
+            )
+        )
     if stage.edges and "transitions" in stage.model_fields_set:
         first_edge = smap.key_span((*prefix, "edges"))
         out.append(

@@ -28,6 +28,7 @@ from charter.compiler.frontends.base import Loaded, load_document
 from charter.compiler.frontends.validation import InputModel
 
 __all__ = [
+    "AgentMcpServers",
     "AgentSafeCommands",
     "Limits",
     "McpServer",
@@ -93,6 +94,13 @@ class AgentSafeCommands(InputModel):
     allow_blueprint: bool = False
 
 
+class AgentMcpServers(InputModel):
+    """``[agent_mcp_servers.<agent>]``: whether that agent's own
+    ``[[mcp_servers]]`` may be started or contacted (Charter's opt-in)."""
+
+    allow_blueprint: bool = False
+
+
 class ToolScriptPermissions(InputModel):
     """What a script tool may do through its host functions. ``inherit``
     defers to the policy of the matching built-in tool."""
@@ -124,6 +132,9 @@ class SecurityConfig(InputModel):
     shell_env_withhold: tuple[str, ...] = ()
     read_paths: tuple[str, ...] = ()
     credential_store: Literal["file", "keychain"] = "file"
+    # Charter's own switch (Leviath has none): a blueprint's [[mcp_servers]]
+    # are started or contacted only when the user trusts them.
+    allow_blueprint_mcp_servers: bool = False
 
 
 class Limits(InputModel):
@@ -145,6 +156,11 @@ class Limits(InputModel):
     wedge_timeout_secs: Annotated[int, Field(ge=0)] | None = None
     provider_failures_before_open: Annotated[int, Field(ge=1)] | None = None
     provider_circuit_cooldown_secs: Annotated[int, Field(ge=0)] | None = None
+    inference_retry_attempts: Annotated[int, Field(ge=0)] | None = None
+    inference_retry_base_ms: Annotated[int, Field(ge=0)] | None = None
+    # Per model / per provider caps on concurrent inferences.
+    max_concurrent_inferences_by_model: dict[str, Annotated[int, Field(ge=1)]] = {}
+    max_concurrent_inferences_by_provider: dict[str, Annotated[int, Field(ge=1)]] = {}
 
 
 class McpServer(InputModel):
@@ -177,6 +193,7 @@ class UserConfig(InputModel):
     agent_read_paths: dict[str, ReadPaths] = {}
     limits: Limits = Limits()
     mcp_servers: tuple[McpServer, ...] = ()
+    agent_mcp_servers: dict[str, AgentMcpServers] = {}
 
     # Leviath settings with no bearing on tool policy: accepted, kept opaque.
     default_provider: str | None = None

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     # builds the core, tool or MCP manifest models.
     from charter.compiler.frontends.agent_yaml import AgentCore, AgentFallback
     from charter.compiler.frontends.mcp_manifest import McpServer
+    from charter.compiler.frontends.script_tools import ScriptToolSource
     from charter.compiler.frontends.tool_yaml import ToolSpec
 
 __all__ = [
@@ -98,6 +99,8 @@ class AgentSources:
     # The global fallback file above this agent's core, if any: its approval
     # is the host's global approval layer for the core.
     fallback: Loaded[AgentFallback] | None = None
+    # Leviath script tools in <agent>/tools/*.rhai (read for blueprints only).
+    scripts: tuple[ScriptToolSource, ...] = ()
 
     @property
     def name(self) -> str:
@@ -124,6 +127,9 @@ class Project:
     digests: dict[str, str] = field(default_factory=dict)
     # charter.toml files: (the agent they belong to, or None at the root; the file)
     settings: tuple[tuple[str | None, Loaded[ProjectSettings]], ...] = ()
+    # Script tools of the user's own tools folder (tools/ beside config.toml),
+    # offered to every blueprint; an agent's own tools/ shadows them.
+    user_scripts: tuple[ScriptToolSource, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -314,6 +320,7 @@ def _load_agent(
                 c.note_file(spath, c.display(spath), loaded)
                 stage_files.append(loaded)
         c.diags.extend(merge_stages(blueprint, stage_files))
+    scripts = _load_scripts(c, adir / SCRIPT_DIR, f"{directory}/{SCRIPT_DIR}".removeprefix("./"))
     return AgentSources(
         directory,
         core,
@@ -322,7 +329,32 @@ def _load_agent(
         blueprint,
         tuple(stage_files),
         fallback if core is not None else None,
+        scripts if blueprint is not None else (),
     )
+
+
+SCRIPT_DIR = "tools"
+USER_SCRIPTS = "<user-tools>"
+
+
+def _load_scripts(c: _Collector, folder: Path, display: str) -> tuple[ScriptToolSource, ...]:
+    """The ``*.rhai`` script tools directly in ``folder`` (Leviath's tools/
+    folder). Loaded only when there are any, so other projects never import
+    the script reader."""
+    try:
+        if not folder.is_dir() or not any(p.suffix == ".rhai" for p in folder.iterdir()):
+            return ()
+    except OSError:
+        return ()
+    from charter.compiler.frontends.script_tools import load_script_dir
+
+    scope = "user" if display == USER_SCRIPTS else "agent"
+    found, diags, sources = load_script_dir(folder, display, scope)
+    c.diags.extend(diags)
+    c.sources.update(sources)
+    for tool in found:
+        c.digests[tool.display] = tool.sha256
+    return tuple(found)
 
 
 def load_project(
@@ -405,7 +437,19 @@ def _load_project(root: Path, *, config: Path | None, use_default_config: bool) 
             )
         else:
             seen[agent.name] = agent
-    return Project(root, tuple(agents), user, tuple(c.diags), c.sources, c.digests, tuple(settings))
+    user_scripts: tuple[ScriptToolSource, ...] = ()
+    if user is not None and cfg_path is not None:
+        user_scripts = _load_scripts(c, cfg_path.parent / SCRIPT_DIR, USER_SCRIPTS)
+    return Project(
+        root,
+        tuple(agents),
+        user,
+        tuple(c.diags),
+        c.sources,
+        c.digests,
+        tuple(settings),
+        user_scripts,
+    )
 
 
 def _config_display(path: Path, root: Path) -> str:

@@ -25,7 +25,7 @@ from charter.compiler.diagnostics import Diagnostic, Severity, did_you_mean, for
 from charter.compiler.rules import _BY_NAME, diag
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
 
-__all__ = ["InputModel", "freeze", "thaw", "validate_model"]
+__all__ = ["InputModel", "freeze", "thaw", "type_name", "validate_model"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -161,6 +161,11 @@ def _is_union_tag(part: Any) -> bool:
     return isinstance(part, str) and (
         "[" in part or part in ("str", "int", "bool", "float", "list", "dict", "tuple")
     )
+
+
+def type_name(value: Any) -> str:
+    """How a value's type reads in a message ("an integer", "a list")."""
+    return _type_name(value)
 
 
 def _type_name(value: Any) -> str:

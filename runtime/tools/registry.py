@@ -33,7 +33,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from charter.runtime.redact import Redactor, redacted_views
 from charter.runtime.results import ToolResult, refusal
-from charter.runtime.tools import catalog_tools, context, files, shell, skills, tasks, web
+from charter.runtime.tools import (
+    catalog_tools,
+    context,
+    environment,
+    files,
+    shell,
+    skills,
+    tasks,
+    web,
+)
 from charter.runtime.tools.context import RunStore
 from charter.runtime.tools.paths import path_args
 
@@ -177,6 +186,13 @@ IMPLEMENTATIONS: Mapping[str, Implementation] = MappingProxyType(
         "core.rollback": _wrap("core.rollback", catalog_tools.run_rollback),
         "web.fetch": _wrap("web.fetch", web.run_fetch),
         "web.search": _wrap("web.search", web.run_search),
+        "env.time": _wrap("env.time", environment.run_current_time),
+        "env.system": _wrap("env.system", environment.run_system_info),
+        "env.locale": _wrap("env.locale", environment.run_locale_info),
+        "env.environment": _wrap("env.environment", environment.run_environment_info),
+        "env.which": _wrap("env.which", environment.run_which_command),
+        "env.runtime": _wrap("env.runtime", environment.run_runtime_info),
+        "agents.fan_out": _wrap("agents.fan_out", environment.run_fan_out),
     }
 )
 
