@@ -9,6 +9,7 @@ refuse duplicates, anchors, aliases and tags outright.
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 import yaml
@@ -232,7 +233,7 @@ class _Builder:
             )
             return value
         if _INT.match(text):
-            return int(text)
+            return self.integer(text, path, span)
         if _OCT.match(text):
             return int(text[2:], 8)
         if _HEX.match(text):
@@ -243,9 +244,28 @@ class _Builder:
             return _SPECIAL_FLOATS[text]
         return text
 
+    def integer(self, text: str, path: KeyPath, span: Span) -> int | None:
+        """A decimal integer, or None with a diagnostic when it has more digits
+        than Python converts (its guard against quadratic-time conversion)."""
+        digits = len(text.lstrip("+-"))
+        if digits > sys.get_int_max_str_digits():
+            self.diags.append(
+                diag(
+                    "invalid-value",
+                    f"an integer of {digits} digits is out of range (at most "
+                    f"{sys.get_int_max_str_digits()} digits are read)",
+                    span,
+                    key_path=format_key_path(path),
+                )
+            )
+            return None
+        return int(text)
+
     def tagged(self, text: str, tag: str, path: KeyPath, span: Span) -> Any:
         try:
             if tag.endswith(":int"):
+                if _INT.match(text.strip()):
+                    return self.integer(text.strip(), path, span)
                 return int(text, 0)
             if tag.endswith(":float"):
                 return float(text)
@@ -261,7 +281,8 @@ class _Builder:
             self.diags.append(
                 diag(
                     "wrong-type",
-                    f"'{text}' does not match its tag '{tag}'",
+                    f"'{text if len(text) <= 80 else text[:80] + '...'}' does not match its "
+                    f"tag '{tag}'",
                     span,
                     key_path=format_key_path(path),
                 )
