@@ -464,7 +464,13 @@ class AgentRun:
         for name in order:
             entry = tools.get(name)
             if name in offered and entry is not None:
-                spec = ToolSpec.from_entry(entry)
+                try:
+                    spec = ToolSpec.from_entry(entry)
+                except ValueError:
+                    # A schema that is not an object: the schema gate refuses
+                    # every call (schema-unusable); the model is still told the
+                    # tool takes an object, so its call gets that refusal.
+                    spec = ToolSpec(entry.name, entry.description, {"type": "object"})
                 if shape is not None and name == "submit_output" and entry.source == "builtin":
                     spec = dataclasses.replace(
                         spec,
