@@ -45,7 +45,9 @@ def args_digest(args: Mapping[str, Any], redact: Callable[[str], str] | None = N
     text = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     if redact is not None:
         text = redact(text)
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate (refused by the gates, but still logged)
+    # must give a digest, not an exception.
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _now() -> str:

@@ -36,6 +36,7 @@ stays free of file-system look-ups.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -66,6 +67,9 @@ __all__ = ["Outcome", "PathCheck", "decide", "execute"]
 
 Permission = Literal["allow", "ask", "deny"]
 _MAX_VIOLATIONS = 3
+# UTF-16 surrogate code points: JSON's "\ud800" escape yields one alone,
+# which is no Unicode text (it cannot be encoded, logged or written).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _MAX_VIOLATION_TEXT = 256
 _PREVIEW = 600
 
@@ -196,6 +200,25 @@ def _visibility(session: Session, call: ToolCall) -> Outcome | str:
 # -- 2. schema ----------------------------------------------------------------
 
 
+def _lone_surrogate(args: Mapping[str, Any]) -> str | None:
+    """The JSON path of the first key or string holding a surrogate code
+    point, or None. Iterative, and linear in the size of the arguments."""
+    todo: list[tuple[str, Any]] = [("$", args)]
+    while todo:
+        path, value = todo.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                return path
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return f"{path} (a key)"
+                todo.append((f"{path}.{key}", item))
+        elif isinstance(value, list | tuple):
+            todo.extend((f"{path}[{n}]", item) for n, item in enumerate(value))
+    return None
+
+
 def _schema(session: Session, call: ToolCall, name: str) -> Outcome | None:
     if not isinstance(call.args, dict):
         return _deny(
@@ -203,6 +226,17 @@ def _schema(session: Session, call: ToolCall, name: str) -> Outcome | None:
             "schema",
             "arguments-not-object",
             f"invalid arguments for '{name}': the arguments must be a JSON object",
+            "invalid",
+            canonical=name,
+        )
+    where = _lone_surrogate(call.args)
+    if where is not None:
+        return _deny(
+            call,
+            "schema",
+            "invalid-unicode",
+            f"invalid arguments for '{name}': {where} holds a lone UTF-16 surrogate "
+            "(such as \\ud800), which is not Unicode text; send text only",
             "invalid",
             canonical=name,
         )
