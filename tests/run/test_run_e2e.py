@@ -200,6 +200,34 @@ def test_shell_timeout(charter_run: Any, tmp_path: Path) -> None:
     assert shell["status"] == "timeout" and shell["duration_ms"] < 4000
 
 
+def test_the_config_shell_timeout_is_in_the_plan_and_stops_the_shell(
+    charter_run: Any, tmp_path: Path
+) -> None:
+    """[limits] script_shell_timeout_secs (1 s in fast.config.toml) becomes the
+    plan's shell_timeout_secs: the shell tool's description says so and a
+    command that runs longer is stopped."""
+    ran = charter_run(
+        FIXTURES / "solo",
+        "--agent",
+        "solo",
+        "--model",
+        script("solo-config-shell-timeout.yaml"),
+        "--config",
+        str(FAST),
+        "--yolo",
+        workdir=tmp_path,
+    )
+    assert ran.code == 0, ran.stderr
+    plan = json.loads((ran.run_dir / "plan.json").read_text())
+    [agent] = plan["body"]["agents"]
+    assert agent["limits"]["shell_timeout_secs"] == 1
+    [shell] = [t for t in agent["tools"] if t["name"] == "shell"]
+    assert "stopped after 1 seconds" in shell["description"]
+    first = ran.of("tool_finished")[0]
+    assert first["tool"] == "shell" and first["status"] == "timeout"
+    assert first["duration_ms"] < 4000
+
+
 def test_interaction_timeout_refuses(charter_run: Any, tmp_path: Path) -> None:
     read_fd, write_fd = os.pipe()  # input that stays open and never says anything
     with os.fdopen(read_fd) as never, os.fdopen(write_fd, "w"):
