@@ -109,6 +109,10 @@ def test_notes_core_runs_with_its_authored_tool(charter_run: Any, tmp_path: Path
     assert ran.finished["output_text"] == "The notes say: remember the milk, and keep it cold."
     assert "keep the milk cold" in (tmp_path / "notes" / "decisions.md").read_text()
     assert ran.tool_results("web_extract")[0].startswith("[denied]")
+    [docs] = ran.of("mcp_server")
+    assert docs["status"] == "ok" and "docs__search_docs" in docs["offered"]
+    assert "search_drafts" not in " ".join(docs["offered"])
+    assert "getting-started" in ran.tool_results("docs__search_docs")[0]
     first = ran.of("tool_finished")[0]
     assert (first["decision"], first["rule"]) == ("allow", "launch-flag")  # read_file asks
     assert Path(ran.finished["output"]).name == "output.txt"
