@@ -61,6 +61,7 @@ __all__ = [
     "ProcResult",
     "SpawnRecord",
     "group_running",
+    "kill_running",
     "run_command",
     "session_members",
     "start_marker",
@@ -518,6 +519,32 @@ def _stop_tree(proc: subprocess.Popen[bytes], spawn: SpawnRecord) -> str | None:
     return None
 
 
+# Every tree run_command is still waiting for, so that a process about to
+# exit without waiting (an interrupted run that abandoned a stuck tool thread)
+# can stop them all first: see kill_running.
+_LIVE: dict[str, tuple[subprocess.Popen[bytes], SpawnRecord]] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_running() -> int:
+    """SIGKILL, at once, every process tree a run_command call of this
+    process is still waiting for (its group and its session). For a caller
+    that is about to exit without waiting for those calls to finish their
+    own TERM-then-KILL; they notice and return as usual. Returns how many
+    trees were signalled."""
+    with _LIVE_LOCK:
+        live = list(_LIVE.values())
+    count = 0
+    for proc, spawn in live:
+        if _IS_WINDOWS:  # pragma: no cover - exercised on Windows only
+            if _still_ours(spawn, proc):
+                proc.kill()
+                count += 1
+        elif spawn.pgid is not None and _signal_group(spawn, proc, signal.SIGKILL):
+            count += 1
+    return count
+
+
 def _spawn_record(proc: subprocess.Popen[bytes]) -> SpawnRecord:
     # Read before anything could reap the child, so the marker is its own.
     marker = start_marker(proc.pid)
@@ -594,6 +621,37 @@ def run_command(
             error=f"could not start {argv[0] if argv else '(nothing)'}: {exc}",
         )
     spawn = _spawn_record(proc)
+    with _LIVE_LOCK:
+        _LIVE[spawn.spawn_id] = (proc, spawn)
+    try:
+        return _supervise(
+            proc,
+            spawn,
+            start=start,
+            timeout_s=timeout_s,
+            output_cap=output_cap,
+            tail_chars=tail_chars,
+            cancel=cancel,
+            redact=redact,
+            on_output=on_output,
+        )
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.pop(spawn.spawn_id, None)
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    spawn: SpawnRecord,
+    *,
+    start: float,
+    timeout_s: float,
+    output_cap: int | None,
+    tail_chars: int | None,
+    cancel: threading.Event | None,
+    redact: Callable[[str], str] | None,
+    on_output: OutputSink | None,
+) -> ProcResult:
     # Only a caller recording the output needs a failed pipe to stop the tree.
     failed = threading.Event() if on_output is not None else None
     out = _Drain(

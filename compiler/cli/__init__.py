@@ -93,6 +93,12 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
 _FAST_EXIT_VERBS = frozenset(
     {"validate", "rules", "rule", "check", "check-shell", "check-url", "check-path", "hook"}
 )
+# `charter run` ends the same way for another reason: when it was interrupted
+# it may leave a worker thread behind (a model request it abandoned, a tool
+# that ignored the cancel event), and the interpreter's shutdown would wait
+# for that thread, holding the process open for minutes. Its records are
+# closed and synced before run() returns; nothing else is left to finish.
+_EXIT_AT_ONCE_VERBS = _FAST_EXIT_VERBS | {"run"}
 
 
 def _disable_pydantic_plugins() -> None:
@@ -125,8 +131,12 @@ def entry() -> None:
     _disable_pydantic_plugins()
     _install_plugin_loader_stand_in()
     argv = sys.argv[1:]
-    code = main(argv)
-    if _chosen_verb(argv) in _FAST_EXIT_VERBS:
+    try:
+        code = main(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C between main's own handling and here: still no traceback.
+        code = 130
+    if _chosen_verb(argv) in _EXIT_AT_ONCE_VERBS:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
