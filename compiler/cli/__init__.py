@@ -18,7 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-__all__ = ["VERBS", "entry", "main"]
+__all__ = ["VERBS", "build_parser", "entry", "main", "verb_parser"]
 
 # verb -> (module, one-line help)
 VERBS: dict[str, tuple[str, str]] = {
@@ -81,8 +81,17 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         if name == chosen:
             module = importlib.import_module(module_name)
             module.add_arguments(p)
-            p.set_defaults(_module=module)
+            p.set_defaults(_module=module, _parser=p)
     return parser
+
+
+def verb_parser(name: str) -> argparse.ArgumentParser:
+    """The full parser of one verb (its options, for help and completion)."""
+    parser = build_parser([name])
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[name]  # type: ignore[no-any-return]
+    raise KeyError(name)  # pragma: no cover - every verb has a sub-parser
 
 
 # Verbs that only read files, print, and (check, hook) append to the audit log
@@ -151,7 +160,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(args_list)
     try:
-        args = parser.parse_args(args_list)
+        args, extra = parser.parse_known_args(args_list)
+        if extra:
+            # An option the verb does not know: that verb's usage, not the
+            # top-level one, which lists no option of any verb.
+            owner: argparse.ArgumentParser = getattr(args, "_parser", None) or parser
+            owner.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
     module = getattr(args, "_module", None)
