@@ -42,6 +42,10 @@ VERBS: dict[str, tuple[str, str]] = {
         "charter.compiler.cli.check_shell",
         "Judge a shell command as the guard would: allow, ask or deny.",
     ),
+    "completion": (
+        "charter.compiler.cli.completion",
+        "Print a shell completion script: charter completion bash|zsh|fish.",
+    ),
 }
 
 

@@ -68,6 +68,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    finally:
+        _remove_temporary()
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.agent_kind == "gemini-cli":
         return _run_gemini(args)
     if args.ask is not None:
@@ -150,15 +157,25 @@ def _plan_file(args: argparse.Namespace) -> str:
     if isinstance(loaded, str):
         print(f"charter hook: {loaded}", file=sys.stderr)
         return str(target / "(does not compile)")
-    import atexit
-    import shutil
     import tempfile
 
     folder = tempfile.mkdtemp(prefix="charter-hook-")
-    atexit.register(shutil.rmtree, folder, True)
+    _TEMPORARY.append(folder)
     path = Path(folder) / "plan.json"
     path.write_text(loaded.plan.to_json(), encoding="utf-8")
     return str(path)
+
+
+# Folders of plans compiled for this call; removed when run() returns (the
+# console script ends hooks with os._exit, which runs no atexit handler).
+_TEMPORARY: list[str] = []
+
+
+def _remove_temporary() -> None:
+    import shutil
+
+    while _TEMPORARY:
+        shutil.rmtree(_TEMPORARY.pop(), ignore_errors=True)
 
 
 def _gemini_deny(reason: str) -> dict[str, Any]:
