@@ -666,8 +666,9 @@ def _schema(
     # validator never fetches anything.
     fails_closed = name == "schema-does-not-compile"
     consequence = (
-        "every call to this tool is refused" if fails_closed else "argument validation is off "
-        "for this tool"
+        "every call to this tool is refused"
+        if fails_closed
+        else "argument validation is off for this tool"
     )
     if smap is not None:
         ctx.diags.append(

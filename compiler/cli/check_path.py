@@ -50,9 +50,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         from charter.compiler.cli._jsonl import answer_lines
 
-        return answer_lines(
-            sys.stdin, lambda req: _line(req, args.workspace, args.op), sys.stdout
-        )
+        return answer_lines(sys.stdin, lambda req: _line(req, args.workspace, args.op), sys.stdout)
     if args.path is None:
         print("charter check-path: give a PATH (or use --jsonl)", file=sys.stderr)
         return 2

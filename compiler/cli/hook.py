@@ -150,7 +150,7 @@ def _plan_file(args: argparse.Namespace) -> str:
 
     target = Path(args.plan)
     if not target.is_dir():
-        return args.plan
+        return str(args.plan)
     loaded = load_plan_or_project(
         target, config=args.config, use_user_config=not args.no_user_config
     )

@@ -97,7 +97,15 @@ def read_toml(src: SourceText) -> tuple[Any, SourceMap, list[Diagnostic]]:
 
 def _long_integer(src: SourceText) -> Diagnostic:
     limit = sys.get_int_max_str_digits()
-    found = re.search(r"[0-9][0-9_]{%d,}" % limit, src.text)
+    # Maximal runs only, so the search stays linear in the text.
+    found = next(
+        (
+            m
+            for m in re.finditer(r"[0-9_]+", src.text)
+            if len(m.group()) - m.group().count("_") > limit
+        ),
+        None,
+    )
     line = col = 1
     digits = limit + 1
     if found is not None:

@@ -134,7 +134,9 @@ def resolve_cwd(
         roots.append(agent_dir.resolve())
     if not any(target == root or root in target.parents for root in roots):
         where = "the workspace or the agent's directory" if agent_dir_trusted else "the workspace"
-        raise LaunchError("mcp-cwd-outside-workspace", f"cwd '{cwd or '.'}' resolves outside {where}")
+        raise LaunchError(
+            "mcp-cwd-outside-workspace", f"cwd '{cwd or '.'}' resolves outside {where}"
+        )
     if not target.is_dir():
         raise LaunchError("mcp-cwd-missing", f"cwd '{cwd or '.'}' is not a directory")
     return target

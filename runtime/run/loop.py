@@ -795,7 +795,7 @@ class AgentRun:
         if ok and isinstance(result, ToolResult):
             return result
         return refusal(
-            "cancelled",
+            "error",
             "dispatch",
             "run-interrupted",
             f"the call to '{call.name}' was abandoned: the run was interrupted and the tool "

@@ -26,7 +26,11 @@ def test_a_lone_surrogate_in_arguments_is_refused_at_the_schema_gate(
     )
     assert ran.code == 0, ran.stderr
     first = ran.of("tool_finished")[0]
-    assert (first["decision"], first["gate"], first["rule"]) == ("deny", "schema", "invalid-unicode")
+    assert (first["decision"], first["gate"], first["rule"]) == (
+        "deny",
+        "schema",
+        "invalid-unicode",
+    )
     assert "$.path" in first["result"]
     assert not list(tmp_path.glob("a*.txt"))
     assert json.loads(ran.finished["output_text"]) == {"ok": True}
