@@ -181,6 +181,13 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    except (RecursionError, ValueError):
+        # Nested past the parser's stack, or an integer of thousands of digits.
+        print(
+            "charter check: ARGS_JSON cannot be read (nested too deeply, or a number too long)",
+            file=sys.stderr,
+        )
+        return 2
     if not isinstance(call_args, dict):
         print("charter check: ARGS_JSON must be a JSON object", file=sys.stderr)
         return 2

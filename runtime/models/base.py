@@ -315,7 +315,12 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     try:
         value = json.loads(raw)
     except (ValueError, RecursionError) as exc:
-        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        if isinstance(exc, json.JSONDecodeError):
+            detail = exc.msg
+        elif isinstance(exc, RecursionError):
+            detail = "nested too deeply"
+        else:  # an integer of thousands of digits, which Python refuses to convert
+            detail = "a number too long to read"
         where = f" at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
         return None, f"the arguments are not valid JSON ({detail}{where}); send one JSON object"
     if not isinstance(value, dict):

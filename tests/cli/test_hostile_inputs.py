@@ -174,3 +174,16 @@ def test_a_hostile_plan_file_is_refused_with_exit_2(
     err = capsys.readouterr().err
     expected = "too long to read" if kind == "huge-integer" else "too deeply"
     assert expected in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "args_json",
+    ['{"a": ' + "[" * 5000 + "]" * 5000 + "}", '{"path": ' + DIGITS + "}"],
+    ids=["deep", "huge-integer"],
+)
+def test_hostile_call_arguments_are_a_usage_error(
+    args_json: str, capsys: Any, tmp_path: Path
+) -> None:
+    plan = _compile(capsys, REPO / "blueprints" / "coder", tmp_path / "coder.json")
+    assert main(["check", str(plan), "--agent", "coder", "read_file", args_json]) == 2
+    assert "ARGS_JSON cannot be read" in capsys.readouterr().err
