@@ -363,7 +363,8 @@ def _size(n: Any) -> str:
 
 
 class QuietView:
-    """``--quiet``: only what went wrong, on stderr."""
+    """``--quiet``: only what went wrong, on stderr: model errors and retries,
+    MCP server problems, and a run that did not complete."""
 
     def __init__(self, stream: IO[str] | None = None) -> None:
         self._stream = stream or sys.stderr
@@ -372,6 +373,9 @@ class QuietView:
         f = event.fields
         if event.kind == "model_error":
             self._stream.write(f"charter run: {event.agent}: model error: {f['message']}\n")
+        elif event.kind == "notice" and str(f.get("message", "")).startswith("MCP "):
+            # An MCP server that failed to start (or changed) is a problem too.
+            self._stream.write(f"charter run: {event.agent}: {f['message']}\n")
         elif event.kind == "model_retry":
             self._stream.write(
                 f"charter run: {event.agent}: model request {f['attempt']} of {f['attempts']} "

@@ -40,3 +40,24 @@ def test_a_server_that_fails_to_start_says_why_on_the_console(
     # The model is told the server is not connected, without its stderr.
     [answer] = ran.tool_results("docs__search_docs")
     assert answer.startswith("[unavailable]") and "nowhere" not in answer
+
+
+def test_quiet_still_says_why_a_server_failed(charter_run: Any, tmp_path: Path) -> None:
+    project = tmp_path / "notes-core"
+    shutil.copytree(REPO / "blueprints" / "notes-core", project)
+    manifest = project / "agent" / "mcp" / "docs.yaml"
+    manifest.write_text(manifest.read_text().replace('"--root", "docs"', '"--root", "nowhere"'))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    ran = charter_run(
+        project,
+        "--agent",
+        "notes-core",
+        "--model",
+        f"script:{SCRIPTS / 'notes-core.yaml'}",
+        "--yolo",
+        "--quiet",
+        workdir=workspace,
+        json_events=False,
+    )
+    assert "MCP docs: failed" in ran.stderr and "nowhere is not a directory" in ran.stderr
