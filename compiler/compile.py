@@ -337,16 +337,22 @@ def _mcp_entry(ctx: _Ctx, ref: ToolRef, project_root: Path) -> ToolEntry | None:
         mcp = McpToolPin(server=ref.server, tool=ref.server_tool)
     else:
         description = pin.description
-        schema_text, note = pinned_schema(pin.input_schema)
-        if schema_text is None:
+        schema_text, note, rule = pinned_schema(pin.input_schema)
+        if rule is not None:
+            consequence = (
+                "argument validation is off for this tool"
+                if schema_text is None
+                else "every call to this tool is refused"
+            )
             ctx.diags.append(
                 diag(
-                    "schema-does-not-compile",
-                    f"the locked schema of MCP tool '{ref.name}': {note}; argument validation "
-                    "is off for this tool",
+                    rule,
+                    f"the locked schema of MCP tool '{ref.name}': {note}; {consequence}",
                     ref.where,
                 )
             )
+            if schema_text is not None:
+                note = ""  # the text stays in the plan: the runtime refuses every call
         mcp = McpToolPin(
             server=ref.server,
             tool=ref.server_tool,
@@ -379,16 +385,22 @@ def _leviath_mcp_entry(ctx: _Ctx, ref: ToolRef, project_root: Path) -> ToolEntry
     pin = entry.tool(ref.server_tool) if entry is not None else None
     if pin is None:
         return None
-    schema_text, note = pinned_schema(pin.input_schema)
-    if schema_text is None:
+    schema_text, note, rule = pinned_schema(pin.input_schema)
+    if rule is not None:
+        consequence = (
+            "argument validation is off for this tool"
+            if schema_text is None
+            else "every call to this tool is refused"
+        )
         ctx.diags.append(
             diag(
-                "schema-does-not-compile",
-                f"the locked schema of MCP tool '{ref.name}': {note}; argument validation "
-                "is off for this tool",
+                rule,
+                f"the locked schema of MCP tool '{ref.name}': {note}; {consequence}",
                 ref.where,
             )
         )
+        if schema_text is not None:
+            note = ""  # the text stays in the plan: the runtime refuses every call
     return ToolEntry(
         name=ref.name,
         source="mcp",
@@ -443,8 +455,21 @@ def _schema_at(ctx: _Ctx, schema: Any, where: Span) -> tuple[str | None, str]:
     if problem is None:
         return text, ""
     name, message = problem
+    # As for every other schema (see _schema): one that does not compile stays
+    # in the plan so the runtime refuses every call; only an external $ref
+    # turns validation off.
+    if name == "schema-does-not-compile":
+        ctx.diags.append(diag(name, message + "; every call to this tool is refused", where))
+        return text, ""
     ctx.diags.append(diag(name, message + "; argument validation is off for this tool", where))
     return None, message
+
+
+def _shell_timeout(ctx: _Ctx) -> int:
+    """When the shell tool stops a command: the user config's
+    ``[limits] script_shell_timeout_secs``, else the catalog's 60 s."""
+    cfg = ctx.config
+    return cfg.limits.script_shell_timeout_secs if cfg is not None else Limits().shell_timeout_secs
 
 
 def _metadata(ctx: _Ctx, name: str) -> tuple[Any, tuple[str | int, ...]] | None:
@@ -747,7 +772,13 @@ def _builtin_entry(ctx: _Ctx, ref: ToolRef, output: StageModel | None) -> ToolEn
     schema_text, note = b.input_schema, ""
     spec = output.output if output is not None else None
     description = (
-        render_description(b, shell=ctx.shell, platform=ctx.options.target_platform, output=spec)
+        render_description(
+            b,
+            shell=ctx.shell,
+            platform=ctx.options.target_platform,
+            output=spec,
+            shell_timeout_secs=_shell_timeout(ctx),
+        )
         if ctx.options.render_descriptions
         else b.description_template
     )
@@ -778,15 +809,27 @@ def _schema(
     if problem is None:
         return text, ""
     name, message = problem
+    # A schema that does not compile stays in the plan, where the runtime
+    # refuses every call to the tool (its arguments cannot be checked); only
+    # a schema needing an external $ref turns validation off, since the
+    # validator never fetches anything.
+    fails_closed = name == "schema-does-not-compile"
+    consequence = (
+        "every call to this tool is refused"
+        if fails_closed
+        else "argument validation is off for this tool"
+    )
     if smap is not None:
         ctx.diags.append(
             diag(
                 name,
-                message + "; argument validation is off for this tool",
+                f"{message}; {consequence}",
                 smap.value_span((*path, *problem_path(schema))),
                 key_path=format_key_path(path),
             )
         )
+    if fails_closed:
+        return text, ""
     return None, message
 
 
@@ -1710,6 +1753,8 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
     if cfg is not None:
         limits = Limits(
             interaction_timeout_secs=cfg.limits.interaction_timeout_secs,
+            shell_timeout_secs=_shell_timeout(ctx),
+            model_request_timeout_secs=cfg.request_timeout_secs,
             default_max_iterations=cfg.limits.default_max_iterations,
             max_tool_call_write_bytes=cfg.limits.max_tool_call_write_bytes,
             max_run_write_bytes=cfg.limits.max_run_write_bytes,

@@ -29,23 +29,48 @@ def _env() -> jinja2.Environment:
     )
 
 
-def render_description(tool: BuiltinTool, *, shell: str, platform: str, output: Any = None) -> str:
+def render_description(
+    tool: BuiltinTool,
+    *,
+    shell: str,
+    platform: str,
+    output: Any = None,
+    shell_timeout_secs: int = 60,
+) -> str:
     out = {
         "format": getattr(output, "format", None),
         "instructions": getattr(output, "instructions", None),
         "example": getattr(output, "example", None),
     }
-    return _render(tool.description_template, tool.name, shell, platform, tuple(out.items()))
+    return _render(
+        tool.description_template,
+        tool.name,
+        shell,
+        platform,
+        tuple(out.items()),
+        shell_timeout_secs,
+    )
 
 
 @cache
 def _render(
-    template: str, tool: str, shell: str, platform: str, output: tuple[tuple[str, Any], ...]
+    template: str,
+    tool: str,
+    shell: str,
+    platform: str,
+    output: tuple[tuple[str, Any], ...],
+    shell_timeout_secs: int,
 ) -> str:
     # Many agents offer the same tools on the same platform: compile and
     # render each distinct template and context once per process.
     compiled = _env().from_string(template)
-    return compiled.render(shell=shell, platform=platform, output=dict(output), tool=tool).strip()
+    return compiled.render(
+        shell=shell,
+        platform=platform,
+        output=dict(output),
+        tool=tool,
+        shell_timeout_secs=shell_timeout_secs,
+    ).strip()
 
 
 def shell_hint_block(platform: str) -> str | None:

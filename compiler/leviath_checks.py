@@ -173,29 +173,36 @@ def _terminal_path(bp: Blueprint, stages: Mapping[str, StageEntry]) -> list[Diag
     entry = bp.agent.entry_stage or names[0]
     if entry not in stages:
         return []  # entry-stage-unknown says so
-    seen: set[str] = set()
+    position = {n: i for i, n in enumerate(names)}
 
-    def terminal(name: str) -> bool:
-        if name in seen or name not in stages:
-            return False
-        seen.add(name)
+    def successors(name: str) -> list[str] | None:
+        """Where a run may go from this stage, or None when it can end here."""
         st = stages[name].stage
         # Charter's runtime also ends a run in an output stage and in one
         # that allows completing, whatever edges they have.
         if st.mode == "output" or st.allow_complete:
-            return True
+            return None
         if st.mode == "fan_out" and st.merge_stage is not None:
-            return terminal(st.merge_stage)
+            return [st.merge_stage]
         if not st.declares_edges:
-            at = names.index(name)
-            return at + 1 >= len(names) or terminal(names[at + 1])
+            at = position[name]
+            return None if at + 1 >= len(names) else [names[at + 1]]
         targets = list(st.transitions) + [edge.to for edge in st.edges]
-        if not targets:
-            return True
-        return any(terminal(t) for t in targets)
+        return targets or None
 
-    if terminal(entry):
-        return []
+    # A search with an explicit stack: a blueprint may chain thousands of
+    # stages, deeper than Python's recursion allows.
+    seen: set[str] = set()
+    stack = [entry]
+    while stack:
+        name = stack.pop()
+        if name in seen or name not in stages:
+            continue
+        seen.add(name)
+        nxt = successors(name)
+        if nxt is None:
+            return []
+        stack.extend(nxt)
     e = stages[entry]
     return [
         diag(

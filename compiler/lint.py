@@ -53,35 +53,48 @@ def _cycles_without_limit(agent: AgentPlan) -> list[list[str]]:
     on_stack: set[str] = set()
     stack: list[str] = []
     groups: list[list[str]] = []
-    counter = [0]
+    counter = 0
 
-    def visit(v: str) -> None:
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on_stack.add(v)
-        for e in stages[v].edges:
-            w = e.to
-            if w not in stages:
+    # Iterative Tarjan: a chain of thousands of stages must not exhaust
+    # Python's recursion limit (each frame is one stage in the recursive form).
+    for root in stages:
+        if root in index:
+            continue
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        work: list[tuple[str, int]] = [(root, 0)]
+        while work:
+            v, i = work[-1]
+            edges = stages[v].edges
+            if i < len(edges):
+                work[-1] = (v, i + 1)
+                w = edges[i].to
+                if w not in stages:
+                    continue
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, 0))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
                 continue
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            group = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                group.append(w)
-                if w == v:
-                    break
-            groups.append(sorted(group))
-
-    for name in stages:
-        if name not in index:
-            visit(name)
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+            if low[v] == index[v]:
+                group = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    group.append(w)
+                    if w == v:
+                        break
+                groups.append(sorted(group))
     out = []
     for group in groups:
         members = set(group)

@@ -105,12 +105,19 @@ def server_pins_for(read: LockRead, server: str, digest: str | None) -> ServerPi
     return ServerPins(entry)
 
 
-def pinned_schema(schema: Any) -> tuple[str | None, str]:
-    """The plan text of a pinned input schema, or None and the reason
-    validation is off. Canonical JSON; floats are kept as the server wrote them."""
+def pinned_schema(schema: Any) -> tuple[str | None, str, str | None]:
+    """The plan text of a pinned input schema, why it is unusable ("" when it
+    compiles) and the rule that says so. Canonical JSON; floats are kept as
+    the server wrote them. A schema that does not compile is still pinned as
+    written, so the runtime refuses every call to the tool rather than letting
+    unchecked arguments through; one that needs an external ``$ref`` (never
+    fetched) has no text, and validation is off for it."""
     from charter.compiler.schemacheck import check_schema
 
     problem = check_schema(schema)
-    if problem is not None:
-        return None, problem[1]
-    return canonical(schema), ""
+    if problem is None:
+        return canonical(schema), "", None
+    rule, message = problem
+    if rule == "external-ref-in-schema":
+        return None, message, rule
+    return canonical(schema), message, rule

@@ -943,9 +943,10 @@ _r(
 _r(
     "CH701",
     "schema-does-not-compile",
-    W,
+    E,
     "A tool's argument schema is not a valid JSON Schema.",
-    "Argument validation is switched off for the tool, so malformed calls reach it.",
+    "Arguments that cannot be checked are never trusted: the runtime refuses every call to the "
+    "tool, so an agent that relies on it cannot work.",
     "input_schema: {type: objet}\n",
     "Fix the schema.",
 )

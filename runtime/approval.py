@@ -71,6 +71,17 @@ class ApprovalRequest:
     # builtin, a name found nowhere).
     shell_executable: str | None = None
     command_executable: str | None = None
+    # Every reason the call needs a person, when there are several (a shell
+    # command whose parts each ask: ``touch a && pip install b``); ``reason``
+    # is the first of them.
+    reasons: tuple[str, ...] = ()
+    # Text arguments shown as text rather than as escaped JSON (a file's
+    # content, an edit's old and new text): (argument, redacted text).
+    texts: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def all_reasons(self) -> tuple[str, ...]:
+        return self.reasons or (self.reason,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +181,8 @@ class TerminalProvider:
     def _show(self, req: ApprovalRequest) -> None:
         w = self._out.write
         w(f"\n-- approval needed: {req.tool} (agent {req.agent}, stage {req.stage})\n")
-        w(f"   why: {req.reason}\n")
+        for n, why in enumerate(req.all_reasons):
+            w(f"   {'why' if n == 0 else 'and'}: {why}\n")
         if req.command is not None:
             w(f"   command: {req.command}\n")
             w(f"   cwd: {req.cwd or '.'}\n")
@@ -180,6 +192,10 @@ class TerminalProvider:
             if req.env_keys:
                 w(f"   env overlay: {', '.join(req.env_keys)} (values hidden)\n")
         w(f"   arguments: {req.args_preview}\n")
+        for name, text in req.texts:
+            w(f"   {name}:\n")
+            for line in text.splitlines() or [""]:
+                w(f"   | {line}\n")
 
     def request(self, req: ApprovalRequest) -> ApprovalAnswer:
         self._show(req)

@@ -6,6 +6,17 @@ outright (SIGKILL, power loss after the sync) leaves every finished event
 readable; at worst the one line being written is torn, and
 :func:`read_events` skips a torn last line and says so.
 
+The log is tamper-evident. Every event carries ``prev_hash``, the ``hash``
+of the event before it (:data:`GENESIS` for the first), and its own
+``hash``: the sha256 of its canonical JSON without ``hash``. Editing,
+removing or reordering an event breaks the chain at that line. Cutting off
+the end cannot break a chain, so a run's log is sealed: its last event is
+``run_finished``, and :func:`verify_log` treats a log that does not end with
+one as truncated (a run killed outright leaves exactly that). Anyone able to
+rewrite the whole file can recompute every hash, so the final hash is also
+reported elsewhere (the ``run_finished`` event of the event stream carries it
+as ``audit_hash``) for a reader who wants to compare.
+
 Arguments are never logged. An event carries the sha256 of the *redacted*
 canonical arguments: enough to tell two calls apart or match a call against
 another record, and nothing a reader could recover a secret from.
@@ -22,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -31,21 +43,43 @@ from typing import Any
 
 __all__ = [
     "AUDIT_VERSION",
+    "GENESIS",
+    "SEAL_EVENT",
     "AuditLog",
     "AuditRead",
+    "Verification",
     "args_digest",
+    "event_hash",
     "read_events",
+    "verify_log",
 ]
 
-AUDIT_VERSION = 1
+# 2: every event carries prev_hash and hash (the chain described above).
+AUDIT_VERSION = 2
+GENESIS = "sha256:" + "0" * 64
+SEAL_EVENT = "run_finished"
+_CHAIN_KEYS = ("prev_hash", "hash")
 _MAX_TEXT = 1000
+# A lone surrogate cannot be encoded as UTF-8; such a line is written with
+# JSON escapes instead (ASCII), which reads back as the same value.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def args_digest(args: Mapping[str, Any], redact: Callable[[str], str] | None = None) -> str:
     text = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
     if redact is not None:
         text = redact(text)
-    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate (refused by the gates, but still logged)
+    # must give a digest, not an exception.
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def event_hash(record: Mapping[str, Any]) -> str:
+    """The chain hash of one event: sha256 of its canonical JSON (sorted
+    keys, compact, ASCII) without its own ``hash``."""
+    body = {k: v for k, v in record.items() if k != "hash"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def _now() -> str:
@@ -60,34 +94,53 @@ class AuditLog:
         self.path = Path(path)
         self._redact = redact
         self._lock = threading.Lock()
-        # O_APPEND: concurrent writers (two runs sharing a log) never interleave
-        # inside one event, because each event is a single write call.
+        # O_APPEND: each event is a single write call, so a reader never sees
+        # half of one. One writer per log: the chain follows write order.
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        if os.name == "posix":
+            os.fchmod(self._fd, 0o600)  # whatever the umask, or an older file's mode
+        self._last = _last_hash(self.path)
+
+    @property
+    def head(self) -> str:
+        """The hash of the last event written (GENESIS before the first)."""
+        with self._lock:
+            return self._last
 
     def _clean(self, value: Any) -> Any:
         if isinstance(value, str):
             text = self._redact(value) if self._redact is not None else value
             return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT] + "..."
         if isinstance(value, dict):
-            return {k: self._clean(v) for k, v in value.items()}
+            return {str(k): self._clean(v) for k, v in value.items()}
         if isinstance(value, list | tuple):
             return [self._clean(v) for v in value]
-        return value
+        if value is None or isinstance(value, bool | int | float):
+            return value
+        # Plain JSON only, so that the hash of what is written is the hash of
+        # what a reader parses back.
+        return self._clean(str(value))
 
     def write(self, event: str, **fields: Any) -> None:
-        record = {"v": AUDIT_VERSION, "ts": _now(), "event": event}
+        for key in _CHAIN_KEYS:
+            if key in fields:
+                raise ValueError(f"{key!r} is the audit chain's own field")
+        record: dict[str, Any] = {"v": AUDIT_VERSION, "ts": _now(), "event": event}
         record.update({k: self._clean(v) for k, v in fields.items() if v is not None})
-        line = (
-            json.dumps(record, ensure_ascii=False, sort_keys=False, default=str) + "\n"
-        ).encode()
         with self._lock:
             if self._fd < 0:
                 raise ValueError("audit log is closed")
-            view = memoryview(line)
+            record["prev_hash"] = self._last
+            record["hash"] = event_hash(record)
+            text = json.dumps(record, ensure_ascii=False)
+            if _SURROGATE.search(text):
+                text = json.dumps(record, ensure_ascii=True)
+            view = memoryview((text + "\n").encode("utf-8"))
             while view:
                 n = os.write(self._fd, view)
                 view = view[n:]
             os.fsync(self._fd)
+            self._last = record["hash"]
 
     def close(self) -> None:
         with self._lock:
@@ -137,3 +190,86 @@ def read_events(path: str | Path) -> AuditRead:
             continue
         events.append(obj)
     return AuditRead(events, problems)
+
+
+def _last_hash(path: Path) -> str:
+    """Where the chain of an existing log left off, so that reopening a log
+    continues it; GENESIS for a new or empty one."""
+    try:
+        size = path.stat().st_size
+        if size == 0:
+            return GENESIS
+        with path.open("rb") as fh:
+            fh.seek(max(0, size - 64 * 1024))
+            tail = fh.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+        value = json.loads(tail.decode("utf-8")).get("hash")
+    except (OSError, ValueError, AttributeError):
+        return GENESIS  # unreadable: verify_log reports the break
+    return value if isinstance(value, str) else GENESIS
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    """The outcome of :func:`verify_log`: ``ok`` and the number of events, or
+    the first bad line (1-based) and what is wrong there. ``head`` is the
+    hash of the last event whose chain holds."""
+
+    ok: bool
+    events: int
+    head: str
+    line: int | None = None
+    problem: str = ""
+
+
+def verify_log(path: str | Path) -> Verification:
+    """Check a log's hash chain and its seal, line by line; linear in its size.
+
+    Bad: a line that is not a JSON event, an event without the chain fields
+    (an older format), a ``prev_hash`` that is not the previous event's hash
+    (an event removed, inserted or moved), a ``hash`` that does not match the
+    event (edited), an event after the seal, or no seal at the end (cut off,
+    or the run was killed before it ended). Raises OSError when the file
+    cannot be read.
+    """
+    data = Path(path).read_bytes()
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    prev = GENESIS
+    count = 0
+    sealed_at: int | None = None
+
+    def bad(n: int, problem: str) -> Verification:
+        return Verification(False, count, prev, n, problem)
+
+    for n, raw in enumerate(lines, 1):
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            torn = n == len(lines) and not data.endswith(b"\n")
+            return bad(n, "a torn last line (cut off while written)" if torn else "not JSON")
+        if not isinstance(record, dict):
+            return bad(n, "not a JSON object")
+        if sealed_at is not None:
+            return bad(n, f"an event after the run's end ({SEAL_EVENT} on line {sealed_at})")
+        if "hash" not in record or "prev_hash" not in record:
+            return bad(n, "no hash chain (an older log format, or a line added by hand)")
+        if record["prev_hash"] != prev:
+            return bad(
+                n,
+                "the chain is broken: prev_hash is not the hash of the event before it "
+                "(an event was removed, inserted or moved)",
+            )
+        if event_hash(record) != record["hash"]:
+            return bad(n, "the event does not match its hash (it was edited)")
+        prev = record["hash"]
+        count += 1
+        if record.get("event") == SEAL_EVENT:
+            sealed_at = n
+    if sealed_at is None:
+        return bad(
+            len(lines) + 1,
+            f"the log ends without {SEAL_EVENT}: it was cut off, or the run was killed "
+            "before it ended",
+        )
+    return Verification(True, count, prev)

@@ -121,13 +121,17 @@ class DescriptionContext(TypedDict):
     read it (``/bin/bash``, ``cmd.exe /C``). ``platform``: ``windows``,
     ``linux``, ``macos`` or another lower-case OS name. ``output``: the
     stage's output declaration, or None when the stage declared none.
-    Templates are trusted package data; values are inserted as plain text and
-    are never themselves rendered as templates.
+    ``shell_timeout_secs``: when the shell tool stops a command (the plan's
+    ``limits.shell_timeout_secs``, from the config's
+    ``[limits] script_shell_timeout_secs``). Templates are trusted package
+    data; values are inserted as plain text and are never themselves rendered
+    as templates.
     """
 
     shell: str
     platform: str
     output: OutputContext | None
+    shell_timeout_secs: int
 
 
 def canonical_json(value: Any) -> str:

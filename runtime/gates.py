@@ -36,6 +36,7 @@ stays free of file-system look-ups.
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -66,8 +67,12 @@ __all__ = ["Outcome", "PathCheck", "decide", "execute"]
 
 Permission = Literal["allow", "ask", "deny"]
 _MAX_VIOLATIONS = 3
+# UTF-16 surrogate code points: JSON's "\ud800" escape yields one alone,
+# which is no Unicode text (it cannot be encoded, logged or written).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _MAX_VIOLATION_TEXT = 256
 _PREVIEW = 600
+_PREVIEW_TEXT = 4000  # each text argument an approval prompt shows as text
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +201,25 @@ def _visibility(session: Session, call: ToolCall) -> Outcome | str:
 # -- 2. schema ----------------------------------------------------------------
 
 
+def _lone_surrogate(args: Mapping[str, Any]) -> str | None:
+    """The JSON path of the first key or string holding a surrogate code
+    point, or None. Iterative, and linear in the size of the arguments."""
+    todo: list[tuple[str, Any]] = [("$", args)]
+    while todo:
+        path, value = todo.pop()
+        if isinstance(value, str):
+            if _SURROGATE.search(value):
+                return path
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    return f"{path} (a key)"
+                todo.append((f"{path}.{key}", item))
+        elif isinstance(value, list | tuple):
+            todo.extend((f"{path}[{n}]", item) for n, item in enumerate(value))
+    return None
+
+
 def _schema(session: Session, call: ToolCall, name: str) -> Outcome | None:
     if not isinstance(call.args, dict):
         return _deny(
@@ -203,6 +227,17 @@ def _schema(session: Session, call: ToolCall, name: str) -> Outcome | None:
             "schema",
             "arguments-not-object",
             f"invalid arguments for '{name}': the arguments must be a JSON object",
+            "invalid",
+            canonical=name,
+        )
+    where = _lone_surrogate(call.args)
+    if where is not None:
+        return _deny(
+            call,
+            "schema",
+            "invalid-unicode",
+            f"invalid arguments for '{name}': {where} holds a lone UTF-16 surrogate "
+            "(such as \\ud800), which is not Unicode text; send text only",
             "invalid",
             canonical=name,
         )
@@ -720,8 +755,56 @@ def _preview(args: Mapping[str, Any], redact: Callable[[str], str]) -> str:
     shown = {k: v for k, v in args.items() if k != "env"}
     if "env" in args and isinstance(args["env"], dict):
         shown["env"] = {k: "<hidden>" for k in args["env"]}
+    for key, _text in _long_texts(args):
+        shown[key] = "<shown below>"
     text = redact(json.dumps(shown, ensure_ascii=False, sort_keys=True, default=str))
     return text if len(text) <= _PREVIEW else text[:_PREVIEW] + "..."
+
+
+def _long_texts(args: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Top-level string arguments a person reads better as text than as
+    escaped JSON: a file's content, an edit's old and new text."""
+    return [
+        (k, v)
+        for k, v in sorted(args.items())
+        if k != "env" and isinstance(v, str) and ("\n" in v or len(v) > _PREVIEW // 4)
+    ]
+
+
+def _texts(args: Mapping[str, Any], redact: Callable[[str], str]) -> tuple[tuple[str, str], ...]:
+    out: list[tuple[str, str]] = []
+    for key, value in _long_texts(args):
+        text = redact(value)
+        if len(text) > _PREVIEW_TEXT:
+            text = text[:_PREVIEW_TEXT] + f"\n... [{len(text) - _PREVIEW_TEXT} more characters]"
+        out.append((key, text))
+    return tuple(out)
+
+
+def _reasons(out: Outcome, reason: str, redact: Callable[[str], str]) -> tuple[str, ...]:
+    """Every reason the call needs approval: for a shell command, each part
+    of it the guard asks about (``touch a && pip install b`` has two)."""
+    verdict = out.shell
+    if verdict is None:
+        return ()
+    asks = [f for f in verdict.findings if f.decision == "ask"]
+    if len(asks) < 2:
+        return ()
+    seen: list[str] = [redact(reason)]
+    for f in asks:
+        text = redact(f"{f.message} [{f.rule}]")
+        if text not in seen and f.message not in reason:
+            seen.append(text)
+    return tuple(seen)
+
+
+def _real_cwd(out: Outcome, call: ToolCall) -> str:
+    """The directory a shell command would run in, as the workspace check
+    resolved it, rather than the argument as written (``.``)."""
+    for check in out.paths:
+        if check.arg == "cwd" and check.result.resolved is not None:
+            return str(check.result.resolved)
+    return str(call.args.get("cwd", "."))
 
 
 def _ask(
@@ -754,11 +837,13 @@ def _ask(
         rule=rule,
         cache_key=cache_key,
         command=redact(str(command)) if command is not None else None,
-        cwd=str(call.args.get("cwd", ".")) if out.shell is not None else None,
+        cwd=redact(_real_cwd(out, call)) if out.shell is not None else None,
         env_keys=tuple(sorted(call.args.get("env") or {})) if out.shell is not None else (),
         liftable_by=liftable_by,
         shell_executable=_shown(exes.shell, redact) if exes is not None else None,
         command_executable=_shown(exes.command, redact) if exes is not None else None,
+        reasons=_reasons(out, reason, redact),
+        texts=_texts(call.args, redact),
     )
     try:
         answer = provider.request(req)

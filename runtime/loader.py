@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -45,6 +46,17 @@ def load_plan_bytes(data: bytes, name: str = "<plan>") -> Plan:
         raise PlanError(
             f"{name}: plan is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
             "was it truncated?"
+        ) from None
+    except RecursionError:
+        # The compiler never nests a plan this deep; only a crafted file does.
+        raise PlanError(f"{name}: plan nests arrays or objects too deeply to be a plan") from None
+    except ValueError:
+        # The only other refusal of json.loads: an integer of thousands of
+        # digits (the standard library's guard against quadratic conversion).
+        # No plan field holds one.
+        raise PlanError(
+            f"{name}: plan holds an integer too long to read (over "
+            f"{sys.get_int_max_str_digits()} digits); no plan field holds one"
         ) from None
     if not isinstance(raw, dict):
         raise PlanError(f"{name}: a plan is a JSON object")

@@ -291,6 +291,9 @@ class McpServerPlan(_Frozen):
 class Limits(_Frozen):
     interaction_timeout_secs: int = 3600  # 0 waits forever
     shell_timeout_secs: int = 60
+    # How long one model request may take (the config's request_timeout_secs);
+    # None: the provider's default. `charter run --model-timeout` overrides it.
+    model_request_timeout_secs: int | None = None
     default_max_iterations: int = 50
     max_child_depth: int = 3
     max_tool_call_write_bytes: int | None = None

@@ -10,8 +10,11 @@ on a full pipe (which would turn a truncated answer into a timeout).
 On timeout or cancellation the whole group gets SIGTERM, then SIGKILL after a
 short grace period. Processes still in the group when the command itself
 exits are stopped the same way: a foreground command may not leave work
-running behind it. (A process that deliberately leaves the group with
-``setsid`` is beyond what a process group can hold; only OS isolation such as
+running behind it. A child that turns on job control (``set -m``) puts its
+jobs in process groups of their own, but they stay in the command's session,
+so where ``/proc`` shows sessions every live member of the session is
+signalled too. (A process that deliberately starts a new session with
+``setsid`` is beyond what a session can hold; only OS isolation such as
 cgroups or a Job Object could.)
 
 Signalling by number is only safe while the number still means our process.
@@ -58,7 +61,9 @@ __all__ = [
     "ProcResult",
     "SpawnRecord",
     "group_running",
+    "kill_running",
     "run_command",
+    "session_members",
     "start_marker",
 ]
 
@@ -404,6 +409,28 @@ def group_running(pgid: int) -> bool:
     return False
 
 
+def session_members(sid: int) -> list[int]:
+    """The live processes (zombies excluded) of session ``sid``, from /proc;
+    empty where /proc is absent. The command leads its own session, so these
+    are its descendants, whatever process group job control moved them to.
+    The leader's unreaped zombie keeps ``sid`` from naming anyone else."""
+    proc_root = Path("/proc")
+    if not _HAS_PROC:
+        return []
+    found: list[int] = []
+    for entry in proc_root.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # After the command name: state, ppid, pgrp, session, ...
+        if len(fields) > 3 and fields[3] == str(sid) and fields[0] not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
 def _leader_exited(proc: subprocess.Popen[bytes]) -> bool:
     """Whether the command's own process has exited, without reaping it, so
     its PID stays reserved while its group may still be signalled."""
@@ -422,7 +449,7 @@ def _members_running(spawn: SpawnRecord, proc: subprocess.Popen[bytes]) -> bool:
     """Whether the group still has a live member. Without /proc a zombie
     leader cannot be told from a live member, so only the leader is known."""
     if _HAS_PROC and spawn.pgid is not None:
-        return group_running(spawn.pgid)
+        return group_running(spawn.pgid) or bool(session_members(spawn.pgid))
     return not _leader_exited(proc)
 
 
@@ -436,6 +463,13 @@ def _signal_group(spawn: SpawnRecord, proc: subprocess.Popen[bytes], sig: int) -
         os.killpg(spawn.pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+    # The session's other groups (jobs of a shell with job control on): the
+    # command started its own session, whose id is the leader's PID.
+    for pid in session_members(spawn.pgid):
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
     return True
 
 
@@ -478,11 +512,37 @@ def _stop_tree(proc: subprocess.Popen[bytes], spawn: SpawnRecord) -> str | None:
     # so the caller never returns while a member still runs.
     assert spawn.pgid is not None
     end = time.monotonic() + GRACE_S
-    while group_running(spawn.pgid) and time.monotonic() < end:
+    while _members_running(spawn, proc) and time.monotonic() < end:
         if not _signal_group(spawn, proc, signal.SIGKILL):
             return _stale(spawn)
         time.sleep(_POLL_S)
     return None
+
+
+# Every tree run_command is still waiting for, so that a process about to
+# exit without waiting (an interrupted run that abandoned a stuck tool thread)
+# can stop them all first: see kill_running.
+_LIVE: dict[str, tuple[subprocess.Popen[bytes], SpawnRecord]] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+def kill_running() -> int:
+    """SIGKILL, at once, every process tree a run_command call of this
+    process is still waiting for (its group and its session). For a caller
+    that is about to exit without waiting for those calls to finish their
+    own TERM-then-KILL; they notice and return as usual. Returns how many
+    trees were signalled."""
+    with _LIVE_LOCK:
+        live = list(_LIVE.values())
+    count = 0
+    for proc, spawn in live:
+        if _IS_WINDOWS:  # pragma: no cover - exercised on Windows only
+            if _still_ours(spawn, proc):
+                proc.kill()
+                count += 1
+        elif spawn.pgid is not None and _signal_group(spawn, proc, signal.SIGKILL):
+            count += 1
+    return count
 
 
 def _spawn_record(proc: subprocess.Popen[bytes]) -> SpawnRecord:
@@ -561,6 +621,37 @@ def run_command(
             error=f"could not start {argv[0] if argv else '(nothing)'}: {exc}",
         )
     spawn = _spawn_record(proc)
+    with _LIVE_LOCK:
+        _LIVE[spawn.spawn_id] = (proc, spawn)
+    try:
+        return _supervise(
+            proc,
+            spawn,
+            start=start,
+            timeout_s=timeout_s,
+            output_cap=output_cap,
+            tail_chars=tail_chars,
+            cancel=cancel,
+            redact=redact,
+            on_output=on_output,
+        )
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.pop(spawn.spawn_id, None)
+
+
+def _supervise(
+    proc: subprocess.Popen[bytes],
+    spawn: SpawnRecord,
+    *,
+    start: float,
+    timeout_s: float,
+    output_cap: int | None,
+    tail_chars: int | None,
+    cancel: threading.Event | None,
+    redact: Callable[[str], str] | None,
+    on_output: OutputSink | None,
+) -> ProcResult:
     # Only a caller recording the output needs a failed pipe to stop the tree.
     failed = threading.Event() if on_output is not None else None
     out = _Drain(

@@ -486,7 +486,7 @@ def _pick_agents(body: bytes, wanted: set[str]) -> Any | None:
             continue
         try:
             obj = json.loads(chunk)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         if isinstance(obj, dict) and obj.get("name") in wanted:
             chosen.append(obj)
@@ -497,7 +497,7 @@ def _pick_agents(body: bytes, wanted: set[str]) -> Any | None:
     try:
         rest = json.loads(rest_bytes)
         partial = PlanBody.model_validate({**rest, "agents": chosen})
-    except (ValueError, TypeError, ValidationError):
+    except (ValueError, TypeError, RecursionError, ValidationError):
         return None
     # The digest covers the bytes as written. A plan written by another
     # version of the models (a field added since, say) still matches its own

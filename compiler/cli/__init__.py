@@ -18,7 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-__all__ = ["VERBS", "entry", "main"]
+__all__ = ["VERBS", "build_parser", "entry", "main", "verb_parser"]
 
 # verb -> (module, one-line help)
 VERBS: dict[str, tuple[str, str]] = {
@@ -41,6 +41,10 @@ VERBS: dict[str, tuple[str, str]] = {
     "check-shell": (
         "charter.compiler.cli.check_shell",
         "Judge a shell command as the guard would: allow, ask or deny.",
+    ),
+    "completion": (
+        "charter.compiler.cli.completion",
+        "Print a shell completion script: charter completion bash|zsh|fish.",
     ),
 }
 
@@ -81,8 +85,17 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         if name == chosen:
             module = importlib.import_module(module_name)
             module.add_arguments(p)
-            p.set_defaults(_module=module)
+            p.set_defaults(_module=module, _parser=p)
     return parser
+
+
+def verb_parser(name: str) -> argparse.ArgumentParser:
+    """The full parser of one verb (its options, for help and completion)."""
+    parser = build_parser([name])
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices[name]  # type: ignore[no-any-return]
+    raise KeyError(name)  # pragma: no cover - every verb has a sub-parser
 
 
 # Verbs that only read files, print, and (check, hook) append to the audit log
@@ -93,6 +106,12 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
 _FAST_EXIT_VERBS = frozenset(
     {"validate", "rules", "rule", "check", "check-shell", "check-url", "check-path", "hook"}
 )
+# `charter run` ends the same way for another reason: when it was interrupted
+# it may leave a worker thread behind (a model request it abandoned, a tool
+# that ignored the cancel event), and the interpreter's shutdown would wait
+# for that thread, holding the process open for minutes. Its records are
+# closed and synced before run() returns; nothing else is left to finish.
+_EXIT_AT_ONCE_VERBS = _FAST_EXIT_VERBS | {"run"}
 
 
 def _disable_pydantic_plugins() -> None:
@@ -125,8 +144,12 @@ def entry() -> None:
     _disable_pydantic_plugins()
     _install_plugin_loader_stand_in()
     argv = sys.argv[1:]
-    code = main(argv)
-    if _chosen_verb(argv) in _FAST_EXIT_VERBS:
+    try:
+        code = main(argv)
+    except KeyboardInterrupt:
+        # Ctrl-C between main's own handling and here: still no traceback.
+        code = 130
+    if _chosen_verb(argv) in _EXIT_AT_ONCE_VERBS:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -141,7 +164,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(args_list)
     try:
-        args = parser.parse_args(args_list)
+        args, extra = parser.parse_known_args(args_list)
+        if extra:
+            # An option the verb does not know: that verb's usage, not the
+            # top-level one, which lists no option of any verb.
+            owner: argparse.ArgumentParser = getattr(args, "_parser", None) or parser
+            owner.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
     module = getattr(args, "_module", None)

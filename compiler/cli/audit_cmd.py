@@ -1,9 +1,14 @@
-"""``charter audit LOG``: show an audit log as a table.
+"""``charter audit LOG``: show an audit log as a table, or check it.
 
 A rich table on a terminal, aligned plain text otherwise, or ``--format
 json`` (one JSON array of the events). Unreadable lines (a torn last line of
 a killed run) are reported on stderr and skipped. Exit 0, or 2 when the log
-cannot be read. Imports only ``charter.runtime``.
+cannot be read.
+
+``charter audit --verify LOG`` checks the log's hash chain and its seal (see
+``charter.runtime.audit``): exit 0 for an intact log, 1 naming the first bad
+line for an edited, reordered or truncated one, 2 when it cannot be read.
+Imports only ``charter.runtime``.
 """
 
 from __future__ import annotations
@@ -21,6 +26,11 @@ _COLUMNS = ("time", "event", "agent", "stage", "tool", "decision", "gate", "rule
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("log", help="audit log (JSON lines)")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="check the hash chain and the seal: exit 0 intact, 1 at the first bad line",
+    )
 
 
 def _row(e: dict[str, Any]) -> tuple[str, ...]:
@@ -46,8 +56,39 @@ def _row(e: dict[str, Any]) -> tuple[str, ...]:
     )
 
 
+def _verify(args: argparse.Namespace) -> int:
+    from charter.runtime.audit import verify_log
+
+    try:
+        found = verify_log(args.log)
+    except OSError as exc:
+        print(f"charter audit: cannot read {args.log}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    if args.format == "json":
+        print(
+            json.dumps(
+                {
+                    "log": str(args.log),
+                    "intact": found.ok,
+                    "events": found.events,
+                    "head": found.head,
+                    "line": found.line,
+                    "problem": found.problem or None,
+                }
+            )
+        )
+    elif found.ok:
+        print(f"{args.log}: intact: {found.events} events, sealed; last hash {found.head}")
+    else:
+        print(f"{args.log}:{found.line}: {found.problem}")
+    return 0 if found.ok else 1
+
+
 def run(args: argparse.Namespace) -> int:
     from charter.runtime.audit import read_events
+
+    if args.verify:
+        return _verify(args)
 
     try:
         found = read_events(args.log)

@@ -1,13 +1,15 @@
 """``charter check``: what the gates would decide for one tool call, and why.
 
-Decides and never executes. Exit codes: 0 allow, 1 deny, 3 ask, 2 usage or
+Decides and never executes. ``PLAN_OR_PROJECT`` is a plan file or a project
+directory (compiled first). Exit codes: 0 allow, 1 deny, 3 ask, 2 usage or
 plan errors. With ``--jsonl`` every stdin line ``{"id", "tool", "args",
-"stage"}`` gets one decision object on stdout (a line that cannot be read is
-answered ``deny`` with gate ``input``); the exit code is then 0 once every
-line was answered.
+"stage"}`` gets one decision object on stdout, the shared batch form of the
+check verbs (see ``_jsonl``: a line that cannot be read is answered ``deny``
+with gate ``input``; the exit code is the most restrictive answer's, 2 when
+a line was malformed).
 
-This module imports only ``charter.runtime`` (the runtime half of Charter),
-so a policy check never loads the compiler.
+Given a plan file this module imports only ``charter.runtime`` (the runtime
+half of Charter), so a policy check never loads the compiler.
 """
 
 from __future__ import annotations
@@ -15,7 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
+
+from charter.compiler.cli._plan_arg import add_project_options, prepared_plan_or_project
 
 __all__ = ["add_arguments", "run"]
 
@@ -48,7 +53,12 @@ def _intermixed(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     _intermixed(p)
-    p.add_argument("plan", help="compiled plan (plan.json)")
+    p.add_argument(
+        "plan",
+        type=Path,
+        metavar="PLAN_OR_PROJECT",
+        help="a compiled plan (plan.json) or a project directory",
+    )
     p.add_argument("tool", nargs="?", help="tool name as the model would call it")
     p.add_argument("args_json", nargs="?", default="{}", help="arguments as a JSON object")
     p.add_argument("--agent", required=True, help="agent in the plan")
@@ -61,6 +71,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workspace", default=".", help="workspace directory (default: .)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--jsonl", action="store_true", help="read calls as JSON lines from stdin")
+    add_project_options(p)
 
 
 def _text(out: dict[str, Any]) -> str:
@@ -100,29 +111,18 @@ def _text(out: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _input_error(line_id: Any, message: str) -> dict[str, Any]:
-    return {
-        "id": line_id,
-        "decision": "deny",
-        "gate": "input",
-        "rule": "malformed-request",
-        "reason": message,
-        "provenance": {},
-    }
-
-
 def run(args: argparse.Namespace) -> int:
     from charter.runtime.gates import decide
-    from charter.runtime.loader import PlanError
     from charter.runtime.results import ToolCall
-    from charter.runtime.session import Session, SessionError, load_for_agents, open_session
+    from charter.runtime.session import Session, SessionError, open_session
 
-    try:
-        # Only this agent is validated, and each argument validator is built
-        # when a call first needs it: a one-shot check pays for nothing else.
-        prepared = load_for_agents(args.plan, [args.agent])
-    except PlanError as exc:
-        print(f"charter check: {exc}", file=sys.stderr)
+    # Only this agent is validated, and each argument validator is built
+    # when a call first needs it: a one-shot check pays for nothing else.
+    prepared = prepared_plan_or_project(
+        args.plan, [args.agent], config=args.config, use_user_config=not args.no_user_config
+    )
+    if isinstance(prepared, str):
+        print(f"charter check: {prepared}", file=sys.stderr)
         return 2
     sessions: dict[str | None, Session] = {}
 
@@ -149,18 +149,26 @@ def run(args: argparse.Namespace) -> int:
         if args.tool is not None:
             print("charter check: --jsonl reads calls from stdin; give no TOOL", file=sys.stderr)
             return 2
-        for n, line in enumerate(sys.stdin, 1):
-            if not line.strip():
-                continue
+        from charter.compiler.cli._jsonl import BadLine, answer_lines, text_field
+
+        def answer(req: dict[str, Any]) -> dict[str, Any]:
+            tool = text_field(req, "tool")
+            call_args = req.get("args", {})
+            stage = text_field(req, "stage", required=False) or args.stage
+            if not tool:
+                raise BadLine("'tool' must be a non-empty string", req.get("id"))
+            if not isinstance(call_args, dict):
+                raise BadLine("'args' must be a JSON object", req.get("id"))
             try:
-                req = json.loads(line)
-            except json.JSONDecodeError as exc:
-                out = _input_error(None, f"line {n}: not JSON ({exc.msg})")
-            else:
-                out = _one_line(req, n, session_for, args.stage, decide, ToolCall, SessionError)
-            sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
-            sys.stdout.flush()
-        return 0
+                session = session_for(stage)
+            except SessionError as exc:
+                raise BadLine(str(exc), req.get("id")) from None
+            call = ToolCall(tool, call_args, str(req.get("id") or ""))
+            return decide(session, call).to_json()
+
+        return answer_lines(
+            sys.stdin, answer, sys.stdout, malformed={"gate": "input", "provenance": {}}
+        )
 
     if args.tool is None:
         print("charter check: name the TOOL to check (or use --jsonl)", file=sys.stderr)
@@ -173,41 +181,20 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    except (RecursionError, ValueError):
+        # Nested past the parser's stack, or an integer of thousands of digits.
+        print(
+            "charter check: ARGS_JSON cannot be read (nested too deeply, or a number too long)",
+            file=sys.stderr,
+        )
+        return 2
     if not isinstance(call_args, dict):
         print("charter check: ARGS_JSON must be a JSON object", file=sys.stderr)
         return 2
     outcome = decide(session_for(args.stage), ToolCall(args.tool, call_args))
     result = outcome.to_json()
     if args.format == "json":
-        print(json.dumps(result, ensure_ascii=False, indent=2))
+        print(json.dumps(result, ensure_ascii=True, indent=2))
     else:
         print(_text(result))
     return _EXIT[outcome.decision]
-
-
-def _one_line(
-    req: Any,
-    n: int,
-    session_for: Any,
-    default_stage: str | None,
-    decide: Any,
-    call_cls: Any,
-    session_error: type[Exception],
-) -> dict[str, Any]:
-    if not isinstance(req, dict):
-        return _input_error(None, f"line {n}: not a JSON object")
-    line_id = req.get("id")
-    tool, call_args, stage = req.get("tool"), req.get("args", {}), req.get("stage", default_stage)
-    if not isinstance(tool, str) or not tool:
-        return _input_error(line_id, f"line {n}: 'tool' must be a non-empty string")
-    if not isinstance(call_args, dict):
-        return _input_error(line_id, f"line {n}: 'args' must be a JSON object")
-    if stage is not None and not isinstance(stage, str):
-        return _input_error(line_id, f"line {n}: 'stage' must be a string")
-    try:
-        session = session_for(stage)
-    except session_error as exc:
-        return _input_error(line_id, f"line {n}: {exc}")
-    out: dict[str, Any] = {"id": line_id}
-    out.update(decide(session, call_cls(tool, call_args, str(line_id or ""))).to_json())
-    return out

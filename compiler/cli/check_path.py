@@ -1,9 +1,9 @@
 """``charter check-path``: the workspace confinement decision for one path.
 
 Exit codes: 0 allow, 1 deny, 3 ask, 2 usage errors. ``--jsonl`` reads lines
-``{"id", "path", "op"}`` and answers ``{"id", "decision", "rule",
-"message"}`` per line (a line it cannot read is answered ``deny``). Imports
-only ``charter.runtime``.
+``{"id", "path", "op"}`` from stdin and answers ``{"id", "decision", "rule",
+"reason"}`` per line, the batch form shared by the check verbs (see
+``_jsonl``). Imports only ``charter.runtime``.
 """
 
 from __future__ import annotations
@@ -26,27 +26,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jsonl", action="store_true", help="read paths as JSON lines from stdin")
 
 
-def _malformed(line_id: Any, message: str) -> dict[str, Any]:
-    return {"id": line_id, "decision": "deny", "rule": "malformed-request", "message": message}
-
-
-def _line(req: Any, n: int, workspace: str, default_op: str) -> dict[str, Any]:
+def _line(req: dict[str, Any], workspace: str, default_op: str) -> dict[str, Any]:
+    from charter.compiler.cli._jsonl import BadLine, text_field
     from charter.runtime.workspace import decide_path
 
-    if not isinstance(req, dict):
-        return _malformed(None, f"line {n}: not a JSON object")
-    line_id, path, op = req.get("id"), req.get("path"), req.get("op", default_op)
-    if not isinstance(path, str):
-        return _malformed(line_id, f"line {n}: 'path' must be a string")
-    if not isinstance(op, str):
-        op = repr(op)
+    path = text_field(req, "path")
+    assert path is not None
+    op = req.get("op", default_op)
+    if op not in ("read", "write"):
+        raise BadLine("'op' must be read or write", req.get("id"))
     found = decide_path(workspace, path, op)
-    return {
-        "id": line_id,
-        "decision": found["decision"],
-        "rule": found["rule"],
-        "message": found["message"],
-    }
+    return {"decision": found["decision"], "rule": found["rule"], "reason": found["message"]}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,18 +48,9 @@ def run(args: argparse.Namespace) -> int:
                 "charter check-path: --jsonl reads paths from stdin; give no PATH", file=sys.stderr
             )
             return 2
-        for n, raw in enumerate(sys.stdin, 1):
-            if not raw.strip():
-                continue
-            try:
-                req = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                out = _malformed(None, f"line {n}: not JSON ({exc.msg})")
-            else:
-                out = _line(req, n, args.workspace, args.op)
-            sys.stdout.write(json.dumps(out, ensure_ascii=False) + "\n")
-            sys.stdout.flush()
-        return 0
+        from charter.compiler.cli._jsonl import answer_lines
+
+        return answer_lines(sys.stdin, lambda req: _line(req, args.workspace, args.op), sys.stdout)
     if args.path is None:
         print("charter check-path: give a PATH (or use --jsonl)", file=sys.stderr)
         return 2

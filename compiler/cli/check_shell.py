@@ -6,9 +6,10 @@
 
 ``charter check-shell --jsonl`` reads ``{"id": ..., "command": ..., "cwd": ...}``
 objects (``id`` and ``cwd`` optional), one a line, from stdin and writes one
-``{"id", "decision", "rule", "message"}`` line per input: the batch form for
-auditing transcripts. A malformed line yields ``{"id", "error"}`` and exit 2;
-otherwise the exit code is 0.
+``{"id", "decision", "rule", "reason"}`` line per input: the batch form for
+auditing transcripts, shared by the check verbs (see ``_jsonl``: a malformed
+line is answered ``deny``; the exit code is the most restrictive answer's,
+2 when a line was malformed).
 
 The verdict shown is the guard's alone. How it meets the shell tool's
 permission (a guard allow lifts the tool's ask; redirects answer to
@@ -46,7 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--jsonl",
         action="store_true",
         help='read {"id", "command", "cwd"} lines from stdin; write {"id", "decision", "rule", '
-        '"message"} lines',
+        '"reason"} lines',
     )
 
 
@@ -123,31 +124,15 @@ def _render(command: str, v: Verdict) -> str:
 
 
 def _batch(policy: ShellPolicy, workspace: str, default_cwd: str) -> int:
+    from charter.compiler.cli._jsonl import answer_lines, text_field
     from charter.runtime.shell import evaluate
 
-    status = 0
-    out = sys.stdout
-    for n, line in enumerate(sys.stdin, 1):
-        if not line.strip():
-            continue
-        ident: Any = None
-        try:
-            obj = json.loads(line)
-            if not isinstance(obj, dict):
-                raise ValueError("each line must be a JSON object")
-            ident = obj.get("id")
-            command = obj.get("command")
-            cwd = obj.get("cwd")
-            if not isinstance(command, str):
-                raise ValueError('"command" must be a string')
-            if cwd is not None and not isinstance(cwd, str):
-                raise ValueError('"cwd" must be a string')
-        except ValueError as exc:  # json.JSONDecodeError is a ValueError
-            out.write(json.dumps({"id": ident, "error": f"line {n}: {exc}"}) + "\n")
-            status = 2
-            continue
+    def answer(obj: dict[str, Any]) -> dict[str, Any]:
+        command = text_field(obj, "command")
+        cwd = text_field(obj, "cwd", required=False)
+        assert command is not None
         run_cwd = os.path.join(workspace, cwd) if cwd else default_cwd
         v = evaluate(command, cwd=run_cwd, workspace=workspace, policy=policy)
-        record = {"id": ident, "decision": v.decision, "rule": v.rule, "message": v.message}
-        out.write(json.dumps(record, ensure_ascii=False) + "\n")
-    return status
+        return {"decision": v.decision, "rule": v.rule, "reason": v.message}
+
+    return answer_lines(sys.stdin, answer, sys.stdout)

@@ -6,9 +6,11 @@ other name answers ``needs-dns``. ``--resolve`` resolves such names with the
 system resolver and judges every answer, as the runtime does before it
 connects.
 
-Exit codes: 0 allow, 1 deny, 3 needs-dns, 2 usage or I/O errors. With
-``--jsonl`` the exit code is the worst over all lines (deny over needs-dns
-over allow), and 2 if any input line was malformed.
+Exit codes: 0 allow, 1 deny, 3 needs-dns, 2 usage or I/O errors. ``--jsonl``
+reads ``{"id", "url"}`` lines from stdin and answers ``{"id", "decision",
+"rule", "reason", "normalized"}`` per line, the batch form shared by the
+check verbs (see ``_jsonl``): the exit code is the worst over all lines (deny
+over needs-dns over allow), and 2 if any input line was malformed.
 
 The HTTP stack is never imported here: deciding needs only the standard
 library.
@@ -23,12 +25,11 @@ from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from charter.runtime.net.resolve import Resolver
-    from charter.runtime.net.urlpolicy import Decision, UrlPolicy
+    from charter.runtime.net.urlpolicy import Decision
 
 __all__ = ["add_arguments", "run"]
 
 _EXIT = {"allow": 0, "deny": 1, "needs-dns": 3}
-_SEVERITY = {0: 0, 3: 1, 1: 2}  # exit code -> rank, for the worst-of over many lines
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,9 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
     p.add_argument(
         "--jsonl",
-        metavar="FILE",
-        help='read {"id", "url"} objects, one a line, from FILE ("-" for stdin) and write '
-        '{"id", "decision", "reason", "normalized"} lines',
+        action="store_true",
+        help='read {"id", "url"} objects, one a line, from stdin and write '
+        '{"id", "decision", "rule", "reason", "normalized"} lines',
     )
 
 
@@ -56,26 +57,29 @@ def run(args: argparse.Namespace) -> int:
     from charter.runtime.net.resolve import SystemResolver
     from charter.runtime.net.urlpolicy import UrlPolicy
 
-    if (args.url is None) == (args.jsonl is None):
-        print("charter check-url: give either a URL or --jsonl FILE", file=sys.stderr)
+    if (args.url is None) == (not args.jsonl):
+        print("charter check-url: give either a URL or --jsonl (lines on stdin)", file=sys.stderr)
         return 2
     policy = UrlPolicy(allow_local_network=args.allow_local_network)
     resolver: Resolver | None = SystemResolver() if args.resolve else None
-    if args.jsonl is None:
+    if not args.jsonl:
         decision = policy.check(args.url, resolver)
         _print_one(decision, args.format, sys.stdout)
         return _EXIT[decision.verdict]
-    if args.jsonl == "-":
-        return _run_jsonl(sys.stdin, "<stdin>", policy, resolver, sys.stdout)
-    try:
-        with open(args.jsonl, encoding="utf-8") as handle:
-            return _run_jsonl(handle, args.jsonl, policy, resolver, sys.stdout)
-    except OSError as exc:
-        print(f"charter check-url: {args.jsonl}: {exc.strerror or exc}", file=sys.stderr)
-        return 2
-    except UnicodeDecodeError as exc:
-        print(f"charter check-url: {args.jsonl}: not UTF-8 ({exc.reason})", file=sys.stderr)
-        return 2
+    from charter.compiler.cli._jsonl import answer_lines, text_field
+
+    def answer(record: dict[str, Any]) -> dict[str, Any]:
+        url = text_field(record, "url")
+        assert url is not None
+        d = policy.check(url, resolver)
+        return {
+            "decision": d.verdict,
+            "rule": d.reason,
+            "reason": d.detail or d.reason,
+            "normalized": d.normalized,
+        }
+
+    return answer_lines(sys.stdin, answer, sys.stdout, malformed={"normalized": None})
 
 
 def _print_one(decision: Decision, fmt: str, out: IO[str]) -> None:
@@ -89,44 +93,3 @@ def _print_one(decision: Decision, fmt: str, out: IO[str]) -> None:
         out.write(f"  address: {', '.join(decision.addresses)}\n")
     if decision.detail:
         out.write(f"  detail:  {decision.detail}\n")
-
-
-def _run_jsonl(
-    lines: IO[str],
-    display: str,
-    policy: UrlPolicy,
-    resolver: Resolver | None,
-    out: IO[str],
-) -> int:
-    worst = 0
-    malformed = False
-    for number, line in enumerate(lines, 1):
-        if line.strip() == "":
-            continue
-        record_id: Any = None
-        try:
-            record = json.loads(line)
-            if not isinstance(record, dict):
-                raise ValueError("expected a JSON object")
-            record_id = record.get("id")
-            url = record.get("url")
-            if not isinstance(url, str):
-                raise ValueError('"url" must be a string')
-        except ValueError as exc:  # json.JSONDecodeError is a ValueError
-            malformed = True
-            print(f"charter check-url: {display}:{number}: {exc}", file=sys.stderr)
-            # Keep output aligned with input, and never let a bad line read as allowed.
-            row = {"id": record_id, "decision": "deny", "reason": "invalid-input"}
-            out.write(json.dumps({**row, "normalized": None}) + "\n")
-            continue
-        decision = policy.check(url, resolver)
-        row = {
-            "id": record_id,
-            "decision": decision.verdict,
-            "reason": decision.reason,
-            "normalized": decision.normalized,
-        }
-        out.write(json.dumps(row) + "\n")
-        worst = max(worst, _EXIT[decision.verdict], key=_SEVERITY.__getitem__)
-    out.flush()
-    return 2 if malformed else worst

@@ -1,5 +1,6 @@
-"""``charter diff old.json new.json``: what a change to agent config does to
-the compiled decisions, for review on a pull request.
+"""``charter diff OLD NEW``: what a change to agent config does to the
+compiled decisions, for review on a pull request. Each side is a plan file or
+a project directory (compiled first).
 
 Reports tools added or removed per agent, decisions and capabilities that
 changed per stage, with the provenance of the new decision. ``--fail-on-loosen``
@@ -15,12 +16,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from charter.compiler.cli._plan_arg import add_project_options, load_plan_or_project
+from charter.compiler.cli.show import explain
+
 _RANK = {"allow": 0, "ask": 1, "deny": 2}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("old", type=Path)
-    p.add_argument("new", type=Path)
+    p.add_argument("old", type=Path, metavar="OLD", help="a plan file or a project directory")
+    p.add_argument("new", type=Path, metavar="NEW", help="a plan file or a project directory")
+    add_project_options(p)
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--fail-on-loosen", action="store_true", help="exit 1 if anything loosened")
 
@@ -37,7 +42,7 @@ def _index(plan: Any) -> dict[tuple[str, str, str], dict[str, Any]]:
                     "liftable": st.decision.liftable,
                     "capability": tool.capability if tool else None,
                     "source": tool.source if tool else "mcp",
-                    "why": st.decision.explain(),
+                    "why": explain(st.decision),
                     "unattended": st.name in stage.unattended,
                 }
     return out
@@ -100,13 +105,16 @@ def compare(old: Any, new: Any) -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from charter.runtime.loader import PlanError, load_plan
-
-    try:
-        old, new = load_plan(args.old), load_plan(args.new)
-    except PlanError as exc:
-        print(f"charter diff: {exc}", file=sys.stderr)
-        return 2
+    plans = []
+    for target in (args.old, args.new):
+        loaded = load_plan_or_project(
+            target, config=args.config, use_user_config=not args.no_user_config
+        )
+        if isinstance(loaded, str):
+            print(f"charter diff: {loaded}", file=sys.stderr)
+            return 2
+        plans.append(loaded.plan)
+    old, new = plans
     changes = compare(old, new)
     loosened = any(c["loosened"] for c in changes)
     if args.format == "json":

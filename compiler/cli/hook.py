@@ -4,7 +4,8 @@ Reads the hook event on stdin, writes the decision JSON on stdout and exits
 0, including when the input or the plan is unusable: fail closed, never
 allow. Claude Code's answer is then ``ask`` with the reason; Gemini CLI's is
 ``deny``, since Gemini CLI lets a call through when a hook fails, times out or
-prints anything but JSON. Imports only ``charter.runtime``.
+prints anything but JSON. ``--plan`` names a plan file or a project directory
+(compiled first). Given a plan file it imports only ``charter.runtime``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import os
 import sys
 import threading
 from typing import TYPE_CHECKING, Any
+
+from charter.compiler.cli._plan_arg import add_project_options, load_plan_or_project
 
 if TYPE_CHECKING:
     from charter.runtime.hooks.common import HookOptions
@@ -31,7 +34,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "agent_kind", choices=("claude-code", "gemini-cli"), help="which agent's hook to answer"
     )
-    p.add_argument("--plan", required=True, help="compiled plan (plan.json)")
+    p.add_argument(
+        "--plan",
+        required=True,
+        metavar="PLAN_OR_PROJECT",
+        help="a compiled plan (plan.json) or a project directory (compiled first)",
+    )
     p.add_argument("--agent", help="agent in the plan (needed when it holds several)")
     p.add_argument("--stage", help="stage (default: the agent's entry stage)")
     p.add_argument("--workspace", help="workspace directory (default: the event's cwd)")
@@ -56,9 +64,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"gemini-cli only: answer deny if no decision is reached in this time "
         f"(default {_GEMINI_TIME_LIMIT:g}; keep it below the hook's timeout in settings.json)",
     )
+    add_project_options(p)
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    finally:
+        _remove_temporary()
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.agent_kind == "gemini-cli":
         return _run_gemini(args)
     if args.ask is not None:
@@ -122,7 +138,44 @@ def _decide_gemini(args: argparse.Namespace) -> dict[str, Any]:
 def _options(args: argparse.Namespace) -> HookOptions:
     from charter.runtime.hooks.common import HookOptions
 
-    return HookOptions(args.plan, args.agent, args.stage, args.workspace, tuple(args.allow))
+    return HookOptions(_plan_file(args), args.agent, args.stage, args.workspace, tuple(args.allow))
+
+
+def _plan_file(args: argparse.Namespace) -> str:
+    """The plan file the adapter reads. A project directory is compiled into
+    a private temporary file first (removed at exit); when it does not
+    compile, the compile errors are on stderr and the adapter is given a path
+    that does not exist, so it fails closed like for any unusable plan."""
+    from pathlib import Path
+
+    target = Path(args.plan)
+    if not target.is_dir():
+        return str(args.plan)
+    loaded = load_plan_or_project(
+        target, config=args.config, use_user_config=not args.no_user_config
+    )
+    if isinstance(loaded, str):
+        print(f"charter hook: {loaded}", file=sys.stderr)
+        return str(target / "(does not compile)")
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="charter-hook-")
+    _TEMPORARY.append(folder)
+    path = Path(folder) / "plan.json"
+    path.write_text(loaded.plan.to_json(), encoding="utf-8")
+    return str(path)
+
+
+# Folders of plans compiled for this call; removed when run() returns (the
+# console script ends hooks with os._exit, which runs no atexit handler).
+_TEMPORARY: list[str] = []
+
+
+def _remove_temporary() -> None:
+    import shutil
+
+    while _TEMPORARY:
+        shutil.rmtree(_TEMPORARY.pop(), ignore_errors=True)
 
 
 def _gemini_deny(reason: str) -> dict[str, Any]:

@@ -2,9 +2,19 @@
 
 Given a project directory the project is compiled first; given a plan file
 (JSON) it is loaded and its digest checked. Every run gets a directory,
-``<workdir>/.charter/runs/<run-id>/``, holding the plan it ran
-(``plan.json``), the audit log (``audit.jsonl``), the event stream
-(``events.jsonl``) and the answer (``output.<ext>``).
+``<workspace>/.charter/runs/<run-id>/``, private to the user (0700, files
+0600, whatever the umask), holding the plan it ran (``plan.json``), the audit
+log (``audit.jsonl``, a hash chain sealed by ``run_finished``), the event
+stream (``events.jsonl``) and the answer (``output.<ext>``).
+
+Model requests are bounded: ``--model-timeout`` (else the config's
+``request_timeout_secs``, else 120 s) per attempt and ``--model-retries``
+retries (default 3); each retry is an event with its reason.
+
+SIGINT and SIGTERM end the run within about a second, whatever is in flight
+(see ``charter.runtime.run.runner``); ``run_finished`` is still written. A
+signal before the run started, or a second one while it finishes, never
+prints a traceback.
 
 Exit codes: 0 the run ended with an output; 4 it ended without one (limits,
 a model failure, a script whose expectations were not met); 2 it refused to
@@ -15,13 +25,15 @@ start (a bad plan or project, an unknown agent, a bad model spec, usage);
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import secrets
+import signal
 import sys
 import threading
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 EXIT_OK = 0
 EXIT_NO_OUTPUT = 4
@@ -39,6 +51,27 @@ _EXTENSIONS = {
     "xml": "xml",
 }
 DEMO_SCRIPT = "demo.script.yaml"
+DEFAULT_MODEL_RETRIES = 3
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError("a timeout must be a positive number of seconds")
+    return value
+
+
+def _retries(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError("retries must be between 0 and 100")
+    return value
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -64,6 +97,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the environment variable holding the API key (default OPENAI_API_KEY)",
     )
     p.add_argument(
+        "--model-timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="give up on one model request after this long (default: the config's "
+        "request_timeout_secs, else 120)",
+    )
+    p.add_argument(
+        "--model-retries",
+        type=_retries,
+        metavar="N",
+        help=f"retry a failed model request (timeout, 429, 5xx) N times (default "
+        f"{DEFAULT_MODEL_RETRIES})",
+    )
+    p.add_argument(
         "--yolo",
         action="store_true",
         help="unattended: lift every liftable ask and withdraw blocking tools not required",
@@ -71,7 +118,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--allow", action="append", default=[], metavar="TOOL", help="lift this tool's ask"
     )
-    p.add_argument("--workdir", type=Path, help="the workspace (default: the current directory)")
+    p.add_argument(
+        "--workspace",
+        "--workdir",
+        dest="workspace",
+        type=Path,
+        metavar="DIR",
+        help="the workspace the tools are confined to (default: the current directory)",
+    )
     p.add_argument("--output", type=Path, metavar="FILE", help="also write the answer here")
     p.add_argument("--config", type=Path, help="the user config.toml used to compile a project")
     p.add_argument("--no-user-config", action="store_true", help="ignore the user's config")
@@ -88,30 +142,14 @@ def _refuse(message: str) -> int:
 def _load(args: argparse.Namespace) -> tuple[Any, Path | None] | str:
     """The plan and the project directory it came from (None for a plan file),
     or why there is none."""
-    target: Path = args.target
-    if target.is_file():
-        from charter.runtime.loader import PlanError, load_plan
+    from charter.compiler.cli._plan_arg import load_plan_or_project
 
-        try:
-            return load_plan(target), None
-        except PlanError as exc:
-            return str(exc)
-    if not target.is_dir():
-        return f"{target}: no such project directory or plan file"
-    if args.config is not None and not args.config.is_file():
-        return f"{args.config}: config file not found"
-    from charter.compiler.compile import CompileOptions, compile_project
-    from charter.compiler.frontends.project import load_project
-    from charter.compiler.render import render
-
-    project = load_project(target, config=args.config, use_default_config=not args.no_user_config)
-    result = compile_project(project, CompileOptions())
-    diags = [d for d in (*project.diagnostics, *result.diagnostics) if d.severity.value != "note"]
-    if diags:
-        sys.stderr.write(render(diags, "concise", sources=project.sources))
-    if result.plan is None:
-        return f"{target}: the project does not compile; fix the errors above"
-    return result.plan, target
+    loaded = load_plan_or_project(
+        args.target, config=args.config, use_user_config=not args.no_user_config
+    )
+    if isinstance(loaded, str):
+        return loaded
+    return loaded.plan, loaded.project
 
 
 def _default_model(project: Path | None, plan_path: Path, agent_root: str) -> str | None:
@@ -141,10 +179,82 @@ def _task(args: argparse.Namespace) -> str | None:
     return "\n\n".join(parts) if parts else "No task was given: follow the stage instructions."
 
 
+class _Interrupted(BaseException):
+    """SIGINT or SIGTERM outside the run's own event loop (while compiling,
+    say): unwinds the command like KeyboardInterrupt, for either signal."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+class _SignalGuard:
+    """SIGINT and SIGTERM handlers for the parts of a command outside the
+    run's event loop, which installs its own (and, leaving, puts Python's
+    defaults back: :meth:`arm` again after it). No traceback either way.
+
+    ``raising``: a signal unwinds what is being done (:class:`_Interrupted`;
+    before the run starts). Otherwise it is noted in ``seen`` and ``cancel``
+    is set, so a run that is starting stops at its first check, and the run
+    directory, the audit seal and the answer are still written. Handlers can
+    only be set in the main thread; elsewhere the guard does nothing."""
+
+    def __init__(self, *, raising: bool, cancel: threading.Event | None = None) -> None:
+        self.raising = raising
+        self.cancel = cancel
+        self.seen: list[int] = []
+        self._active = threading.current_thread() is threading.main_thread()
+        self._previous: dict[int, Any] = {}
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.seen.append(signum)
+        if self.cancel is not None:
+            self.cancel.set()
+        if self.raising:
+            raise _Interrupted(signum)
+
+    def arm(self) -> None:
+        if self._active:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, self._handler)
+
+    def __enter__(self) -> _SignalGuard:
+        if self._active:
+            self._previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+        self.arm()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, old in self._previous.items():
+            signal.signal(sig, old)
+
+
 def run(args: argparse.Namespace) -> int:
-    workdir = (args.workdir or Path.cwd()).resolve()
-    if not workdir.is_dir():
-        return _refuse(f"{workdir}: the workdir is not a directory")
+    try:
+        with _SignalGuard(raising=True):
+            prepared = _prepare_run(args)
+    except _Interrupted as exc:
+        print("charter run: interrupted before the run started", file=sys.stderr)
+        return 128 + exc.signum
+    if isinstance(prepared, int):
+        return prepared
+    plan, project, found, provider, spec, task, workspace = prepared
+    from charter.runtime.session import SessionError, normalise_allow, prepare
+
+    try:
+        return _run(
+            args, plan, project, found, provider, spec, task, workspace, prepare, normalise_allow
+        )
+    except SessionError as exc:
+        return _refuse(str(exc))
+    finally:
+        provider.close()
+
+
+def _prepare_run(args: argparse.Namespace) -> tuple[Any, ...] | int:
+    workspace = (args.workspace or Path.cwd()).resolve()
+    if not workspace.is_dir():
+        return _refuse(f"{workspace}: the workspace is not a directory")
     task = _task(args)
     if task is None:
         return _refuse("--input takes KEY=VALUE")
@@ -152,8 +262,6 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(loaded, str):
         return _refuse(loaded)
     plan, project = loaded
-    from charter.runtime.session import SessionError, normalise_allow, prepare
-
     found = plan.body.agent(args.agent)
     if found is None:
         known = ", ".join(a.name for a in plan.body.agents) or "none"
@@ -166,18 +274,24 @@ def run(args: argparse.Namespace) -> int:
         )
     from charter.runtime.models import ModelError, load_provider
 
+    options: dict[str, Any] = {}
+    if spec.partition(":")[0].strip().lower() == "openai":
+        from charter.runtime.models.openai import RetryPolicy
+
+        timeout = args.model_timeout or found.limits.model_request_timeout_secs
+        if timeout is not None:
+            options["timeout_s"] = float(timeout)
+        retries = DEFAULT_MODEL_RETRIES if args.model_retries is None else args.model_retries
+        options["retry"] = RetryPolicy(attempts=retries + 1)
+    elif args.model_timeout is not None or args.model_retries is not None:
+        return _refuse("--model-timeout and --model-retries apply to openai: models only")
     try:
-        provider = load_provider(spec, base_url=args.base_url, api_key_env=args.api_key_env)
+        provider = load_provider(
+            spec, base_url=args.base_url, api_key_env=args.api_key_env, **options
+        )
     except (ValueError, ModelError) as exc:
         return _refuse(str(exc))
-    try:
-        return _run(
-            args, plan, project, found, provider, spec, task, workdir, prepare, normalise_allow
-        )
-    except SessionError as exc:
-        return _refuse(str(exc))
-    finally:
-        provider.close()
+    return plan, project, found, provider, spec, task, workspace
 
 
 def _run(
@@ -188,7 +302,7 @@ def _run(
     provider: Any,
     spec: str,
     task: str,
-    workdir: Path,
+    workspace: Path,
     prepare: Any,
     normalise_allow: Any,
 ) -> int:
@@ -208,54 +322,74 @@ def _run(
     )
 
     run_id = datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-    run_dir = workdir / ".charter" / "runs" / run_id
-    try:
-        run_dir.mkdir(parents=True)
-        (run_dir / "plan.json").write_text(plan.to_json(), encoding="utf-8")
-        home = run_dir / "home"
-        home.mkdir()
-        events_file = (run_dir / "events.jsonl").open("w", encoding="utf-8")
-    except OSError as exc:
-        return _refuse(f"cannot create the run directory {run_dir}: {exc.strerror or exc}")
+    run_dir = workspace / ".charter" / "runs" / run_id
+    cancel = threading.Event()
+    with _SignalGuard(raising=False, cancel=cancel) as guard:
+        try:
+            _private_dir(run_dir)
+            with _private_file(run_dir / "plan.json") as out:
+                out.write(plan.to_json())
+            home = _private_dir(run_dir / "home")
+            events_file = _private_file(run_dir / "events.jsonl")
+        except OSError as exc:
+            return _refuse(f"cannot create the run directory {run_dir}: {exc.strerror or exc}")
+        redactor = Redactor()
+        # Credentials in the environment (OPENAI_API_KEY and the like) are
+        # hidden from every view of the run, whoever prints them.
+        redactor.add_env(os.environ)
+        env = build_env(os.environ, home=home)
+        audit = AuditLog(
+            run_dir / "audit.jsonl", redact=lambda text: redactor.redact(text, "stored")
+        )
+        bus = EventBus([JsonLinesSink(events_file, owns=True)])
+        if args.json:
+            bus.add(JsonLinesSink(sys.stdout))
+        elif args.quiet:
+            bus.add(QuietView())
+        else:
+            bus.add(LiveView())
+        try:
+            prompter = Prompter(
+                LineSource(sys.stdin),
+                timeout_s=float(found.limits.interaction_timeout_secs),
+                cancel=cancel,
+                bus=bus,
+            )
+            options = RunOptions(
+                prepared=prepare(plan),
+                agent=found.name,
+                task=task,
+                workspace=workspace,
+                run_dir=run_dir,
+                run_id=run_id,
+                provider=provider,
+                approvals=PromptApprovals(prompter),
+                bus=bus,
+                audit=audit,
+                redactor=redactor,
+                env=env,
+                yolo=bool(args.yolo),
+                allow=tuple(normalise_allow(args.allow)),
+                prompter=prompter,
+                cancel=cancel,
+                project_root=project.resolve() if project is not None else None,
+            )
+            return _execute(args, options, plan, found, spec, guard, execute_run)
+        finally:
+            audit.close()
+            bus.close()
 
-    redactor = Redactor()
-    # Credentials in the environment (OPENAI_API_KEY and the like) are hidden
-    # from every view of the run, whoever prints them.
-    redactor.add_env(os.environ)
-    env = build_env(os.environ, home=home)
-    audit = AuditLog(run_dir / "audit.jsonl", redact=lambda text: redactor.redact(text, "stored"))
-    bus = EventBus([JsonLinesSink(events_file, owns=True)])
-    if args.json:
-        bus.add(JsonLinesSink(sys.stdout))
-    elif args.quiet:
-        bus.add(QuietView())
-    else:
-        bus.add(LiveView())
-    prompter = Prompter(
-        LineSource(sys.stdin),
-        timeout_s=float(found.limits.interaction_timeout_secs),
-        cancel=threading.Event(),
-        bus=bus,
-    )
-    options = RunOptions(
-        prepared=prepare(plan),
-        agent=found.name,
-        task=task,
-        workspace=workdir,
-        run_dir=run_dir,
-        run_id=run_id,
-        provider=provider,
-        approvals=PromptApprovals(prompter),
-        bus=bus,
-        audit=audit,
-        redactor=redactor,
-        env=env,
-        yolo=bool(args.yolo),
-        allow=tuple(normalise_allow(args.allow)),
-        prompter=prompter,
-        cancel=prompter.cancel,
-        project_root=project.resolve() if project is not None else None,
-    )
+
+def _execute(
+    args: argparse.Namespace,
+    options: Any,
+    plan: Any,
+    found: Any,
+    spec: str,
+    guard: _SignalGuard,
+    execute_run: Any,
+) -> int:
+    bus, audit, run_dir, run_id = options.bus, options.audit, options.run_dir, options.run_id
     shown_model = spec if not spec.startswith("script:") else f"script:{Path(spec[7:]).name}"
     bus.emit(
         "run_started",
@@ -264,7 +398,7 @@ def _run(
         agent_name=found.name,
         model=shown_model,
         plan_digest=plan.digest,
-        workspace=str(workdir),
+        workspace=str(options.workspace),
         run_dir=str(run_dir),
         yolo=bool(args.yolo),
         allow=sorted(options.allow),
@@ -272,16 +406,29 @@ def _run(
     audit.write("run_started", run=run_id, agent=found.name, plan=plan.digest, model=shown_model)
     output_path: Path | None = None
     code = EXIT_NO_OUTPUT
-    answer: str | None = None
-    try:
-        report = execute_run(options)
+    status, reason, output = "interrupted", "interrupted before the agent started", None
+    turns = calls = 0
+    forced: list[str] = []
+    interrupted = guard.seen[0] if guard.seen else None
+    if interrupted is None:
+        try:
+            report = execute_run(options)
+        finally:
+            # The run's event loop put Python's own handlers back: what
+            # follows writes the records and must not be cut short.
+            guard.arm()
         result = report.result
+        status, reason, output = result.status, result.reason, result.output
+        turns, calls, forced = result.turns, result.tool_calls, list(result.gates_forced)
+        interrupted = report.interrupted
+        if interrupted is None and guard.seen:
+            interrupted = guard.seen[0]  # before the run's own handlers were up
         if report.completed and result.output is not None:
             ext = _EXTENSIONS.get((result.output_format or "").strip().lower(), "txt")
             output_path = run_dir / f"output.{ext}"
-            output_path.write_text(result.output, encoding="utf-8")
+            with _private_file(output_path) as out:
+                out.write(result.output)
             code = EXIT_OK
-            answer = result.output
             if args.output is not None:
                 try:
                     args.output.write_text(result.output, encoding="utf-8")
@@ -291,33 +438,52 @@ def _run(
                         file=sys.stderr,
                     )
                     code = EXIT_REFUSED
-        if report.interrupted is not None:
-            code = 128 + report.interrupted
-        audit.write(
-            "run_finished",
-            run=run_id,
-            status="interrupted" if report.interrupted else result.status,
-            reason=result.reason,
-            gates_forced=list(result.gates_forced) or None,
-        )
-        bus.emit(
-            "run_finished",
-            "main",
-            status="interrupted" if report.interrupted else result.status,
-            reason=result.reason,
-            turns=result.turns,
-            tool_calls=result.tool_calls,
-            gates_forced=list(result.gates_forced),
-            output=str(output_path) if output_path else None,
-            output_text=result.output if args.json else None,
-            audit=str(run_dir / "audit.jsonl"),
-            events=str(run_dir / "events.jsonl"),
-            exit_code=code,
-        )
-    finally:
-        audit.close()
-        bus.close()
-    if code == EXIT_OK and not args.json and answer is not None:
-        sys.stdout.write(answer if answer.endswith("\n") else answer + "\n")
+    if interrupted is not None:
+        code = 128 + interrupted
+        status = "interrupted"
+    audit.write(
+        "run_finished",
+        run=run_id,
+        status=status,
+        reason=reason,
+        gates_forced=forced or None,
+        exit_code=code,
+    )
+    bus.emit(
+        "run_finished",
+        "main",
+        status=status,
+        reason=reason,
+        turns=turns,
+        tool_calls=calls,
+        gates_forced=forced,
+        output=str(output_path) if output_path else None,
+        output_text=output if args.json else None,
+        audit=str(run_dir / "audit.jsonl"),
+        audit_hash=audit.head,
+        events=str(run_dir / "events.jsonl"),
+        exit_code=code,
+    )
+    if code == EXIT_OK and not args.json and output is not None:
+        sys.stdout.write(output if output.endswith("\n") else output + "\n")
         sys.stdout.flush()
     return code
+
+
+def _private_dir(path: Path) -> Path:
+    """A directory only the user can enter, whatever the umask. Missing
+    parents (``.charter/runs``) are made the same way."""
+    if not path.parent.is_dir():
+        _private_dir(path.parent)
+    path.mkdir(mode=0o700)
+    if os.name == "posix":
+        os.chmod(path, 0o700)  # mkdir's mode is masked by the umask; never widened
+    return path
+
+
+def _private_file(path: Path) -> IO[str]:
+    """A new file only the user can read, open for writing text."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    if os.name == "posix":
+        os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "w", encoding="utf-8")

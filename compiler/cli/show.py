@@ -1,7 +1,10 @@
-"""``charter show plan.json``: every agent's stages, tools and decisions.
+"""``charter show PLAN_OR_PROJECT``: every agent's stages, tools and decisions.
 
-The plan is read through the runtime's loader, so a tampered plan is refused
-here as it would be at run time (exit 2 with the reason).
+A plan file is read through the runtime's loader, so a tampered plan is
+refused here as it would be at run time (exit 2 with the reason); a project
+directory is compiled first. Each decision comes with its provenance as the
+plan records it: every scope that said something, with the ``file:line`` it
+said it at, and every clamp that changed it.
 """
 
 from __future__ import annotations
@@ -12,13 +15,59 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from charter.compiler.cli._plan_arg import add_project_options, load_plan_or_project
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("plan", type=Path, help="a compiled plan (charter compile -o)")
+    p.add_argument(
+        "plan",
+        type=Path,
+        metavar="PLAN_OR_PROJECT",
+        help="a compiled plan (charter compile -o) or a project directory",
+    )
     p.add_argument("--agent", help="only this agent")
     p.add_argument(
         "--format", choices=("table", "text", "json"), help="default: table on a terminal"
     )
+    add_project_options(p)
+
+
+def provenance(decision: Any) -> list[dict[str, Any]]:
+    """What produced a decision, in the order the plan records it: each scope
+    that set a value and each clamp, with where it was written (``file:line``
+    relative to the project root) when the plan knows."""
+    out: list[dict[str, Any]] = []
+    for s in decision.scopes:
+        if s.value is None:
+            continue
+        where = f"{s.source.path}:{s.source.line}" if s.source is not None else None
+        out.append({"scope": s.scope, "value": s.value, "source": where, "detail": s.detail})
+    for c in decision.clamps:
+        where = f"{c.source.path}:{c.source.line}" if c.source is not None else None
+        out.append(
+            {
+                "clamp": c.rule,
+                "before": c.before,
+                "after": c.after,
+                "reason": c.reason,
+                "source": where,
+            }
+        )
+    return out
+
+
+def explain(decision: Any) -> str:
+    """The provenance in one line: ``stage=ask (agent.leviath:51), agent=ask
+    (agent.leviath:21), builtin_default=ask``, clamps after a semicolon."""
+    said: list[str] = []
+    clamps: list[str] = []
+    for p in provenance(decision):
+        at = f" ({p['source']})" if p["source"] else ""
+        if "scope" in p:
+            said.append(f"{p['scope']}={p['value']}{at}")
+        else:
+            clamps.append(f"{p['clamp']}: {p['before']} -> {p['after']} ({p['reason']}){at}")
+    return "; ".join([", ".join(said) or "no scope set it", *clamps])
 
 
 def rows(plan: Any, agent_filter: str | None = None) -> list[dict[str, Any]]:
@@ -43,7 +92,8 @@ def rows(plan: Any, agent_filter: str | None = None) -> list[dict[str, Any]]:
                         "liftable": d.liftable,
                         "unattended": st.name in stage.unattended,
                         "host_only": bool(tool and tool.host_only),
-                        "why": d.explain(),
+                        "why": explain(d),
+                        "provenance": provenance(d),
                     }
                 )
     return out
@@ -74,13 +124,13 @@ def _script_lines(perms: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from charter.runtime.loader import PlanError, load_plan
-
-    try:
-        plan = load_plan(args.plan)
-    except PlanError as exc:
-        print(f"charter show: {exc}", file=sys.stderr)
+    loaded = load_plan_or_project(
+        args.plan, config=args.config, use_user_config=not args.no_user_config
+    )
+    if isinstance(loaded, str):
+        print(f"charter show: {loaded}", file=sys.stderr)
         return 2
+    plan = loaded.plan
     if args.agent and plan.body.agent(args.agent) is None:
         names = ", ".join(a.name for a in plan.body.agents)
         print(

@@ -33,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from charter.compiler.check import check_project
     from charter.compiler.frontends.project import load_project
-    from charter.compiler.render import default_format, exit_code, render
+    from charter.compiler.render import default_format, exit_code, render, want_color
     from charter.compiler.suppress import apply_suppressions
 
     for raw in args.paths:
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     for raw in args.paths:
         root = Path(raw)
         if root.is_file():  # a file inside a project: validate its agent directory
-            root = root.parent
+            root = _agent_dir_of(root)
         project = load_project(root, config=args.config, use_default_config=not args.no_user_config)
         diags = [*project.diagnostics, *check_project(project)]
         ignores.extend(project_ignores(project))
@@ -65,8 +65,24 @@ def run(args: argparse.Namespace) -> int:
             sources[prefix + path] = lines
     kept, suppressed = apply_suppressions(findings, sources, ignores)
     fmt = args.format or default_format(sys.stdout)
-    sys.stdout.write(render(kept, fmt, sources=sources, suppressed=suppressed))
+    color = want_color(sys.stdout)  # full only: on a terminal, NO_COLOR / FORCE_COLOR
+    sys.stdout.write(render(kept, fmt, sources=sources, suppressed=suppressed, color=color))
     return exit_code(kept, deny_warnings=args.deny_warnings)
+
+
+def _agent_dir_of(path: Path) -> Path:
+    """The agent directory a file belongs to: the nearest folder above it
+    holding agent.yaml or a blueprint. A stage file (stages/x.toml), a tool
+    (agent/tools/x/tool.yaml) or an MCP manifest (agent/mcp/x.yaml) is
+    validated with its whole agent, since none means anything alone. A file
+    in no agent directory is looked at where it is (and reported as such)."""
+    from charter.compiler.frontends.project import is_agent_dir
+
+    start = path.resolve().parent
+    for folder in (start, *start.parents):
+        if is_agent_dir(folder):
+            return folder
+    return path.parent
 
 
 def _prefix(root: Path, cwd: Path) -> str:

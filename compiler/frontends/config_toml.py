@@ -140,7 +140,9 @@ class SecurityConfig(InputModel):
 class Limits(InputModel):
     # 0 means "wait forever"; an expired prompt is a refusal, never consent.
     interaction_timeout_secs: Annotated[int, Field(ge=0)] = 3600
-    script_shell_timeout_secs: Annotated[int, Field(ge=0)] = 60
+    # The shell tool's time limit (plan limits.shell_timeout_secs). Unlike the
+    # prompt wait, a command is always bounded: 0 is not "no limit".
+    script_shell_timeout_secs: Annotated[int, Field(ge=1)] = 60
     default_max_iterations: Annotated[int, Field(ge=1)] = 50
     # Unset means no budget; Leviath's setup writes values, its code has none.
     max_tool_call_write_bytes: Annotated[int, Field(ge=0)] | None = None

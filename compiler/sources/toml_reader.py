@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import sys
 import tomllib
 from typing import Any
 
@@ -73,6 +74,11 @@ def read_toml(src: SourceText) -> tuple[Any, SourceMap, list[Diagnostic]]:
         return None, smap, [diag("toml-syntax-error", msg, Span(src.display, line, col))]
     except RecursionError:
         return None, smap, [diag("nesting-too-deep", "structure too deep", Span(src.display))]
+    except ValueError:
+        # Not a TOMLDecodeError: tomllib let int() refuse a decimal integer of
+        # more digits than Python converts. It names no position, so find the
+        # first such run of digits.
+        return None, smap, [_long_integer(src)]
     if _depth(data) > MAX_NESTING:
         return (
             None,
@@ -87,6 +93,31 @@ def read_toml(src: SourceText) -> tuple[Any, SourceMap, list[Diagnostic]]:
         )
     scan_positions(src.text, smap)
     return data, smap, []
+
+
+def _long_integer(src: SourceText) -> Diagnostic:
+    limit = sys.get_int_max_str_digits()
+    # Maximal runs only, so the search stays linear in the text.
+    found = next(
+        (
+            m
+            for m in re.finditer(r"[0-9_]+", src.text)
+            if len(m.group()) - m.group().count("_") > limit
+        ),
+        None,
+    )
+    line = col = 1
+    digits = limit + 1
+    if found is not None:
+        before = src.text[: found.start()]
+        line = before.count("\n") + 1
+        col = found.start() - (before.rfind("\n") + 1) + 1
+        digits = len(found.group().replace("_", ""))
+    return diag(
+        "invalid-value",
+        f"an integer of {digits} digits is out of range (at most {limit} digits are read)",
+        Span(src.display, line, col),
+    )
 
 
 def _depth(value: Any, level: int = 0) -> int:

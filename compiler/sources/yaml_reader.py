@@ -18,6 +18,7 @@ from __future__ import annotations
 import datetime
 import functools
 import re
+import sys
 from typing import Any
 
 import yaml
@@ -80,6 +81,11 @@ def _plain_tag(ev: Any) -> str:
 
 class _ScalarProblem(Exception):
     """PyYAML would refuse to construct this scalar (the host cannot load the file)."""
+
+
+def _too_many_digits(text: str) -> bool:
+    limit = sys.get_int_max_str_digits()
+    return limit > 0 and sum(c.isdigit() for c in text) > limit
 
 
 def _construct(tag: str, ev: Any) -> Any:
@@ -397,6 +403,20 @@ class _Builder:
                 diag(
                     "wrong-type",
                     f"'{text}' is a single value, not what its tag '{tag}' says",
+                    span,
+                    key_path=format_key_path(path),
+                )
+            )
+            return None
+        if tag == _INT_TAG and _too_many_digits(text):
+            # Python refuses to convert such a number (its guard against
+            # quadratic-time conversion); say so instead of quoting the digits.
+            digits = sum(c.isdigit() for c in text)
+            self.diags.append(
+                diag(
+                    "invalid-value",
+                    f"an integer of {digits} digits is out of range (at most "
+                    f"{sys.get_int_max_str_digits()} digits are read)",
                     span,
                     key_path=format_key_path(path),
                 )

@@ -146,12 +146,14 @@ class McpHost:
     """Where servers run and what they may reach."""
 
     agent_dir: Path  # manifest cwd values are relative to it
-    workspace: Path  # cwd must resolve inside it
+    workspace: Path  # cwd must resolve inside it ...
     home: Path  # HOME of stdio children (a runtime-owned directory)
     log_dir: Path  # mcp-stderr.log goes here (0700 dir, 0600 file)
     environ: Mapping[str, str]  # the allowlist and ${VAR} values are read from here
     url_policy: UrlPolicy = field(default_factory=UrlPolicy)
     resolver: Resolver | None = None  # None: the system resolver
+    # ... or inside agent_dir, when the run compiled it (see resolve_cwd).
+    agent_dir_trusted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,12 +182,15 @@ class ServerReport:
     missing: tuple[str, ...] = ()  # pinned but not listed
     collisions: tuple[str, ...] = ()  # refused because the name is taken
     filtered_out: tuple[str, ...] = ()
+    # For the operator only (console and audit, never the model): what a
+    # server that failed to start wrote to stderr, and where its log is.
+    operator_detail: str = ""
 
     def lines(self) -> list[str]:
-        """Human-readable findings, one a line."""
+        """Human-readable findings, one a line (for the operator)."""
         out: list[str] = []
         if self.status != "ok":
-            out.append(f"{self.server}: {self.status}: {self.message}")
+            out.append(f"{self.server}: {self.status}: {self.message}{self.operator_detail}")
         for c in self.changed:
             out.append(
                 f"{self.server}: tool '{c.name}' changed since it was locked "
@@ -239,6 +244,17 @@ def _connection_closed(exc: BaseException) -> bool:
     return getattr(exc, "code", None) == CONNECTION_CLOSED
 
 
+def _stderr_detail(conn: McpConnection) -> str:
+    """What a server that failed to start wrote, and where the rest is: a
+    person at the console should not have to open the log to learn why."""
+    detail = ""
+    if conn.stderr_tail:
+        detail += f"; the server wrote: {conn.stderr_tail}"
+    if conn.stderr_log is not None:
+        detail += f" (its stderr is in {conn.stderr_log})"
+    return detail
+
+
 def _describe(exc: BaseException) -> str:
     """One line for an exception, unwrapping task-group exception groups."""
     while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
@@ -277,6 +293,7 @@ class McpConnection:
         self.error: str | None = None
         self._lost = False  # the server closed the connection under a call
         self.stderr_log: Path | None = None
+        self.stderr_tail = ""  # the last lines the server wrote to stderr, redacted
         self.offered: dict[str, DiscoveredTool] = {}  # model-visible name -> tool
 
     @property
@@ -346,13 +363,18 @@ class McpConnection:
         finally:
             self._client = None
             self._settled.set()
-            self._done.set()
-            if self._stderr is not None:
-                capture, log_dir, redactor = self._stderr, self._host.log_dir, self.redactor
-                with anyio.CancelScope(shield=True):
-                    self.stderr_log = await anyio.to_thread.run_sync(
-                        capture.flush_to, log_dir, redactor
-                    )
+            try:
+                if self._stderr is not None:
+                    capture, log_dir, redactor = self._stderr, self._host.log_dir, self.redactor
+                    with anyio.CancelScope(shield=True):
+                        self.stderr_log = await anyio.to_thread.run_sync(
+                            capture.flush_to, log_dir, redactor
+                        )
+                    self.stderr_tail = capture.last_lines(redactor)
+            finally:
+                # After the log is written, so that a failed start can say
+                # what the server printed and where the rest is.
+                self._done.set()
 
     async def wait_started(self) -> None:
         await self._settled.wait()
@@ -537,6 +559,7 @@ class McpPool:
             home=self.host.home,
             agent_dir=self.host.agent_dir,
             workspace=self.host.workspace,
+            agent_dir_trusted=self.host.agent_dir_trusted,
         )
         if launch.url is not None:
             decision = self.host.url_policy.check(launch.url)
@@ -597,7 +620,13 @@ class McpPool:
                     f"no tool list within {plan.connect_timeout_seconds} s; the server was closed",
                 ), []
             assert failure is not None
-            return ServerReport(plan.server, "failed", failure.rule, failure.message), []
+            return ServerReport(
+                plan.server,
+                "failed",
+                failure.rule,
+                failure.message,
+                operator_detail=_stderr_detail(conn),
+            ), []
         self.connections[plan.server] = conn
         return ServerReport(plan.server, "ok", pinned=req.pins is not None), listed
 

@@ -11,7 +11,9 @@ Pure functions over the plan's :class:`~charter.runtime.plan.McpServerPlan`:
   unapproved manifest cannot make the runtime read a variable at all);
 * the child's environment: the shared allowlist plus the manifest's own
   ``env`` entries, nothing else from the parent;
-* ``cwd``, which must resolve (symlinks followed) inside the workspace.
+* ``cwd``, which must resolve (symlinks followed) inside the workspace, or
+  inside the agent's own directory when the run compiled that directory
+  itself (the compiler already kept ``cwd`` inside it, CH703).
 """
 
 from __future__ import annotations
@@ -115,15 +117,25 @@ def expand(text: str, environ: Mapping[str, str], used: dict[str, str]) -> str:
     return _VAR.sub(sub, text)
 
 
-def resolve_cwd(cwd: str | None, agent_dir: Path, workspace: Path) -> Path:
+def resolve_cwd(
+    cwd: str | None, agent_dir: Path, workspace: Path, *, agent_dir_trusted: bool = False
+) -> Path:
     """The server's working directory: ``cwd`` relative to the agent's
     directory, which must end up inside the workspace once symlinks are
-    followed. No ``cwd`` means the agent's directory itself."""
-    root = workspace.resolve()
+    followed. No ``cwd`` means the agent's directory itself.
+
+    ``agent_dir_trusted``: the run compiled the agent's directory itself (a
+    project given to ``charter run``), whose files the plan digests; a server
+    may then also start inside that directory, where its own code lives,
+    though it lies outside the workspace. Nowhere else."""
     target = (agent_dir / cwd).resolve() if cwd is not None else agent_dir.resolve()
-    if target != root and root not in target.parents:
+    roots = [workspace.resolve()]
+    if agent_dir_trusted:
+        roots.append(agent_dir.resolve())
+    if not any(target == root or root in target.parents for root in roots):
+        where = "the workspace or the agent's directory" if agent_dir_trusted else "the workspace"
         raise LaunchError(
-            "mcp-cwd-outside-workspace", f"cwd '{cwd or '.'}' resolves outside the workspace"
+            "mcp-cwd-outside-workspace", f"cwd '{cwd or '.'}' resolves outside {where}"
         )
     if not target.is_dir():
         raise LaunchError("mcp-cwd-missing", f"cwd '{cwd or '.'}' is not a directory")
@@ -165,6 +177,7 @@ def resolve_launch(
     home: Path,
     agent_dir: Path,
     workspace: Path,
+    agent_dir_trusted: bool = False,
 ) -> Launch:
     """Expand and check the declaration. Call only after connect approval."""
     used: dict[str, str] = {}
@@ -172,7 +185,7 @@ def resolve_launch(
     if plan.transport == "stdio":
         if not plan.command:
             raise LaunchError("mcp-no-command", "a stdio server needs a command")
-        cwd = resolve_cwd(plan.cwd, agent_dir, workspace)
+        cwd = resolve_cwd(plan.cwd, agent_dir, workspace, agent_dir_trusted=agent_dir_trusted)
         env = child_env(plan, environ, home, used)
         command = expand(plan.command, environ, used)
         args = tuple(expand(a, environ, used) for a in plan.args)

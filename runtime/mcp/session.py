@@ -125,7 +125,8 @@ def run_host(
     """Where ``charter run`` starts an agent's servers. A manifest's ``cwd``
     is relative to the agent's directory in the compiled project (the
     workspace when the run started from a plan file) and must resolve inside
-    the workspace; HOME and the stderr log are in the run's own directory."""
+    the workspace, or inside that agent directory when the run compiled it;
+    HOME and the stderr log are in the run's own directory."""
     from charter.runtime.net.urlpolicy import UrlPolicy
 
     home = run_dir / "mcp-home"
@@ -138,6 +139,7 @@ def run_host(
         log_dir=run_dir / "logs",
         environ=environ,
         url_policy=UrlPolicy(allow_local_network=agent.allow_local_network),
+        agent_dir_trusted=project_root is not None,
     )
 
 
@@ -687,7 +689,7 @@ class McpRuntime:
                 server=r.server,
                 status=r.status,
                 rule=r.rule,
-                reason=r.message or None,
+                reason=(r.message + r.operator_detail) or None,
                 pinned=r.pinned,
                 offered=[t.name for t in r.offered],
                 changed=[{"tool": c.name, "what": list(c.what)} for c in r.changed],

@@ -86,6 +86,14 @@ class StderrCapture:
         text = bytes(self._tail).decode("utf-8", errors="replace")
         return text[-WINDOW_CHARS:]
 
+    def last_lines(self, redactor: Redactor, lines: int = 3, limit: int = 400) -> str:
+        """The last few non-empty lines written, redacted and joined with
+        ' | ', at most ``limit`` characters: what a console message quotes."""
+        text = bytes(self._tail).decode("utf-8", errors="replace")
+        kept = [line.strip() for line in text.splitlines() if line.strip()][-lines:]
+        shown = redactor.redact(" | ".join(kept), "stored")
+        return shown if len(shown) <= limit else "..." + shown[-(limit - 3) :]
+
     def flush_to(self, log_dir: Path, redactor: Redactor) -> Path | None:
         """Append the redacted window to the private log; None when the
         server wrote nothing."""

@@ -23,7 +23,7 @@ loop hands that error back to the model as the call's result.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -43,6 +43,8 @@ __all__ = [
     "ModelTimeoutError",
     "ModelToolCall",
     "ModelTurn",
+    "RetryNotice",
+    "RetryObserver",
     "Role",
     "ScriptError",
     "ScriptExhaustedError",
@@ -252,15 +254,38 @@ class ModelTurn:
         return Message.assistant(self.text, self.tool_calls)
 
 
+@dataclass(frozen=True, slots=True)
+class RetryNotice:
+    """One failed request that the provider is about to retry.
+
+    ``attempt`` is the attempt that failed (1-based) out of ``attempts``
+    allowed; ``delay_s`` the wait before the next one; ``reason`` why it
+    failed, safe to show (credentials removed); ``status`` the HTTP status,
+    None when no response arrived (a timeout, a refused connection).
+    """
+
+    attempt: int
+    attempts: int
+    delay_s: float
+    reason: str
+    status: int | None = None
+
+
+# Called from the thread running ``complete``, before each wait.
+RetryObserver = Callable[[RetryNotice], None]
+
+
 @runtime_checkable
 class ModelProvider(Protocol):
     """What the run loop needs from a model.
 
     ``complete`` may block (it is plain synchronous code; the loop runs it in
     a worker thread when it must stay responsive) and is safe to call from
-    several threads. ``for_agent`` returns the provider a sub-agent of that
-    name talks to; ``close`` releases what the provider owns and is
-    idempotent.
+    several threads. A provider that retries failed requests tells
+    ``on_retry`` about each retry before waiting for it, so that a person
+    watching sees why nothing is happening. ``for_agent`` returns the
+    provider a sub-agent of that name talks to; ``close`` releases what the
+    provider owns and is idempotent.
     """
 
     def complete(
@@ -270,6 +295,7 @@ class ModelProvider(Protocol):
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         edges: Sequence[EdgeChoice],
+        on_retry: RetryObserver | None = None,
     ) -> ModelTurn: ...
 
     def for_agent(self, name: str) -> ModelProvider: ...
@@ -289,7 +315,12 @@ def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, str | None]:
     try:
         value = json.loads(raw)
     except (ValueError, RecursionError) as exc:
-        detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+        if isinstance(exc, json.JSONDecodeError):
+            detail = exc.msg
+        elif isinstance(exc, RecursionError):
+            detail = "nested too deeply"
+        else:  # an integer of thousands of digits, which Python refuses to convert
+            detail = "a number too long to read"
         where = f" at character {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
         return None, f"the arguments are not valid JSON ({detail}{where}); send one JSON object"
     if not isinstance(value, dict):

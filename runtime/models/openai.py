@@ -46,6 +46,8 @@ from charter.runtime.models.base import (
     ModelTimeoutError,
     ModelToolCall,
     ModelTurn,
+    RetryNotice,
+    RetryObserver,
     ToolSpec,
     Usage,
     edge_tool_spec,
@@ -204,6 +206,7 @@ class OpenAIProvider:
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         edges: Sequence[EdgeChoice],
+        on_retry: RetryObserver | None = None,
     ) -> ModelTurn:
         if self._closed:
             raise ModelError("the model provider was already closed")
@@ -223,14 +226,14 @@ class OpenAIProvider:
         if offered:
             body["tools"] = [_tool_json(tool) for tool in offered]
             body["tool_choice"] = "auto"
-        data = self._post(body)
+        data = self._post(body, on_retry)
         turn = _parse_completion(data, self._redact)
         calls, edge = split_edge_calls(turn.tool_calls, edges)
         return ModelTurn(turn.text, calls, edge, turn.finish_reason, turn.usage)
 
     # ------------------------------------------------------------------ HTTP
 
-    def _post(self, body: dict[str, Any]) -> Any:
+    def _post(self, body: dict[str, Any], on_retry: RetryObserver | None = None) -> Any:
         payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
@@ -250,7 +253,18 @@ class OpenAIProvider:
                 if attempt > 1:
                     error.args = (f"{error} (gave up after {attempt} attempts)",)
                 raise error
-            self._sleep(self._retry.delay(attempt, failure.retry_after, self._rng))
+            delay = self._retry.delay(attempt, failure.retry_after, self._rng)
+            if on_retry is not None:
+                on_retry(
+                    RetryNotice(
+                        attempt=attempt,
+                        attempts=self._retry.attempts,
+                        delay_s=delay,
+                        reason=str(failure.error),
+                        status=failure.error.status,
+                    )
+                )
+            self._sleep(delay)
 
     def _attempt(self, payload: bytes, headers: dict[str, str], attempt: int) -> Any:
         try:

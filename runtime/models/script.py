@@ -60,6 +60,7 @@ from charter.runtime.models.base import (
     ModelRequestError,
     ModelToolCall,
     ModelTurn,
+    RetryObserver,
     ScriptError,
     ScriptExhaustedError,
     ScriptExpectationError,
@@ -486,6 +487,7 @@ class ScriptProvider:
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
         edges: Sequence[EdgeChoice],
+        on_retry: RetryObserver | None = None,  # a script never retries
     ) -> ModelTurn:
         with self._lock:
             if self._closed:

@@ -20,6 +20,7 @@ record that must not be lost.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 from collections.abc import Iterator
@@ -43,6 +44,7 @@ __all__ = [
 ]
 
 _TRIM = 400
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def trim(text: str | None, limit: int = _TRIM) -> str:
@@ -141,7 +143,12 @@ class JsonLinesSink:
         self._owns = owns
 
     def handle(self, event: Event) -> None:
-        self._stream.write(json.dumps(event.to_json(), ensure_ascii=False, default=str) + "\n")
+        line = json.dumps(event.to_json(), ensure_ascii=False, default=str)
+        if _SURROGATE.search(line):
+            # Text from a model can hold a lone surrogate, which no UTF-8
+            # stream can carry: the JSON escapes can, and read back the same.
+            line = json.dumps(event.to_json(), ensure_ascii=True, default=str)
+        self._stream.write(line + "\n")
         self._stream.flush()
 
     def close(self) -> None:
@@ -163,6 +170,8 @@ class LiveView:
         self.console = console or Console(stderr=True, highlight=False)
         self._status: Status | None = None
         self._thinking: dict[str, str] = {}  # agent -> stage, while its model thinks
+        # (agent, call id) -> how far a long tool call has got (tool_progress)
+        self._running: dict[tuple[str, str], str] = {}
         self._paused = 0
         self._lock = threading.RLock()
         self._started: dict[str, float] = {}
@@ -170,10 +179,16 @@ class LiveView:
     # -- the spinner ----------------------------------------------------------
 
     def _refresh_spinner(self) -> None:
-        wanted = bool(self._thinking) and not self._paused
+        from rich.markup import escape
+
+        wanted = bool(self._thinking or self._running) and not self._paused
         if wanted:
-            who = ", ".join(f"{a} in {s}" for a, s in sorted(self._thinking.items()))
-            text = f"[cyan]the model is thinking[/] ({who})"
+            parts = []
+            if self._thinking:
+                who = ", ".join(f"{a} in {s}" for a, s in sorted(self._thinking.items()))
+                parts.append(f"[cyan]the model is thinking[/] ({escape(who)})")
+            parts.extend(escape(line) for _key, line in sorted(self._running.items()))
+            text = "\n".join(parts)
             if self._status is None:
                 self._status = self.console.status(text, spinner="dots")
                 self._status.start()
@@ -213,6 +228,19 @@ class LiveView:
             self._thinking[event.agent] = str(f.get("stage", ""))
         elif kind in ("model_turn", "model_error", "agent_finished", "run_finished"):
             self._thinking.pop(event.agent, None)
+        if kind == "tool_progress":
+            line = f"{_who_plain(event)}{f.get('tool')} running {_elapsed(f.get('elapsed_s'))}"
+            if f.get("output_bytes"):
+                line += f", {f.get('output_lines', 0)} lines ({_size(f.get('output_bytes'))})"
+            if f.get("last_line"):
+                line += f": {trim(str(f['last_line']), 100)}"
+            self._running[(event.agent, str(f.get("call_id")))] = line
+            return
+        if kind in ("tool_finished", "agent_finished", "run_finished", "interrupted"):
+            if kind == "tool_finished":
+                self._running.pop((event.agent, str(f.get("call_id"))), None)
+            else:
+                self._running = {k: v for k, v in self._running.items() if k[0] != event.agent}
         if kind == "run_started":
             print_(
                 f"[bold]charter run[/] agent [bold]{escape(str(f['agent_name']))}[/] "
@@ -274,6 +302,19 @@ class LiveView:
             print_(f"{who}[yellow]{escape(str(f['message']))}[/]")
         elif kind == "model_error":
             print_(f"{who}[red]model error:[/] {escape(str(f['message']))}")
+        elif kind == "model_retry":
+            print_(
+                f"{who}[yellow]model request {f.get('attempt')} of {f.get('attempts')} failed:[/] "
+                f"{escape(str(f.get('reason', '')))} [dim](retrying in "
+                f"{float(f.get('delay_s') or 0):.1f} s)[/]"
+            )
+        elif kind == "approval_waiting":
+            pass  # the prompt itself is on the screen
+        elif kind == "approval_resumed":
+            print_(
+                f"{who}[dim]{escape(str(f.get('tool')))}: {escape(str(f.get('answer')))} "
+                f"(after {float(f.get('waited_s') or 0):.1f} s)[/]"
+            )
         elif kind == "agent_spawned":
             print_(
                 f"{who}[cyan]spawned sub-agent {escape(str(f['child']))} "
@@ -298,12 +339,32 @@ class LiveView:
     def close(self) -> None:
         with self._lock:
             self._thinking.clear()
+            self._running.clear()
             self._paused = 0
             self._refresh_spinner()
 
 
+def _who_plain(event: Event) -> str:
+    return f"{event.agent}: " if event.agent != "main" else ""
+
+
+def _elapsed(seconds: Any) -> str:
+    total = int(float(seconds or 0))
+    return f"{total // 60}m{total % 60:02d}s" if total >= 60 else f"{total}s"
+
+
+def _size(n: Any) -> str:
+    value = float(n or 0)
+    for unit in ("B", "KB", "MB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"
+
+
 class QuietView:
-    """``--quiet``: only what went wrong, on stderr."""
+    """``--quiet``: only what went wrong, on stderr: model errors and retries,
+    MCP server problems, and a run that did not complete."""
 
     def __init__(self, stream: IO[str] | None = None) -> None:
         self._stream = stream or sys.stderr
@@ -312,6 +373,14 @@ class QuietView:
         f = event.fields
         if event.kind == "model_error":
             self._stream.write(f"charter run: {event.agent}: model error: {f['message']}\n")
+        elif event.kind == "notice" and str(f.get("message", "")).startswith("MCP "):
+            # An MCP server that failed to start (or changed) is a problem too.
+            self._stream.write(f"charter run: {event.agent}: {f['message']}\n")
+        elif event.kind == "model_retry":
+            self._stream.write(
+                f"charter run: {event.agent}: model request {f['attempt']} of {f['attempts']} "
+                f"failed, retrying in {f['delay_s']} s: {f['reason']}\n"
+            )
         elif event.kind == "run_finished" and f.get("status") != "completed":
             self._stream.write(f"charter run: {f['status']}: {f.get('reason', '')}\n")
 

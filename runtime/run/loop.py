@@ -59,7 +59,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -74,12 +74,14 @@ from charter.runtime.models import (
     ModelError,
     ModelProvider,
     ModelToolCall,
+    RetryNotice,
     ScriptExhaustedError,
     ScriptExpectationError,
     ToolSpec,
 )
 from charter.runtime.plan import Edge, OutputSpec, Stage
 from charter.runtime.results import ToolCall, ToolResult, refusal
+from charter.runtime.run.progress import Meter
 from charter.runtime.session import PreparedPlan, Session, open_session
 from charter.runtime.tools.context import fold_sections, validate_output
 from charter.runtime.tools.registry import IMPLEMENTATIONS, RunStore, ToolRuntime
@@ -87,7 +89,7 @@ from charter.runtime.tools.tasks import cancel_tasks
 from charter.runtime.tools.web import web_config_for
 
 if TYPE_CHECKING:
-    from charter.runtime.approval import ApprovalProvider
+    from charter.runtime.approval import ApprovalAnswer, ApprovalProvider, ApprovalRequest
     from charter.runtime.audit import AuditLog
     from charter.runtime.mcp.session import McpRuntime
     from charter.runtime.redact import Redactor
@@ -100,6 +102,7 @@ __all__ = ["AgentResult", "AgentRun", "RunContext", "Status"]
 Status = Literal["completed", "no_output", "failed", "cancelled", "killed"]
 
 _STUCK_TURNS = 3
+_PROGRESS_EVERY_S = 1.0
 _DEAD_END_TURNS = 2
 _MAX_MODEL_FAILURES = 3  # in a row, across error edges
 _REFUSED = ("[error]", "[denied]", "[unavailable]", "[blocked]")
@@ -157,6 +160,44 @@ class RunContext:
     # starts (or given, e.g. with in-process servers), closed by the root.
     mcp: McpRuntime | None = None
     _mcp_lock: threading.Lock = field(default_factory=threading.Lock)
+    # Work in threads that the run waits for (tool calls, MCP connects and
+    # closes, stopping background tasks) runs in shielded scopes registered
+    # here; an interrupt gives them all one short deadline (see expire).
+    _guarded: set[anyio.CancelScope] = field(default_factory=set)
+    _expires_at: float | None = None
+
+    def guard(self, scope: anyio.CancelScope) -> None:
+        self._guarded.add(scope)
+        if self._expires_at is not None:
+            scope.deadline = min(scope.deadline, self._expires_at)
+
+    def unguard(self, scope: anyio.CancelScope) -> None:
+        self._guarded.discard(scope)
+
+    def expire(self, grace_s: float) -> None:
+        """The run is stopping: every thread it waits for gets ``grace_s`` more
+        seconds (enough for a shell to stop its process tree on the cancel
+        event), then is abandoned, so the run ends promptly whatever a tool
+        is doing. Call from the event loop."""
+        at = anyio.current_time() + grace_s
+        self._expires_at = at if self._expires_at is None else min(self._expires_at, at)
+        for scope in list(self._guarded):
+            scope.deadline = min(scope.deadline, self._expires_at)
+
+    async def in_thread(self, fn: Callable[[], Any]) -> tuple[bool, Any]:
+        """Run ``fn`` in a worker thread, shielded from cancellation until the
+        run's interrupt deadline (:meth:`expire`); ``(True, result)``, or
+        ``(False, None)`` when it was abandoned at that deadline. An
+        exception from ``fn`` propagates."""
+        with anyio.CancelScope(shield=True) as scope:
+            self.guard(scope)
+            try:
+                return True, await anyio.to_thread.run_sync(
+                    fn, abandon_on_cancel=True, limiter=self.limiter
+                )
+            finally:
+                self.unguard(scope)
+        return False, None
 
     def mcp_runtime(self) -> McpRuntime:
         with self._mcp_lock:
@@ -464,7 +505,13 @@ class AgentRun:
         for name in order:
             entry = tools.get(name)
             if name in offered and entry is not None:
-                spec = ToolSpec.from_entry(entry)
+                try:
+                    spec = ToolSpec.from_entry(entry)
+                except ValueError:
+                    # A schema that is not an object: the schema gate refuses
+                    # every call (schema-unusable); the model is still told the
+                    # tool takes an object, so its call gets that refusal.
+                    spec = ToolSpec(entry.name, entry.description, {"type": "object"})
                 if shape is not None and name == "submit_output" and entry.source == "builtin":
                     spec = dataclasses.replace(
                         spec,
@@ -655,21 +702,20 @@ class AgentRun:
             tool_call = ToolCall(call.name, call.arguments, call.id)
             outcome = decide(self.session, tool_call)
             decision, gate, rule = outcome.decision, outcome.gate, outcome.rule
-            session, registry, approvals = self.session, self.registry, self.ctx.approvals
-            rt, audit = self.rt, self.ctx.audit
+            meter = Meter(self.ctx.redactor)
+            session, registry = self.session, self.registry
+            approvals = _Announced(self.ctx.approvals, self, call, meter)
+            rt, audit = dataclasses.replace(self.rt, progress=meter.feed), self.ctx.audit
 
             def run() -> ToolResult:
                 return execute(session, tool_call, registry, approvals, audit, runtime=rt)
 
-            # Not abandoned on cancellation: the call is stopped through the
-            # runtime's cancel event (a shell kills its process tree), and the
-            # loop waits for that so nothing outlives the run.
             guarded = self._guard_records(outcome.canonical or call.name, call.arguments)
             if guarded is not None and outcome.decision != "deny":
                 result, decision, gate, rule = guarded, "deny", "dispatch", "run-records"
                 self._audit_refusal(call, "dispatch", "run-records", guarded.content)
             else:
-                result = await anyio.to_thread.run_sync(run, limiter=self.ctx.limiter)
+                result = await self._run_tool(run, call, meter)
             if decision == "ask":
                 decision = (
                     "ask→allowed" if result.gate not in ("approval", "dataflow") else "ask→denied"
@@ -702,6 +748,59 @@ class AgentRun:
             result=(result.display or result.content)[:2000],
         )
         return result
+
+    async def _run_tool(
+        self, run: Callable[[], ToolResult], call: ModelToolCall, meter: Meter
+    ) -> ToolResult:
+        """The call in a worker thread, with a progress event about once a
+        second while it runs. Not abandoned when the run is cancelled: the
+        call is stopped through the runtime's cancel event (a shell kills its
+        process tree) and waited for, so nothing outlives the run; but only
+        until the interrupt deadline, so that a tool that ignores the cancel
+        event cannot hold the run open."""
+        started = time.perf_counter()
+        done = False
+        ok, result = False, None
+
+        async def tick() -> None:
+            while not done:
+                await anyio.sleep(_PROGRESS_EVERY_S)
+                if done or meter.waiting:
+                    continue
+                snap = meter.snapshot()
+                self.emit(
+                    "tool_progress",
+                    tool=call.name,
+                    call_id=call.id,
+                    elapsed_s=round(time.perf_counter() - started, 1),
+                    output_bytes=snap.output_bytes,
+                    output_lines=snap.output_lines,
+                    last_line=snap.last_line,
+                )
+
+        with anyio.CancelScope(shield=True) as scope:
+            self.ctx.guard(scope)
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(tick)
+                    result = await anyio.to_thread.run_sync(
+                        run, abandon_on_cancel=True, limiter=self.ctx.limiter
+                    )
+                    ok = True
+                    done = True
+                    tg.cancel_scope.cancel()
+            finally:
+                done = True
+                self.ctx.unguard(scope)
+        if ok and isinstance(result, ToolResult):
+            return result
+        return refusal(
+            "error",
+            "dispatch",
+            "run-interrupted",
+            f"the call to '{call.name}' was abandoned: the run was interrupted and the tool "
+            "did not stop in time",
+        )
 
     def _guard_records(self, tool: str, args: Mapping[str, Any]) -> ToolResult | None:
         """The run's own records (``.charter/`` in the workspace: plans, audit
@@ -755,12 +854,11 @@ class AgentRun:
             # A finished agent leaves nothing behind: its sub-agents stop too,
             # and so do the background tasks it started.
             self.world.kill_children(self.id, reason=f"agent {self.id} finished")
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(cancel_tasks, self.rt.store)
+            store = self.rt.store
+            await self.ctx.in_thread(lambda: cancel_tasks(store))
             if self.parent is None and self.ctx.mcp is not None:
                 # The root ends the run: every MCP server it started stops.
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(self.ctx.mcp.close)
+                await self.ctx.in_thread(self.ctx.mcp.close)
         self.emit("agent_finished", **result.to_json())
         return result
 
@@ -773,9 +871,8 @@ class AgentRun:
         if not self.session.agent.agent.mcp_servers and self.session.mcp is None:
             return
         runtime = self.ctx.mcp_runtime()
-        await anyio.to_thread.run_sync(
-            runtime.attach, self.session, self.ctx.approvals, limiter=self.ctx.limiter
-        )
+        session, approvals = self.session, self.ctx.approvals
+        await self.ctx.in_thread(lambda: runtime.attach(session, approvals))
         binding = self.session.mcp
         decided = binding.decided if binding is not None else ()
         for r in decided:
@@ -829,6 +926,7 @@ class AgentRun:
                 messages=tuple(self.messages),
                 tools=specs,
                 edges=edges,
+                on_retry=functools.partial(self._retrying, stage.name),
             )
 
             try:
@@ -885,6 +983,21 @@ class AgentRun:
             moved = await self._after_turn(turn.edge, turn.text, turn.tool_calls, results)
             if isinstance(moved, AgentResult):
                 return moved
+
+    def _retrying(self, stage: str, notice: RetryNotice) -> None:
+        """The provider is about to retry a failed request (called from its
+        thread): a person watching sees why nothing happens, and for how long."""
+        if self.ctx.cancel.is_set():
+            return  # an abandoned request of a stopped run reports nothing
+        self.emit(
+            "model_retry",
+            stage=stage,
+            attempt=notice.attempt,
+            attempts=notice.attempts,
+            delay_s=round(notice.delay_s, 2),
+            status=notice.status,
+            reason=self._shown(notice.reason),
+        )
 
     def _canonical(self, call: ModelToolCall) -> str:
         return self.session.agent.resolve_name(call.name, self.session.offered()) or call.name
@@ -988,3 +1101,43 @@ class AgentRun:
         if not armed and self.no_progress >= _STUCK_TURNS:
             return f"no progress for {self.no_progress} turns"
         return None
+
+
+class _Announced:
+    """The run's approval provider for one call, announcing the wait: a
+    ``approval_waiting`` event before a person is asked and
+    ``approval_resumed`` with the answer after, so a watcher (or a program
+    reading --json) knows the run is waiting on someone, not hung."""
+
+    def __init__(
+        self, inner: ApprovalProvider, agent: AgentRun, call: ModelToolCall, meter: Meter
+    ) -> None:
+        self._inner = inner
+        self._agent = agent
+        self._call = call
+        self._meter = meter
+
+    def request(self, req: ApprovalRequest) -> ApprovalAnswer:
+        self._meter.waiting = True
+        self._agent.emit(
+            "approval_waiting",
+            tool=req.tool,
+            call_id=self._call.id,
+            stage=req.stage,
+            reasons=list(req.all_reasons),
+        )
+        started = time.perf_counter()
+        answer: ApprovalAnswer | None = None
+        try:
+            answer = self._inner.request(req)
+            return answer
+        finally:
+            self._meter.waiting = False
+            self._agent.emit(
+                "approval_resumed",
+                tool=req.tool,
+                call_id=self._call.id,
+                answer=answer.kind if answer is not None else "deny",
+                by=answer.source if answer is not None else "error",
+                waited_s=round(time.perf_counter() - started, 1),
+            )

@@ -236,7 +236,12 @@ class PromptApprovals:
         from rich.markup import escape
         from rich.panel import Panel
 
-        lines = [f"[bold]why:[/] {escape(req.reason)}"]
+        reasons = req.all_reasons
+        if len(reasons) == 1:
+            lines = [f"[bold]why:[/] {escape(reasons[0])}"]
+        else:
+            # Every part that needs a person, not only the first one found.
+            lines = ["[bold]why:[/]", *(f"  - {escape(r)}" for r in reasons)]
         if req.command is not None:
             lines.append(f"[bold]command:[/] {escape(req.command)}")
             lines.append(f"[bold]cwd:[/] {escape(req.cwd or '.')}")
@@ -247,6 +252,10 @@ class PromptApprovals:
             if req.env_keys:
                 lines.append(f"[bold]env overlay:[/] {escape(', '.join(req.env_keys))}")
         lines.append(f"[bold]arguments:[/] {escape(req.args_preview)}")
+        for name, text in req.texts:
+            # As the file will hold it, not as escaped JSON.
+            lines.append(f"[bold]{escape(name)}:[/]")
+            lines.extend(f"[dim]│[/] {escape(line)}" for line in (text.splitlines() or [""]))
         options = "[o]nce"
         if req.cache_key is not None:
             options += ", this [s]tage, this [r]un"

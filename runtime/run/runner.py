@@ -7,9 +7,13 @@ as tasks beside it, and a watcher for SIGINT and SIGTERM.
 
 On an interrupt the watcher sets every agent's cancel event first (a shell
 call stops its whole process tree, a prompt stops waiting, a wait for a child
-returns) and only then cancels the task scopes; tool threads are waited for,
-so no process the run started outlives it. The audit log is closed by the
-caller in every case. A model request in flight is abandoned, not waited for.
+returns) and only then cancels the task scopes. Tool threads are waited for,
+so that a process the run started is stopped before the run ends, but only
+for :data:`INTERRUPT_GRACE_S`: a tool that ignores the cancel event is
+abandoned then, so the run ends within about a second whatever is in flight,
+and any command such a thread still waits for is killed outright.
+A model request in flight (or its retry wait) is abandoned at once. The audit
+log is closed by the caller in every case.
 """
 
 from __future__ import annotations
@@ -35,7 +39,11 @@ if TYPE_CHECKING:
     from charter.runtime.run.people import Prompter
     from charter.runtime.session import PreparedPlan
 
-__all__ = ["RunOptions", "RunReport", "execute_run"]
+__all__ = ["INTERRUPT_GRACE_S", "RunOptions", "RunReport", "execute_run"]
+
+# How long an interrupted run waits for its tool threads to stop; a shell that
+# gets SIGTERM ends well within it.
+INTERRUPT_GRACE_S = 0.8
 
 # Worker threads: model calls, tool calls and waits on children all hold one,
 # so the pool is sized well above anyio's default of 40.
@@ -124,10 +132,12 @@ async def _main(o: RunOptions) -> RunReport:
                 os._exit(128 + signum)
             interrupted.append(signum)
             o.bus.emit("interrupted", "main", signal=signal.Signals(signum).name)
-            # Events first, so threads stop their work; then the scopes.
+            # Events first, so threads stop their work; then the scopes, and a
+            # deadline for the threads the run would otherwise wait for.
             ctx.cancel.set()
             root.cancel.set()
             world.cancel_all()
+            ctx.expire(INTERRUPT_GRACE_S)
             main_scope.cancel()
 
         if o.handle_signals and threading.current_thread() is threading.main_thread():
@@ -139,6 +149,13 @@ async def _main(o: RunOptions) -> RunReport:
                 result = root.partial("failed", f"internal error: {type(exc).__name__}: {exc}")
                 o.bus.emit("agent_finished", "main", **result.to_json())
         tg.cancel_scope.cancel()
+    if interrupted:
+        # Threads that did not stop within the grace were abandoned; a command
+        # one of them still waits for (one that ignored SIGTERM) must not
+        # outlive the run, which is about to end without waiting.
+        from charter.runtime.proc import kill_running
+
+        kill_running()
     if result is None:
         result = root.partial("cancelled", "the run was interrupted")
         o.bus.emit("agent_finished", "main", **result.to_json())

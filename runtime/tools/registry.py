@@ -88,6 +88,10 @@ class ToolRuntime:
     # objects with ``role`` and ``content``; None when the host keeps none.
     history: Callable[[], Sequence[Any]] | None = None
     web: web.WebConfig | None = None  # network settings for the web tools (None: defaults)
+    # Fed (stream name, chunk) for every chunk of a foreground command's
+    # output as it is read, so a live view can show how far a long command
+    # has got. Must never raise: run_command stops a command whose sink fails.
+    progress: Callable[[str, bytes], None] | None = None
 
 
 class Implementation(Protocol):

@@ -338,6 +338,7 @@ def run_shell(
             redact=lambda text: rt.redactor.redact_cut(
                 _mask_leading(text, bound) if is_terminal else text, "operator"
             ),
+            on_output=rt.progress,
         )
     bound.clear()
 

@@ -305,13 +305,19 @@ def test_schema_dict_is_a_fresh_copy() -> None:
 
 _OUTPUT = {"format": "json", "instructions": "One object per finding.", "example": '{"a": 1}'}
 _CONTEXTS: list[DescriptionContext] = [
-    {"shell": "/bin/bash", "platform": "linux", "output": None},
-    {"shell": "cmd.exe /C", "platform": "windows", "output": None},
-    {"shell": "/bin/zsh", "platform": "macos", "output": {**_OUTPUT}},  # type: ignore[typeddict-item]
+    {"shell": "/bin/bash", "platform": "linux", "output": None, "shell_timeout_secs": 60},
+    {"shell": "cmd.exe /C", "platform": "windows", "output": None, "shell_timeout_secs": 5},
+    {
+        "shell": "/bin/zsh",
+        "platform": "macos",
+        "output": {**_OUTPUT},  # type: ignore[typeddict-item]
+        "shell_timeout_secs": 60,
+    },
     {
         "shell": "/bin/sh",
         "platform": "linux",
         "output": {"format": None, "instructions": None, "example": None},
+        "shell_timeout_secs": 60,
     },
 ]
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)

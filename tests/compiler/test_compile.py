@@ -411,6 +411,32 @@ def test_external_ref_turns_validation_off_with_a_warning(tree: Any) -> None:
     )
 
 
+def test_a_schema_that_does_not_compile_is_an_error_and_stays_closed(tree: Any) -> None:
+    """CH701 is an error (no plan), and the agent's tool keeps the broken schema
+    text, so a plan made anyway (the error suppressed) refuses every call to it
+    instead of letting unchecked arguments through."""
+    from charter.runtime.session import SchemaCheck
+
+    files = {
+        "agent.yaml": core(),
+        "agent/mcp/.keep": "",
+        "agent/tools/.keep": "",
+        **authored("note"),
+    }
+    files["agent/tools/note/tool.yaml"] = (
+        "input_schema: {type: object, properties: {topic: {type: strng}}}\n"
+        "capability: tool.call:note\n"
+    )
+    result = compiled(tree(files))
+    [d] = [d for d in result.diagnostics if d.name == "schema-does-not-compile"]
+    assert d.is_error and "every call to this tool is refused" in d.message
+    assert result.plan is None
+    [agent] = result.agents
+    tool = agent.tool("note")
+    assert tool is not None and tool.input_schema is not None and "strng" in tool.input_schema
+    assert SchemaCheck(tool.input_schema).unusable
+
+
 def test_a_fractional_schema_bound_compiles_into_the_schema_text(tree: Any) -> None:
     files = {
         "agent.yaml": core(),

@@ -241,16 +241,20 @@ def test_a_toml_override_replaces_the_directives(tmp_path: Path) -> None:
     assert tool.script is not None and tool.script.override == "tools/lookup.toml"
 
 
-def test_a_script_with_a_typo_in_a_param_type_has_validation_off(tmp_path: Path) -> None:
+def test_a_script_with_a_typo_in_a_param_type_is_an_error_and_never_unchecked(
+    tmp_path: Path,
+) -> None:
+    # Leviath turns validation off for such a script; Charter fails closed
+    # (CH701 is an error), so no plan lets its calls through unchecked.
     files = {
         "agent.leviath": HEAD + '[stages.s]\navailable_tools = ["lookup"]\n',
         "tools/lookup.rhai": '// @tool lookup\n// @param n integr required "n"\n',
     }
     result = compile_dir(tmp_path, files)
-    tool = agent_of(result).tool("lookup")
-    assert tool is not None and tool.input_schema is None and tool.validation_note
     [d] = [d for d in result.diagnostics if d.name == "schema-does-not-compile"]
-    assert d.span.path == "tools/lookup.rhai"
+    assert d.is_error and d.span.path == "tools/lookup.rhai"
+    assert "every call to this tool is refused" in d.message
+    assert result.plan is None
 
 
 def test_a_script_that_does_not_declare_itself_is_no_tool(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from charter.compiler.cli import main
-from charter.runtime.audit import AuditLog, read_events
+from charter.runtime.audit import AUDIT_VERSION, AuditLog, read_events
 from charter.runtime.gates import execute
 from charter.runtime.redact import Redactor
 from charter.runtime.results import ToolCall
@@ -51,7 +51,7 @@ def test_sigkill_leaves_a_readable_log(tmp_path: Path) -> None:
     seqs = [e["seq"] for e in found.events]
     assert seqs[:acknowledged] == list(range(1, acknowledged + 1))
     assert len(found.problems) <= 1
-    assert all(e["event"] == "decision" and e["v"] == 1 for e in found.events)
+    assert all(e["event"] == "decision" and e["v"] == AUDIT_VERSION for e in found.events)
 
 
 def test_torn_last_line_is_reported_not_fatal(tmp_path: Path) -> None:

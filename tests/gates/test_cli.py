@@ -115,7 +115,7 @@ def test_check_jsonl(plan_file: Path, workspace: Path, capsys: Any, monkeypatch:
         capsys, str(plan_file), "--agent", "a", "--workspace", str(workspace), "--jsonl"
     )
     got = [json.loads(line) for line in out.splitlines()]
-    assert code == 0
+    assert code == 2  # some lines could not be read (they are still answered)
     assert [(g["id"], g["decision"], g["rule"]) for g in got] == [
         (1, "allow", "plan-allow"),
         ("two", "deny", "path-outside"),
@@ -124,6 +124,10 @@ def test_check_jsonl(plan_file: Path, workspace: Path, capsys: Any, monkeypatch:
         (5, "deny", "malformed-request"),
         (None, "deny", "malformed-request"),
     ]
+    assert all(g["gate"] == "input" for g in got[3:])
+    # Well-formed lines only: the exit code is the most restrictive answer's.
+    monkeypatch.setattr(sys, "stdin", io.StringIO("\n".join(json.dumps(x) for x in lines[:2])))
+    assert _check(capsys, str(plan_file), "--agent", "a", "--jsonl")[0] == 1
 
 
 def test_check_path(workspace: Path, capsys: Any, monkeypatch: Any) -> None:
@@ -143,14 +147,14 @@ def test_check_path(workspace: Path, capsys: Any, monkeypatch: Any) -> None:
         + "\n"
     )
     monkeypatch.setattr(sys, "stdin", io.StringIO(text))
-    assert main(["check-path", "--workspace", ws, "--jsonl"]) == 0
+    assert main(["check-path", "--workspace", ws, "--jsonl"]) == 2  # line 3 is malformed
     got = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [(g["id"], g["decision"], g["rule"]) for g in got] == [
         (1, "allow", "path-inside"),
         (2, "deny", "path-encoded"),
         (3, "deny", "malformed-request"),
     ]
-    assert set(got[0]) == {"id", "decision", "rule", "message"}
+    assert set(got[0]) == {"id", "decision", "rule", "reason"}
 
 
 def _hook_cases() -> list[Any]:

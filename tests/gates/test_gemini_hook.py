@@ -220,7 +220,7 @@ def test_the_command_answers_json_and_exits_0_in_every_failure_mode(
             "tool_input": {"file_path": "notes.txt"},
         }
     ).encode()
-    # A lone surrogate from the event ends up in the reason: still one ASCII line.
+    # A lone surrogate from the event is refused at the schema gate: one ASCII line.
     odd = read.replace(b"notes.txt", b"\\udcff/../../x")
     good = str(plans["good"])
     runs: list[tuple[list[str], bytes, str, str]] = [
@@ -229,7 +229,7 @@ def test_the_command_answers_json_and_exits_0_in_every_failure_mode(
         (["--plan", good], b"\xff\xfe{}", "deny", "not JSON"),
         (["--plan", good], b"", "deny", "not JSON"),
         (["--plan", good], b" " * (8 * 1024 * 1024 + 1), "deny", "larger than"),
-        (["--plan", good], odd, "deny", "path-"),
+        (["--plan", good], odd, "deny", "invalid-unicode"),
         (["--plan", str(plans["missing"])], read, "deny", "the plan cannot be used"),
         (["--plan", str(plans["truncated"])], read, "deny", "the plan cannot be used"),
         (["--plan", str(plans["tampered"])], read, "deny", "the plan cannot be used"),

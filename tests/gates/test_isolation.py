@@ -61,8 +61,25 @@ def test_deciding_never_imports_the_compiler(
     assert got == {"decisions": ["allow", "allow", "ask", "allow"], "compiler": [], "heavy": []}
 
 
+# CLI helpers the runtime-only verbs share; each imports only the standard
+# library at module level (_plan_arg loads the compiler only when it is given
+# a project directory to compile).
+_CLI_HELPERS = ("charter.compiler.cli._plan_arg", "charter.compiler.cli._jsonl")
+
+
+def _top_level_imports(path: Path) -> list[str]:
+    mods: list[str] = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            mods += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            mods.append(node.module)
+    return mods
+
+
 def test_cli_verbs_import_only_the_runtime() -> None:
-    """check, check-path, hook and audit: no compiler module, no network stack."""
+    """check, check-path, hook and audit: no compiler module but the shared
+    CLI helpers, no network stack."""
     for name in ("check.py", "check_path.py", "hook.py", "audit_cmd.py"):
         tree = ast.parse((REPO / "compiler" / "cli" / name).read_text())
         for node in ast.walk(tree):
@@ -72,8 +89,51 @@ def test_cli_verbs_import_only_the_runtime() -> None:
             elif isinstance(node, ast.ImportFrom) and node.module:
                 mods = [node.module]
             for m in mods:
-                assert not m.startswith("charter.compiler"), (name, m)
+                assert not m.startswith("charter.compiler") or m in _CLI_HELPERS, (name, m)
                 assert m.split(".")[0] not in ("httpx", "mcp", "anyio"), (name, m)
+    for helper in _CLI_HELPERS:
+        path = REPO / "compiler" / "cli" / (helper.rsplit(".", 1)[1] + ".py")
+        for m in _top_level_imports(path):
+            assert not m.startswith("charter"), (helper, m)
+
+
+def test_check_with_a_plan_file_loads_no_compiler_module(
+    kit: SimpleNamespace, workspace: Path, tmp_path: Path
+) -> None:
+    """Given a plan file (not a project), `charter check` never imports the
+    compiler proper: only the CLI package, the verb and its helpers."""
+    plan = kit.make_plan({"s": {"read_file": "allow"}})
+    path = tmp_path / "plan.json"
+    path.write_text(plan.to_json())
+    code = textwrap.dedent(
+        """
+        import io, json, sys, contextlib
+        from charter.compiler.cli import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            rc = main(sys.argv[1:])
+        mods = sorted(m for m in sys.modules if m.startswith("charter.compiler"))
+        print(json.dumps({"rc": rc, "mods": mods}))
+        """
+    )
+    argv = ["check", str(path), "--agent", "a", "--workspace", str(workspace), "read_file"]
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *argv, '{"path": "notes.txt"}'],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    import json
+
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["rc"] == 0, proc.stderr
+    allowed = {
+        "charter.compiler",
+        "charter.compiler.cli",
+        "charter.compiler.cli._no_plugins",
+        "charter.compiler.cli.check",
+        *_CLI_HELPERS,
+    }
+    assert set(got["mods"]) <= allowed, got["mods"]
 
 
 def test_capability_gate(kit: SimpleNamespace, session_for: Any) -> None:

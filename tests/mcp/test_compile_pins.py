@@ -161,3 +161,30 @@ def test_damaged_lock_is_an_error_naming_the_file(kit: Any, tmp_path: Path) -> N
     [d] = [d for d in result.diagnostics if d.name == "mcp-lock-invalid"]
     assert d.span.path == "charter.lock.json" and "does not match the description" in d.message
     assert result.plan is None
+
+
+def test_a_pinned_schema_that_does_not_compile_is_an_error_and_stays_closed(
+    kit: Any, tmp_path: Path
+) -> None:
+    """A server whose locked schema is not a JSON Schema: CH701 is an error and
+    the schema stays pinned as written, so the runtime would refuse every call
+    to the tool rather than run it unchecked."""
+    from charter.compiler.mcp_lock import lock_path
+    from charter.runtime.session import SchemaCheck
+
+    root = project(kit, tmp_path)
+    path = lock_path(root, ".")
+    lock = json.loads(path.read_text())
+    [entry] = [t for t in lock["servers"]["docs"]["tools"] if t["name"] == "search"]
+    entry["input_schema"] = {"type": "object", "properties": {"query": {"type": "strng"}}}
+    entry["schema_sha256"] = schema_digest(entry["input_schema"])
+    path.write_text(json.dumps(lock))
+    result = kit.compiled(root)
+    [d] = [d for d in result.diagnostics if d.name == "schema-does-not-compile"]
+    assert d.is_error and "every call to this tool is refused" in d.message
+    assert result.plan is None
+    [agent] = result.agents
+    search = agent.tool("docs__search")
+    assert search is not None and search.input_schema is not None
+    assert "strng" in search.input_schema
+    assert SchemaCheck(search.input_schema).unusable

@@ -402,13 +402,26 @@ def test_run_host_places_servers_in_the_project_and_the_run(kit: Any, tmp_path: 
     host = run_host(agent, workspace=root, run_dir=run_dir, environ={}, project_root=root)
     assert host.agent_dir == root and host.log_dir == run_dir / "logs"
     assert (run_dir / "mcp-home").stat().st_mode & 0o777 == 0o700
-    # A project outside the workspace: no server may start there.
+    # A project outside the workspace that the run compiled itself: its
+    # servers may start in the agent's own directory (the compiler kept cwd
+    # inside it), and nowhere else outside the workspace.
     elsewhere = tmp_path / "ws"
     elsewhere.mkdir()
     outside = run_host(agent, workspace=elsewhere, run_dir=run_dir, environ={}, project_root=root)
+    assert outside.agent_dir_trusted
+    trusted = outside.agent_dir_trusted
+    assert resolve_cwd(None, outside.agent_dir, outside.workspace, agent_dir_trusted=trusted) == (
+        root.resolve()
+    )
+    with pytest.raises(LaunchError) as info:
+        resolve_cwd("..", outside.agent_dir, outside.workspace, agent_dir_trusted=trusted)
+    assert info.value.rule == "mcp-cwd-outside-workspace"
+    # From a plan file, nothing vouches for the directory: the workspace only.
     with pytest.raises(LaunchError) as info:
         resolve_cwd(None, outside.agent_dir, outside.workspace)
     assert info.value.rule == "mcp-cwd-outside-workspace"
+    from_plan = run_host(agent, workspace=elsewhere, run_dir=run_dir, environ={})
+    assert not from_plan.agent_dir_trusted and from_plan.agent_dir == elsewhere
 
 
 def test_a_locked_tool_no_stage_offers_is_not_reported_new(kit: Any, tmp_path: Path) -> None:

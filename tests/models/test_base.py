@@ -38,6 +38,7 @@ from charter.runtime.plan import ToolEntry
         ("true", None, "not a boolean"),
         ("null", None, "not null"),
         ("[" * 100_000, None, "not valid JSON (nested too deeply)"),
+        ('{"n": ' + "9" * 5000 + "}", None, "not valid JSON (a number too long to read)"),
     ],
 )
 def test_parse_arguments(raw: str, arguments: dict[str, Any] | None, error: str | None) -> None:

@@ -52,10 +52,8 @@ def test_single_url_json(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_usage_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert _run(capsys)[0] == 2
-    assert _run(capsys, "http://a/", "--jsonl", "-")[0] == 2
+    assert _run(capsys, "http://a/", "--jsonl")[0] == 2
     assert _run(capsys, "--format", "yaml", "http://a/")[0] == 2
-    code, _, err = _run(capsys, "--jsonl", str(tmp_path / "missing.jsonl"))
-    assert code == 2 and "missing.jsonl" in err
 
 
 def _jsonl(
@@ -65,7 +63,7 @@ def _jsonl(
     *argv: str,
 ) -> tuple[int, list[dict[str, Any]], str]:
     monkeypatch.setattr(sys, "stdin", io.StringIO(text))
-    code, out, err = _run(capsys, "--jsonl", "-", *argv)
+    code, out, err = _run(capsys, "--jsonl", *argv)
     return code, [json.loads(line) for line in out.splitlines()], err
 
 
@@ -77,21 +75,13 @@ def test_jsonl(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPat
     ]
     text = "".join(json.dumps(x) + "\n" for x in lines) + "\n"
     code, rows, _ = _jsonl(capsys, monkeypatch, text)
-    assert rows == [
-        {"id": 1, "decision": "allow", "reason": "public-address", "normalized": "http://8.8.8.8/"},
-        {
-            "id": "two",
-            "decision": "deny",
-            "reason": "loopback-address",
-            "normalized": "http://127.0.0.1/",
-        },
-        {
-            "id": 3,
-            "decision": "needs-dns",
-            "reason": "needs-dns",
-            "normalized": "https://example.org/x",
-        },
+    assert [(r["id"], r["decision"], r["rule"], r["normalized"]) for r in rows] == [
+        (1, "allow", "public-address", "http://8.8.8.8/"),
+        ("two", "deny", "loopback-address", "http://127.0.0.1/"),
+        (3, "needs-dns", "needs-dns", "https://example.org/x"),
     ]
+    assert all(set(r) == {"id", "decision", "rule", "reason", "normalized"} for r in rows)
+    assert "loopback" in rows[1]["reason"]
     assert code == 1  # the worst line decides
     code, rows, _ = _jsonl(capsys, monkeypatch, text, "--allow-local-network")
     assert [r["decision"] for r in rows] == ["allow", "allow", "needs-dns"] and code == 3
@@ -106,9 +96,10 @@ def test_jsonl_malformed_lines(
     code, rows, err = _jsonl(capsys, monkeypatch, text)
     assert code == 2
     assert [r["decision"] for r in rows] == ["allow", "deny", "deny", "deny"]
-    assert [r["reason"] for r in rows[1:]] == ["invalid-input"] * 3
+    assert [r["rule"] for r in rows[1:]] == ["malformed-request"] * 3
     assert rows[2]["id"] == 7
-    assert "<stdin>:2:" in err and "<stdin>:3:" in err and "<stdin>:4:" in err
+    # Each answer names its line, as every check verb's --jsonl does.
+    assert [r["reason"].split(":")[0] for r in rows[1:]] == ["line 2", "line 3", "line 4"]
 
 
 def test_resolve_checks_every_answer(
@@ -159,8 +150,10 @@ def test_jsonl_odd_ids_and_surrogates(
 ) -> None:
     text = '{"id": "\\ud800", "url": "http://8.8.8.8/"}\n{"id": [1], "url": "http://\\ud800/"}\n'
     code, rows, _ = _jsonl(capsys, monkeypatch, text)
-    assert [(r["id"], r["decision"], r["reason"]) for r in rows] == [
-        ("\ud800", "allow", "public-address"),
-        ([1], "deny", "invalid-url"),
+    # A lone surrogate is no text: the line is malformed (never allowed),
+    # whether it is in the id or the URL; the id is still echoed.
+    assert [(r["id"], r["decision"], r["rule"]) for r in rows] == [
+        ("\ud800", "deny", "malformed-request"),
+        ([1], "deny", "malformed-request"),
     ]
-    assert code == 1
+    assert code == 2

@@ -109,6 +109,10 @@ def test_notes_core_runs_with_its_authored_tool(charter_run: Any, tmp_path: Path
     assert ran.finished["output_text"] == "The notes say: remember the milk, and keep it cold."
     assert "keep the milk cold" in (tmp_path / "notes" / "decisions.md").read_text()
     assert ran.tool_results("web_extract")[0].startswith("[denied]")
+    [docs] = ran.of("mcp_server")
+    assert docs["status"] == "ok" and "docs__search_docs" in docs["offered"]
+    assert "search_drafts" not in " ".join(docs["offered"])
+    assert "getting-started" in ran.tool_results("docs__search_docs")[0]
     first = ran.of("tool_finished")[0]
     assert (first["decision"], first["rule"]) == ("allow", "launch-flag")  # read_file asks
     assert Path(ran.finished["output"]).name == "output.txt"
@@ -198,6 +202,34 @@ def test_shell_timeout(charter_run: Any, tmp_path: Path) -> None:
     assert ran.code == 0, ran.stderr
     shell = ran.of("tool_finished")[0]
     assert shell["status"] == "timeout" and shell["duration_ms"] < 4000
+
+
+def test_the_config_shell_timeout_is_in_the_plan_and_stops_the_shell(
+    charter_run: Any, tmp_path: Path
+) -> None:
+    """[limits] script_shell_timeout_secs (1 s in fast.config.toml) becomes the
+    plan's shell_timeout_secs: the shell tool's description says so and a
+    command that runs longer is stopped."""
+    ran = charter_run(
+        FIXTURES / "solo",
+        "--agent",
+        "solo",
+        "--model",
+        script("solo-config-shell-timeout.yaml"),
+        "--config",
+        str(FAST),
+        "--yolo",
+        workdir=tmp_path,
+    )
+    assert ran.code == 0, ran.stderr
+    plan = json.loads((ran.run_dir / "plan.json").read_text())
+    [agent] = plan["body"]["agents"]
+    assert agent["limits"]["shell_timeout_secs"] == 1
+    [shell] = [t for t in agent["tools"] if t["name"] == "shell"]
+    assert "stopped after 1 seconds" in shell["description"]
+    first = ran.of("tool_finished")[0]
+    assert first["tool"] == "shell" and first["status"] == "timeout"
+    assert first["duration_ms"] < 4000
 
 
 def test_interaction_timeout_refuses(charter_run: Any, tmp_path: Path) -> None:

@@ -427,3 +427,42 @@ def test_a_tail_of_200_mb_keeps_memory_bounded(tmp_path: Path) -> None:
         "kept the last 4 characters\nend\n"
     )
     assert growth_mb < 40, f"RSS grew by {growth_mb:.1f} MB"
+
+
+# A job started with job control on gets a process group of its own; it
+# writes its pid to a file so the test can find (and, failing, clean up) it.
+JOB_CONTROL = "(set -m; sleep 1013 & echo $! > {pidfile}); {after}"
+
+
+def _job_pid(pidfile: Path) -> int:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        text = pidfile.read_text().strip() if pidfile.exists() else ""
+        if text:
+            return int(text)
+        time.sleep(0.02)
+    raise AssertionError("the job never started")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="sessions are read from /proc")
+@pytest.mark.parametrize(
+    ("after", "timeout_s"),
+    [("sleep 30", 1.0), ("true", 10.0)],
+    ids=["timed-out", "exited"],
+)
+def test_jobs_in_their_own_process_group_do_not_outlive_the_command(
+    tmp_path: Path, after: str, timeout_s: float
+) -> None:
+    """`(set -m; sleep 1013 &)` moves the sleep out of the command's process
+    group; it is still in the command's session, and is stopped with it,
+    whether the command timed out or ended by itself."""
+    pidfile = tmp_path / "job.pid"
+    script = JOB_CONTROL.format(pidfile=pidfile, after=after)
+    res = run_command(["bash", "-c", script], cwd=tmp_path, env=ENV, timeout_s=timeout_s)
+    job = _job_pid(pidfile)
+    try:
+        assert _gone(job), "the job-control child outlived its command"
+        assert res.timed_out is (after != "true")
+    finally:
+        if not _gone(job):
+            os.kill(job, signal.SIGKILL)

@@ -137,13 +137,15 @@ def test_cli_jsonl(
     monkeypatch.setattr("sys.stdin", io.StringIO(text))
     code, out, _ = _run(["--jsonl", "--workspace", str(tmp_path)], capsys)
     rows = [json.loads(x) for x in out.splitlines()]
-    assert code == 0
+    assert code == 1  # the most restrictive answer decides, as for one command
     assert [(r["id"], r["decision"], r["rule"]) for r in rows] == [
         (1, "allow", "read-only"),
         ("b", "deny", "destructive-rm"),
         (None, "ask", "command-substitution"),
     ]
-    assert all(set(r) == {"id", "decision", "rule", "message"} for r in rows)
+    assert all(set(r) == {"id", "decision", "rule", "reason"} for r in rows)
     monkeypatch.setattr("sys.stdin", io.StringIO('{"id": 7}\nnot json\n'))
     code, out, _ = _run(["--jsonl"], capsys)
-    assert code == 2 and [json.loads(x)["id"] for x in out.splitlines()] == [7, None]
+    rows = [json.loads(x) for x in out.splitlines()]
+    assert code == 2 and [r["id"] for r in rows] == [7, None]
+    assert {r["rule"] for r in rows} == {"malformed-request"}

@@ -1,0 +1,133 @@
+"""`--jsonl` reads the same way for every check verb: JSON lines on stdin, one
+answer line each with the same fields (id, decision, rule, reason), a bad
+line answered deny/malformed-request, and the same exit codes (the most
+restrictive answer's; 2 when a line was malformed).
+
+One row per verb: its command line, a line it allows, one it denies, one it
+asks about, and a line whose field has the wrong type.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from charter.compiler.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+CODER = REPO / "blueprints" / "coder"
+
+VERBS: list[
+    tuple[str, list[str], dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]
+] = [
+    (
+        "check",
+        ["check", str(CODER), "--no-user-config", "--agent", "coder", "--stage", "discover"],
+        {"tool": "read_file", "args": {"path": "README.md"}},
+        {"tool": "write_file", "args": {"path": "x", "content": "y"}},
+        {"tool": "shell", "args": {"command": "pip install x"}},
+        {"tool": "read_file", "args": "README.md"},
+    ),
+    (
+        "check-path",
+        ["check-path"],
+        {"path": "src/main.py"},
+        {"path": "../outside"},
+        {"path": ".env"},
+        {"path": 5},
+    ),
+    (
+        "check-shell",
+        ["check-shell"],
+        {"command": "ls"},
+        {"command": "rm -rf ~"},
+        {"command": "echo $(id)"},
+        {"command": ["ls"]},
+    ),
+    (
+        "check-url",
+        ["check-url"],
+        {"url": "http://8.8.8.8/"},
+        {"url": "http://169.254.169.254/latest"},
+        {"url": "https://example.org/"},
+        {"url": 8},
+    ),
+]
+IDS = [v[0] for v in VERBS]
+
+
+def _batch(
+    capsys: Any, monkeypatch: pytest.MonkeyPatch, argv: list[str], lines: list[str], ws: Path
+) -> tuple[int, list[dict[str, Any]]]:
+    monkeypatch.setattr(sys, "stdin", io.StringIO("".join(line + "\n" for line in lines)))
+    if argv[0] in ("check", "check-path", "check-shell"):
+        argv = [*argv, "--workspace", str(ws)]
+    code = main([*argv, "--jsonl"])
+    return code, [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+
+
+def _line(n: int, obj: dict[str, Any]) -> str:
+    return json.dumps({"id": n, **obj})
+
+
+@pytest.mark.parametrize(("verb", "argv", "allow", "deny", "ask", "wrong"), VERBS, ids=IDS)
+def test_the_same_fields_and_exit_codes(
+    capsys: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    verb: str,
+    argv: list[str],
+    allow: dict[str, Any],
+    deny: dict[str, Any],
+    ask: dict[str, Any],
+    wrong: dict[str, Any],
+) -> None:
+    def run(*objs: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
+        return _batch(
+            capsys, monkeypatch, argv, [_line(n, o) for n, o in enumerate(objs, 1)], tmp_path
+        )
+
+    code, rows = run(allow)
+    assert code == 0 and rows[0]["decision"] == "allow", rows
+    code, rows = run(allow, ask)
+    assert code == 3 and rows[1]["decision"] in ("ask", "needs-dns"), rows
+    code, rows = run(allow, deny, ask)
+    assert code == 1 and [r["id"] for r in rows] == [1, 2, 3], rows
+    assert rows[1]["decision"] == "deny"
+    for row in rows:
+        assert {"id", "decision", "rule", "reason"} <= set(row), row
+        assert isinstance(row["rule"], str) and isinstance(row["reason"], str) and row["reason"]
+
+
+@pytest.mark.parametrize(("verb", "argv", "allow", "deny", "ask", "wrong"), VERBS, ids=IDS)
+def test_bad_lines_are_answered_deny_in_step(
+    capsys: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    verb: str,
+    argv: list[str],
+    allow: dict[str, Any],
+    deny: dict[str, Any],
+    ask: dict[str, Any],
+    wrong: dict[str, Any],
+) -> None:
+    lines = [
+        "not json",
+        "[1, 2]",
+        _line(3, wrong),
+        _line(4, {k: "\ud800" if isinstance(v, str) else v for k, v in allow.items()}),
+        '{"id": 5, "nested": ' + "[" * 5000 + "]" * 5000 + "}",
+        _line(6, allow),
+    ]
+    code, rows = _batch(capsys, monkeypatch, argv, lines, tmp_path)
+    assert code == 2
+    assert [r["id"] for r in rows] == [None, None, 3, 4, None, 6]
+    for n, row in enumerate(rows[:5], 1):
+        assert (row["decision"], row["rule"]) == ("deny", "malformed-request"), row
+        assert row["reason"].startswith(f"line {n}: "), row
+    assert rows[5]["decision"] == "allow"
