@@ -6,7 +6,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["OK", "UNKNOWN", "Checked", "Checker", "Issue", "one", "plain", "text"]
+from charter.runtime.shell.options import Read, Spec, read_args
+
+__all__ = [
+    "OK",
+    "UNKNOWN",
+    "Checked",
+    "Checker",
+    "Issue",
+    "Walk",
+    "checked_read",
+    "one",
+    "plain",
+    "spec_checker",
+    "text",
+]
 
 UNKNOWN = "\x00"  # stands for an argument whose value is only known at run time
 
@@ -22,12 +36,31 @@ class Issue:
 
 
 @dataclass(frozen=True, slots=True)
+class Walk:
+    """A walk the program makes over directory trees (grep -r, find, du ...).
+
+    The guard looks at every entry of such a tree (up to a bound) for a
+    credential file and, when the walk follows symlinks, for a link that leads
+    out of the workspace.
+    """
+
+    roots: tuple[tuple[int, str], ...]  # (argument index, path); empty: the working directory
+    follow: bool  # follows symlinks found inside the tree
+    hidden: bool = True  # visits names starting with "."
+    depth: int | None = None  # how many levels below a root it looks (None: all)
+
+
+@dataclass(frozen=True, slots=True)
 class Checked:
-    """A program checker's result: its issues and which arguments are text, not paths."""
+    """A program checker's result: its issues, which arguments are text, not
+    paths, the paths hidden inside arguments, and any tree walk."""
 
     issues: tuple[Issue, ...] = ()
-    # Arguments that are text (patterns, scripts, formats), not paths.
+    # Arguments that are text (patterns, scripts, formats, option words), not paths.
     text_args: frozenset[int] = frozenset()
+    # Paths inside arguments (`--file=X`, `-fX`, a sed `r X` command): (index, path).
+    paths: tuple[tuple[int, str], ...] = ()
+    walk: Walk | None = None
 
 
 OK = Checked()
@@ -45,3 +78,32 @@ def plain(args: Sequence[str]) -> Checked:
 def text(args: Sequence[str]) -> Checked:
     """Programs whose arguments are text to print, never files."""
     return Checked((), frozenset(range(len(args))))
+
+
+def checked_read(
+    r: Read,
+    issues: Sequence[Issue] = (),
+    *,
+    text_operands: Sequence[int] = (),
+    walk: Walk | None = None,
+    extra_paths: Sequence[tuple[int, str]] = (),
+) -> Checked:
+    """A :class:`Checked` from a :func:`read_args` result: option words are
+    text, the paths their values name are checked, operands are paths unless
+    listed in ``text_operands``."""
+    return Checked(
+        tuple(issues),
+        r.option_words | frozenset(text_operands),
+        r.path_values() + tuple(extra_paths),
+        walk,
+    )
+
+
+def spec_checker(spec: Spec) -> Checker:
+    """The checker for a program that only reads: its operands and
+    path-valued options are paths, everything else is text."""
+
+    def check(args: Sequence[str]) -> Checked:
+        return checked_read(read_args(args, spec))
+
+    return check

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from charter.runtime.shell.options import long_given, scan, short_given
 from charter.runtime.shell.programs.base import UNKNOWN, Issue
+from charter.runtime.shell.programs.wrappers import unwrap
 
 __all__ = ["SYSTEM_DIRS", "block_device", "critical_target", "destructive"]
 
@@ -103,6 +104,19 @@ def critical_target(target: str, cwd: str | None, workspace: str) -> str | None:
 
 
 _RECURSIVE_RM = ("recursive",)
+_SUDO_VALUED = (
+    "user",
+    "group",
+    "close-from",
+    "chdir",
+    "host",
+    "prompt",
+    "role",
+    "type",
+    "other-user",
+    "command-timeout",
+    "chroot",
+)
 # find expression words that do not narrow which files -delete removes
 _FIND_UNFILTERED = frozenset(
     {
@@ -153,6 +167,28 @@ def destructive(prog: str, args: Sequence[str], cwd: str | None, workspace: str)
                 return Issue(
                     "destructive-chmod", i, f"recursive {prog} of {why} is never run", "deny"
                 )
+        return None
+    if prog == "sudo":
+        # sudo -S takes the password from standard input: a command that
+        # pipes a password into sudo is an agent typing one, never run
+        s = scan(args, "ugCDhprtUTc", _SUDO_VALUED, permute=False)
+        bad = short_given(s, "S") or long_given(s, ("stdin",))
+        if bad is not None:
+            # a destructive command behind it is the more telling refusal
+            u = unwrap("sudo", args)
+            if u.inner_start is not None:
+                inner = args[u.inner_start :]
+                issue = destructive(posixpath.basename(inner[0]), inner[1:], cwd, workspace)
+                if issue is not None:
+                    return Issue(
+                        issue.rule, issue.index + u.inner_start + 1, issue.message, issue.decision
+                    )
+            return Issue(
+                "sudo-stdin",
+                bad.index,
+                "sudo -S reads a password from standard input and is never run",
+                "deny",
+            )
         return None
     if prog.startswith("mkfs") or prog in ("mke2fs", "mkswap", "wipefs", "mkdosfs", "newfs"):
         return Issue("mkfs", -1, f"{prog} erases a file system and is never run", "deny")

@@ -3,8 +3,8 @@ ask, shells, interpreters and reserved words."""
 
 from __future__ import annotations
 
-from charter.runtime.shell.programs import files, find, git, sed, text
-from charter.runtime.shell.programs.base import Checker, plain
+from charter.runtime.shell.programs import awk, files, find, git, sed, text
+from charter.runtime.shell.programs.base import Checker
 from charter.runtime.shell.programs.base import text as text_args
 
 __all__ = [
@@ -18,31 +18,14 @@ __all__ = [
 
 
 READ_ONLY: dict[str, Checker] = {
+    **files.SPEC_CHECKERS,
     **{
-        name: plain
+        name: text_args
+        for name in ("echo", "printf", "true", "false", "sleep", "seq", "type", "expr", ":")
+    },
+    **{
+        name: files.checksum(name)
         for name in (
-            "cat",
-            "head",
-            "tail",
-            "wc",
-            "cut",
-            "nl",
-            "stat",
-            "du",
-            "df",
-            "ls",
-            "pwd",
-            "basename",
-            "dirname",
-            "realpath",
-            "readlink",
-            "whoami",
-            "id",
-            "uname",
-            "which",
-            "comm",
-            "cmp",
-            "diff",
             "md5sum",
             "sha1sum",
             "sha224sum",
@@ -51,37 +34,14 @@ READ_ONLY: dict[str, Checker] = {
             "sha512sum",
             "b2sum",
             "cksum",
-            "base64",
-            "base32",
-            "od",
-            "hexdump",
-            "strings",
-            "column",
-            "fold",
-            "fmt",
-            "paste",
-            "join",
-            "expand",
-            "unexpand",
-            "rev",
-            "tac",
-            "tr",
-            "nproc",
-            "arch",
-            "groups",
-            "jq",
-            "ps",
-            "uptime",
-            "free",
-            "tty",
-            "locale",
-            "lsblk",
         )
     },
-    **{
-        name: text_args
-        for name in ("echo", "printf", "true", "false", "sleep", "seq", "type", "expr", ":")
-    },
+    **{name: awk.awk for name in ("awk", "gawk", "mawk", "nawk")},
+    "wc": files.wc,
+    "du": files.du,
+    "ls": files.ls,
+    "diff": files.diff,
+    "strings": files.strings,
     "printf": text.printf,
     "jq": text.jq,
     "ps": text.ps,

@@ -5,80 +5,389 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from charter.runtime.shell.options import expand_long, long_given, scan, short_given
-from charter.runtime.shell.programs.base import OK, Checked, one, text
+from charter.runtime.shell.options import Spec, read_args
+from charter.runtime.shell.programs.base import OK, Checked, Walk, checked_read, one, text
+from charter.runtime.shell.programs.files import hidden_list
 
 __all__ = ["bracket", "command_lookup", "grep", "jq", "printf", "ps", "rg", "sort", "test", "uniq"]
 
 
-# GNU grep's long options, to read their abbreviations (`--reg=PAT` is --regexp).
-_GREP_LONG = (
-    "after-context",
-    "basic-regexp",
-    "before-context",
-    "binary",
-    "binary-files",
-    "byte-offset",
-    "color",
-    "colour",
-    "context",
-    "count",
-    "dereference-recursive",
-    "devices",
-    "directories",
-    "exclude",
-    "exclude-dir",
-    "exclude-from",
-    "extended-regexp",
-    "file",
-    "files-with-matches",
-    "files-without-match",
-    "fixed-strings",
-    "group-separator",
-    "help",
-    "ignore-case",
-    "include",
-    "initial-tab",
-    "invert-match",
-    "label",
-    "line-buffered",
-    "line-number",
-    "line-regexp",
-    "max-count",
-    "no-filename",
-    "no-group-separator",
-    "no-ignore-case",
-    "no-messages",
-    "null",
-    "null-data",
-    "only-matching",
-    "perl-regexp",
-    "quiet",
-    "recursive",
-    "regexp",
-    "silent",
-    "text",
-    "version",
-    "with-filename",
-    "word-regexp",
+_GREP = Spec(
+    text="emABCDd",
+    path="f",
+    long_text=(
+        "regexp",
+        "max-count",
+        "context",
+        "after-context",
+        "before-context",
+        "devices",
+        "directories",
+        "include",
+        "exclude",
+        "exclude-dir",
+        "group-separator",
+        "label",
+        "binary-files",
+    ),
+    long_path=("file", "exclude-from"),
+    long_optional=("color", "colour"),
+    long_flags=(
+        "basic-regexp",
+        "binary",
+        "byte-offset",
+        "count",
+        "dereference-recursive",
+        "extended-regexp",
+        "files-with-matches",
+        "files-without-match",
+        "fixed-strings",
+        "help",
+        "ignore-case",
+        "initial-tab",
+        "invert-match",
+        "line-buffered",
+        "line-number",
+        "line-regexp",
+        "no-filename",
+        "no-group-separator",
+        "no-ignore-case",
+        "no-messages",
+        "null",
+        "null-data",
+        "only-matching",
+        "perl-regexp",
+        "quiet",
+        "recursive",
+        "silent",
+        "text",
+        "version",
+        "with-filename",
+        "word-regexp",
+    ),
 )
 
 
-# jq's `env` and `$ENV` read the environment (where bound secrets live), and
-# `import`/`include` read any JSON or jq file by path.
-_JQ_READS = re.compile(r"\$ENV\b|(?<![\w.$])env\b|\b(?:import|include)\b")
+def grep(args: Sequence[str]) -> Checked:
+    r = read_args(args, _GREP)
+    patterns = r.given("-e", "--regexp", "-f", "--file") is not None
+    operands = list(r.operands)
+    text_operands = [] if patterns or not operands else [operands.pop(0)]
+    walk = None
+    directories = r.given("-d", "--directories")
+    recursive = r.given("-r", "-R", "--recursive", "--dereference-recursive") is not None or (
+        # grep takes any unambiguous prefix of the action (`-d rec`)
+        directories is not None
+        and bool(directories.value)
+        and "recurse".startswith(directories.value or "-")
+    )
+    if recursive:
+        follow = r.given("-R", "--dereference-recursive") is not None
+        walk = Walk(tuple((i, args[i]) for i in operands), follow=follow)
+    return checked_read(r, text_operands=text_operands, walk=walk)
+
+
+_RG = Spec(
+    text="egmtTABCEjMrd",
+    path="f",
+    long_text=(
+        "regexp",
+        "glob",
+        "iglob",
+        "max-count",
+        "type",
+        "type-not",
+        "after-context",
+        "before-context",
+        "context",
+        "encoding",
+        "threads",
+        "max-columns",
+        "replace",
+        "max-depth",
+        "pre-glob",
+        "type-add",
+        "type-clear",
+        "sort",
+        "sortr",
+        "color",
+        "colors",
+        "max-filesize",
+        "path-separator",
+        "field-match-separator",
+        "field-context-separator",
+        "context-separator",
+        "engine",
+        "dfa-size-limit",
+        "regex-size-limit",
+        "hyperlink-format",
+        "generate",
+    ),
+    long_path=("file", "ignore-file", "pre", "hostname-bin"),
+    abbreviations=False,  # ripgrep takes long options only as spelled
+)
+
+
+def rg(args: Sequence[str]) -> Checked:
+    r = read_args(args, _RG)
+    bad = r.given("--pre", "--hostname-bin", "--search-zip")
+    if bad is not None:
+        return one(
+            "exec-option",
+            bad.index,
+            f"rg {bad.name} runs another program on the files it searches; "
+            "search without it to run unprompted",
+        )
+    z = r.given("-z")
+    if z is not None:
+        return one(
+            "exec-option",
+            z.index,
+            "rg -z runs decompression programs on the files it searches; "
+            "search without -z to run unprompted",
+        )
+    operands = list(r.operands)
+    listing = r.given("--files", "--type-list") is not None
+    patterns = r.given("-e", "--regexp", "-f", "--file") is not None
+    text_operands = [] if patterns or listing or not operands else [operands.pop(0)]
+    if r.given("--type-list") is not None:
+        return checked_read(r, text_operands=text_operands)
+    unrestricted = sum(args[o.index].count("u") for o in r.opts if o.name == "-u")
+    hidden = r.given("--hidden", "-.") is not None or unrestricted >= 2
+    depth_opt = r.given("--max-depth", "-d")
+    depth = (
+        int(depth_opt.value)
+        if depth_opt and depth_opt.value and depth_opt.value.isdigit()
+        else None
+    )
+    walk = Walk(
+        tuple((i, args[i]) for i in operands),
+        follow=r.given("-L", "--follow") is not None,
+        hidden=hidden,
+        depth=depth,
+    )
+    return checked_read(r, text_operands=text_operands, walk=walk)
+
+
+_SORT = Spec(
+    text="kotTSy",
+    long_text=(
+        "key",
+        "output",
+        "field-separator",
+        "temporary-directory",
+        "buffer-size",
+        "compress-program",
+        "parallel",
+        "batch-size",
+        "sort",
+    ),
+    long_path=("random-source", "files0-from"),
+    long_optional=("check",),
+    long_flags=(
+        "ignore-leading-blanks",
+        "dictionary-order",
+        "ignore-case",
+        "general-numeric-sort",
+        "ignore-nonprinting",
+        "month-sort",
+        "human-numeric-sort",
+        "numeric-sort",
+        "random-sort",
+        "reverse",
+        "version-sort",
+        "debug",
+        "merge",
+        "stable",
+        "unique",
+        "zero-terminated",
+        "help",
+        "version",
+    ),
+)
+
+
+def sort(args: Sequence[str]) -> Checked:
+    r = read_args(args, _SORT)
+    bad = r.given("-o", "--output")
+    if bad is not None:
+        return one(
+            "embedded-write",
+            bad.index,
+            f"sort {bad.name} writes its result to a file; drop it to run unprompted",
+        )
+    bad = r.given("--compress-program")
+    if bad is not None:
+        return one(
+            "exec-option",
+            bad.index,
+            "sort --compress-program runs another program; drop it to run unprompted",
+        )
+    bad = r.given("-T", "--temporary-directory")
+    if bad is not None:
+        return one(
+            "embedded-write",
+            bad.index,
+            f"sort {bad.name} writes temporary files to a chosen directory; "
+            "drop it to run unprompted",
+        )
+    o = r.given("--files0-from")
+    issues = [hidden_list(o.index, "sort", "--files0-from", _source(o.value))] if o else []
+    return checked_read(r, issues)
+
+
+def _source(value: str | None) -> str:
+    return "standard input" if value in (None, "-", "/dev/stdin") else repr(value)
+
+
+_UNIQ = Spec(
+    text="fsw",
+    long_text=("skip-fields", "skip-chars", "check-chars"),
+    # --group and --all-repeated take a value only when it is attached with `=`
+    long_optional=("all-repeated", "group"),
+    long_flags=("count", "repeated", "ignore-case", "unique", "zero-terminated", "help", "version"),
+)
+
+
+def uniq(args: Sequence[str]) -> Checked:
+    r = read_args(args, _UNIQ)
+    if len(r.operands) > 1:
+        return one(
+            "embedded-write",
+            r.operands[1],
+            "uniq with a second file name writes its output there; "
+            "drop the output file to run unprompted",
+        )
+    return checked_read(r)
+
+
+# jq's `env` and `$ENV` read the environment (where bound secrets live),
+# `import`/`include` read any JSON or jq file by path and `modulemeta` reads
+# a module's file. Looked for anywhere in the program, strings included
+# (`"\(env)"` interpolates).
+_JQ_READS = re.compile(r"\$ENV\b|(?<![\w.$])env\b|\b(?:import|include|modulemeta)\b")
+_JQ_FLAGS = frozenset("cnesrjaCMSRh")
+_JQ_LONG_FLAGS = frozenset(
+    {
+        "--compact-output",
+        "--null-input",
+        "--exit-status",
+        "--slurp",
+        "--raw-output",
+        "--raw-output0",
+        "--join-output",
+        "--ascii-output",
+        "--color-output",
+        "--monochrome-output",
+        "--sort-keys",
+        "--raw-input",
+        "--tab",
+        "--seq",
+        "--stream",
+        "--stream-errors",
+        "--unbuffered",
+        "--help",
+        "--version",
+        "--build-configuration",
+    }
+)
 
 
 def jq(args: Sequence[str]) -> Checked:
-    for i, a in enumerate(args):
-        if _JQ_READS.search(a):
-            return one(
-                "credential-path",
-                i,
-                "jq env/$ENV reads the environment and import/include read files by path; "
-                "it needs approval",
-            )
-    return OK
+    """jq [options] FILTER [FILE...]: its own option reader (short flags
+    bundle, ``--arg NAME VALUE`` takes two words, ``--args``/``--jsonargs``
+    turn the remaining operands into values)."""
+    text_idx: set[int] = set()
+    paths: list[tuple[int, str]] = []
+    program: int | None = None
+    values_only = False
+    i, n = 0, len(args)
+    while i < n:
+        a = args[i]
+        if a == "--":
+            text_idx.add(i)
+            rest = list(range(i + 1, n))
+            if program is None and rest:
+                program = rest.pop(0)
+                text_idx.add(program)
+            if values_only:
+                text_idx.update(rest)
+            break
+        if a.startswith("--"):
+            text_idx.add(i)
+            if a in ("--arg", "--argjson"):
+                text_idx.update(range(i + 1, min(i + 3, n)))
+                i += 3
+                continue
+            if a in ("--slurpfile", "--rawfile", "--argfile"):
+                text_idx.update(range(i + 1, min(i + 3, n)))
+                if i + 2 < n:
+                    paths.append((i + 2, args[i + 2]))
+                i += 3
+                continue
+            if a in ("--indent",):
+                text_idx.update(range(i + 1, min(i + 2, n)))
+                i += 2
+                continue
+            if a == "--library-path" and i + 1 < n:
+                text_idx.add(i + 1)
+                paths.append((i + 1, args[i + 1]))
+                i += 2
+                continue
+            if a in ("--args", "--jsonargs"):
+                values_only = True
+                i += 1
+                continue
+            if a == "--from-file":
+                return _jq_from_file(i)
+            if a not in _JQ_LONG_FLAGS:
+                return one(
+                    "exec-option", i, f"jq {a} is not an option Charter knows; it needs approval"
+                )
+            i += 1
+            continue
+        if a.startswith("-") and len(a) > 1:
+            text_idx.add(i)
+            if a.startswith("-L"):
+                value, at = (a[2:], i) if len(a) > 2 else (args[i + 1] if i + 1 < n else "", i + 1)
+                text_idx.add(at)
+                paths.append((at, value))
+                i = at + 1
+                continue
+            for ch in a[1:]:
+                if ch == "f":
+                    return _jq_from_file(i)
+                if ch not in _JQ_FLAGS:
+                    return one(
+                        "exec-option",
+                        i,
+                        f"jq -{ch} is not an option Charter knows; it needs approval",
+                    )
+            i += 1
+            continue
+        if program is None:
+            program = i
+            text_idx.add(i)
+        elif values_only:
+            text_idx.add(i)
+        i += 1
+    if program is not None and _JQ_READS.search(args[program]):
+        return one(
+            "credential-path",
+            program,
+            "jq env/$ENV reads the environment and import/include read files by path; "
+            "it needs approval",
+        )
+    return Checked((), frozenset(text_idx), tuple(paths))
+
+
+def _jq_from_file(index: int) -> Checked:
+    return one(
+        "exec-option",
+        index,
+        "jq -f reads its program from a file Charter cannot see (a program can read the "
+        "environment); give the filter on the command line to run unprompted",
+    )
 
 
 def ps(args: Sequence[str]) -> Checked:
@@ -92,7 +401,7 @@ def ps(args: Sequence[str]) -> Checked:
                 "ps e prints the environment of processes, where credentials live; "
                 "drop e to run unprompted",
             )
-    return OK
+    return Checked((), frozenset(range(len(args))))
 
 
 def printf(args: Sequence[str]) -> Checked:
@@ -104,173 +413,6 @@ def printf(args: Sequence[str]) -> Checked:
             "printf -v assigns a shell variable; print the text instead to run unprompted",
         )
     return text(args)
-
-
-def grep(args: Sequence[str]) -> Checked:
-    args = expand_long(args, _GREP_LONG)
-    # --color/--colour take a value only when it is attached with `=`
-    s = scan(
-        args,
-        "efmABCDd",
-        (
-            "regexp",
-            "file",
-            "max-count",
-            "context",
-            "after-context",
-            "before-context",
-            "devices",
-            "directories",
-            "include",
-            "exclude",
-            "exclude-dir",
-            "exclude-from",
-            "group-separator",
-            "label",
-            "binary-files",
-        ),
-    )
-    text = {
-        o.index + (0 if o.value and args[o.index] != o.name else 1)
-        for o in s.opts
-        if o.name in ("-e", "--regexp")
-    }
-    # An ambiguous abbreviation (`--fi`) that might name --regexp or --file
-    # also means the first operand may be a file: it is checked as a path.
-    patterns = any(
-        o.name in ("-e", "-f")
-        or (len(o.name) > 2 and ("regexp".startswith(o.name[2:]) or "file".startswith(o.name[2:])))
-        for o in s.opts
-    )
-    if not patterns and s.operands:
-        text.add(s.operands[0])
-    return Checked((), frozenset(text))
-
-
-_RG_VALUED = "efgmtTABCEjMrd"
-_RG_LONG_VALUED = (
-    "regexp",
-    "file",
-    "glob",
-    "iglob",
-    "max-count",
-    "type",
-    "type-not",
-    "after-context",
-    "before-context",
-    "context",
-    "encoding",
-    "threads",
-    "max-columns",
-    "replace",
-    "max-depth",
-    "pre",
-    "pre-glob",
-    "hostname-bin",
-    "type-add",
-    "type-clear",
-    "sort",
-    "sortr",
-    "color",
-    "colors",
-    "max-filesize",
-    "path-separator",
-    "ignore-file",
-    "field-match-separator",
-    "field-context-separator",
-    "context-separator",
-    "engine",
-    "dfa-size-limit",
-    "regex-size-limit",
-    "hyperlink-format",
-)
-
-
-def rg(args: Sequence[str]) -> Checked:
-    s = scan(args, _RG_VALUED, _RG_LONG_VALUED)
-    # ripgrep does not accept abbreviated long options, so exact names suffice.
-    bad = long_given(s, ("pre", "hostname-bin", "search-zip"), abbreviations=False)
-    if bad is not None:
-        return one(
-            "exec-option",
-            bad.index,
-            f"rg {bad.name} runs another program on the files it searches; "
-            "search without it to run unprompted",
-        )
-    z = short_given(s, "z")
-    if z is not None:
-        return one(
-            "exec-option",
-            z.index,
-            "rg -z runs decompression programs on the files it searches; "
-            "search without -z to run unprompted",
-        )
-    text = {o.index + 1 for o in s.opts if o.name in ("-e", "--regexp") and args[o.index] == o.name}
-    text |= {o.index for o in s.opts if o.name in ("-e", "--regexp") and args[o.index] != o.name}
-    if not any(o.name in ("-e", "--regexp", "-f", "--file") for o in s.opts) and s.operands:
-        if not any(o.name in ("--files", "--type-list") for o in s.opts):
-            text.add(s.operands[0])
-    return Checked((), frozenset(text))
-
-
-def sort(args: Sequence[str]) -> Checked:
-    s = scan(
-        args,
-        "kotTSy",
-        (
-            "key",
-            "output",
-            "field-separator",
-            "temporary-directory",
-            "buffer-size",
-            "compress-program",
-            "random-source",
-            "files0-from",
-            "parallel",
-            "batch-size",
-            "sort",
-        ),
-    )
-    bad = long_given(s, ("output",)) or short_given(s, "o")
-    if bad is not None:
-        return one(
-            "embedded-write",
-            bad.index,
-            f"sort {bad.name} writes its result to a file; drop it to run unprompted",
-        )
-    bad = long_given(s, ("compress-program",))
-    if bad is not None:
-        return one(
-            "exec-option",
-            bad.index,
-            "sort --compress-program runs another program; drop it to run unprompted",
-        )
-    bad = long_given(s, ("temporary-directory",)) or short_given(s, "T")
-    if bad is not None:
-        return one(
-            "embedded-write",
-            bad.index,
-            f"sort {bad.name} writes temporary files to a chosen directory; "
-            "drop it to run unprompted",
-        )
-    return OK
-
-
-def uniq(args: Sequence[str]) -> Checked:
-    # --group and --all-repeated take a value only when it is attached with `=`
-    s = scan(args, "fsw", ("skip-fields", "skip-chars", "check-chars"))
-    if len(s.operands) > 1:
-        return one(
-            "embedded-write",
-            s.operands[1],
-            "uniq with a second file name writes its output there; "
-            "drop the output file to run unprompted",
-        )
-    return OK
-
-
-# xxd matches an option on its first two characters (`-ps` is `-p`, `-bits` is
-# `-b`) and never bundles; a valued option takes the rest of the word unless
 
 
 def test(args: Sequence[str]) -> Checked:
