@@ -47,7 +47,7 @@ from charter.runtime.shell.programs import (
 )
 from charter.runtime.shell.programs.base import Walk
 from charter.runtime.shell.syntax import Part, Program, Redirect, SimpleCommand, Word, parse
-from charter.runtime.shell.walk import WALK_LIMIT, Budget, walk_tree
+from charter.runtime.shell.walk import WALK_LIMIT, Budget, gitignored_dirs, walk_tree
 from charter.runtime.workspace import is_sensitive
 
 __all__ = ["evaluate", "sensitive_path"]
@@ -998,6 +998,7 @@ def _walk(st: _State, prog: str, w0: Word, args: tuple[Word, ...] | list[Word], 
             depth=walk.depth,
             secret=sensitive_path,
             budget=budget,
+            skip_dirs=gitignored_dirs(real) if walk.gitignore else frozenset(),
         )
         if found is None:
             continue
@@ -1109,7 +1110,8 @@ def _generic_args(
         if idx in text_args:
             continue
         for cand, tilde in _path_candidates(v, w):
-            if _path_finding(st, cand, tilde, (w.start, w.end), w.glob):
+            # the word's own text was checked for a credential name just above
+            if _path_finding(st, cand, tilde, (w.start, w.end), w.glob, named=cand == v):
                 break
     for idx, value in paths:
         if not 0 <= idx < len(args) or args[idx].value is None or value == UNKNOWN:
@@ -1119,10 +1121,16 @@ def _generic_args(
 
 
 def _path_finding(
-    st: _State, value: str, tilde: bool, span: tuple[int, int], glob_word: bool
+    st: _State,
+    value: str,
+    tilde: bool,
+    span: tuple[int, int],
+    glob_word: bool,
+    *,
+    named: bool = False,
 ) -> bool:
     """Add the finding for one path an argument names, if it needs one."""
-    problem = _path_problem(st, value, tilde, glob_word)
+    problem = _path_problem(st, value, tilde, glob_word, named=named)
     if problem is None:
         return False
     rule, message = problem
@@ -1154,7 +1162,7 @@ def _outside(st: _State, value: str, tilde: bool, glob_word: bool = False) -> bo
 
 
 def _path_problem(
-    st: _State, value: str, tilde: bool, glob_word: bool = False
+    st: _State, value: str, tilde: bool, glob_word: bool = False, *, named: bool = False
 ) -> tuple[str, str] | None:
     """Why reading the path ``value`` needs approval: ``credential-path`` or
     ``path-outside-workspace`` with a message, or None.
@@ -1167,7 +1175,7 @@ def _path_problem(
     taken as they are: the standard streams, the null device and the random
     sources.
     """
-    if sensitive_path(value):
+    if not named and sensitive_path(value):
         return "credential-path", f"{_clip(value)} names a credential file or directory"
     if tilde or value.startswith("~"):
         return "path-outside-workspace", f"{_clip(value)} is outside the workspace"

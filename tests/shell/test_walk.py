@@ -6,6 +6,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from charter.runtime.shell import ShellPolicy, evaluate
 from charter.runtime.shell.walk import WALK_LIMIT
 
@@ -58,3 +61,41 @@ def test_an_unreadable_directory_is_skipped_like_the_program_skips_it(tmp_path: 
     (ws / "ok" / "a.txt").write_text("")
     assert _judge(ws, "grep -r x ok") == ("allow", "read-only")
     assert _judge(ws, "grep -r x missing") == ("allow", "read-only")
+
+
+# The prefilter in sensitive_path must never change its answer.
+_NAMES = [
+    ".env", ".ENV", ".env.local", "x.env", "a-.env", ".envrc", ".npmrc", ".NPMRC", ".pypirc",
+    ".netrc", "_netrc", ".pgpass", ".git-credentials", ".htpasswd", ".dockercfg", ".docker",
+    ".aws", ".kube", ".ssh", ".gnupg", ".azure", ".gcloud", ".config/gcloud", ".Config/GCloud",
+    ".password-store", ".boto", ".s3cfg", "id_rsa", "id_dsa.pub", "id_ecdsa", "ID_ED25519",
+    "credentials.json", "Service-Account.json", "server.pem", "a.KEY", "x.p12", "y.pfx",
+    "z.jks", "k.keystore", "/proc/self/environ", "/proc/1/mem", "--file=.env", "-f.env",
+]
+
+
+def _full(value: str) -> bool:
+    from charter.runtime.shell import guard
+
+    return (
+        guard._SENSITIVE.search(value) is not None
+        or guard.is_sensitive(value)
+        or ("=" in value and guard.is_sensitive(value.split("=", 1)[1]))
+    )
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.sampled_from(_NAMES),
+            st.text(alphabet="./-_=:abcdeEnvpmrsSkKiIdx0ſ", max_size=6),
+        ),
+        max_size=4,
+    ),
+)
+def test_the_credential_prefilter_never_changes_the_answer(parts: list[str]) -> None:
+    from charter.runtime.shell.guard import sensitive_path
+
+    value = "/".join(parts)
+    assert sensitive_path(value) == _full(value), value

@@ -48,6 +48,8 @@ class Walk:
     follow: bool  # follows symlinks found inside the tree
     hidden: bool = True  # visits names starting with "."
     depth: int | None = None  # how many levels below a root it looks (None: all)
+    # skips directories a .gitignore in a git repository names (ripgrep)
+    gitignore: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -160,11 +160,17 @@ def rg(args: Sequence[str]) -> Checked:
         if depth_opt and depth_opt.value and depth_opt.value.isdigit()
         else None
     )
+    # any -u, --no-ignore* or a parent-less reading turns .gitignore off (or
+    # changes which ones count): then every directory is walked
+    ignores = unrestricted == 0 and not any(
+        o.name.startswith("--no-ignore") or o.name == "--no-require-git" for o in r.opts
+    )
     walk = Walk(
         tuple((i, args[i]) for i in operands),
         follow=r.given("-L", "--follow") is not None,
         hidden=hidden,
         depth=depth,
+        gitignore=ignores,
     )
     return checked_read(r, text_operands=text_operands, walk=walk)
 
