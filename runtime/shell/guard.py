@@ -1109,7 +1109,7 @@ def _generic_args(
             continue
         if idx in text_args:
             continue
-        for cand, tilde in _path_candidates(v, w):
+        for cand, tilde in _path_candidates(v, w, st.cwd):
             # the word's own text was checked for a credential name just above
             if _path_finding(st, cand, tilde, (w.start, w.end), w.glob, named=cand == v):
                 break
@@ -1138,19 +1138,25 @@ def _path_finding(
     return True
 
 
-def _path_candidates(v: str, w: Word) -> list[tuple[str, bool]]:
+def _path_candidates(v: str, w: Word, cwd: str | None) -> list[tuple[str, bool]]:
     """The paths a word may name when the program's options are not known
-    (a [safe_commands] program): the word, or a value attached to an option."""
+    (a [safe_commands] program): the word, or a value attached to an option:
+    after any number of bundled flags (`-Rf/etc/x`), a rest that looks like
+    a path or names an existing entry (`-fnotes.txt`, where notes.txt may
+    be a symlink)."""
     if v.startswith("-") and len(v) > 1:
         if "=" in v:
             val = v.split("=", 1)[1]
             return [(val, val.startswith("~"))]
         if not v.startswith("--") and len(v) > 2:
-            # a value attached after any number of bundled flags (`-Rf/etc/x`)
+            out: list[tuple[str, bool]] = []
             for k in range(2, len(v)):
                 rest = v[k:]
                 if rest.startswith(("/", "~", "..")):
-                    return [(rest, rest.startswith("~"))]
+                    return [*out, (rest, rest.startswith("~"))]
+                if cwd is not None and os.path.lexists(posixpath.join(cwd, rest)):
+                    out.append((rest, False))
+            return out
         return []
     return [(v, w.tilde)]
 
