@@ -269,9 +269,11 @@ def uniq(args: Sequence[str]) -> Checked:
 
 # jq's `env` and `$ENV` read the environment (where bound secrets live),
 # `import`/`include` read any JSON or jq file by path and `modulemeta` reads
-# a module's file. Looked for anywhere in the program, strings included
-# (`"\(env)"` interpolates).
-_JQ_READS = re.compile(r"\$ENV\b|(?<![\w.$])env\b|\b(?:import|include|modulemeta)\b")
+# a module's file. Looked for as words anywhere in the program, strings
+# included (`"\(env)"` interpolates) and whatever precedes them (`$ ENV`
+# and `$ #comment` + newline + `ENV` are $ENV too); `.env` as a field name
+# asks anyway, as a credential file name.
+_JQ_READS = re.compile(r"\b(?:env|ENV|import|include|modulemeta)\b")
 _JQ_FLAGS = frozenset("cnesrjaCMSRh")
 _JQ_LONG_FLAGS = frozenset(
     {
