@@ -70,14 +70,14 @@ _DISCARD = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}) | 
     frozenset({"NUL", "nul"}) if os.name == "nt" else frozenset()
 )
 _FD_PATH = re.compile(r"^/dev/fd/[0-9]+$")
-# Device files a read-only command may name as they are (an argument, or `<`).
+# Device files a read-only command may name as they are (an argument, or
+# `<`). Not /dev/tty: reading it would read what a person types.
 _DEVICES = frozenset(
     {
         "/dev/null",
         "/dev/stdin",
         "/dev/stdout",
         "/dev/stderr",
-        "/dev/tty",
         "/dev/zero",
         "/dev/random",
         "/dev/urandom",
