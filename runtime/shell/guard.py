@@ -812,7 +812,7 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
         st.safe_hits.append(safe.source)
     if prog in ("cd", "pushd", "popd"):
         _change_dir(st, prog, vals)
-    _generic_args(st, args, text_args, paths)
+    _generic_args(st, args, text_args, paths, probe=safe is not None and checker is None)
 
 
 def _brace_words(text: str, limit: int = 64) -> list[str]:
@@ -1091,10 +1091,14 @@ def _generic_args(
     args: tuple[Word, ...] | list[Word],
     text_args: frozenset[int],
     paths: tuple[tuple[int, str], ...] = (),
+    *,
+    probe: bool = False,
 ) -> None:
     """Judge every argument that names a file: each word that is not text,
     and each path a program rule found inside a word (``--file=X``, ``-fX``,
-    a sed ``r X`` command)."""
+    a sed ``r X`` command). ``probe``: the program's options are unknown
+    and it may run unprompted ([safe_commands]), so a value glued to its
+    flags is looked for on disk too."""
     for idx, w in enumerate(args):
         v = w.value
         if v is None:
@@ -1109,7 +1113,7 @@ def _generic_args(
             continue
         if idx in text_args:
             continue
-        for cand, tilde in _path_candidates(v, w, st.cwd):
+        for cand, tilde in _path_candidates(v, w, st.cwd if probe else None):
             # the word's own text was checked for a credential name just above
             if _path_finding(st, cand, tilde, (w.start, w.end), w.glob, named=cand == v):
                 break
@@ -1201,9 +1205,14 @@ def _path_problem(
         raw = posixpath.join(st.cwd, value)
     norm = posixpath.normpath(raw)
     if not _within(norm, st.ws):
-        real = _realpath(raw)
-        if sensitive_path(norm) or sensitive_path(real):
-            return "credential-path", f"{_clip(value)} leads to the credential {_clip(real)}"
+        if sensitive_path(norm):
+            return "credential-path", f"{_clip(value)} leads to the credential {_clip(norm)}"
+        if raw.startswith(("/dev/", "/proc/")):
+            # /dev/fd and /dev/stdin are links into /proc/self, whose meaning
+            # the kernel decides: resolve them to name what is really read
+            real = _realpath(raw)
+            if sensitive_path(real):
+                return "credential-path", f"{_clip(value)} leads to the credential {_clip(real)}"
         return "path-outside-workspace", f"{_clip(value)} is outside the workspace"
     real = _real_below(st, raw)
     if not _within(real, st.ws_real):
