@@ -84,7 +84,7 @@ def _full(value: str) -> bool:
     )
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(
     st.lists(
         st.one_of(
