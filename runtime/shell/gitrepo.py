@@ -84,10 +84,11 @@ def _gitfile_target(path: str, directory: str) -> str | None:
     return os.path.realpath(posixpath.join(directory, target))
 
 
-def untrusted_repository(cwd: str, ws_real: str) -> str | None:
-    """A description of the untrusted repository git would use from ``cwd``,
-    or None when it would use a trusted one (or none at all)."""
-    directory = os.path.realpath(cwd)
+def untrusted_repository(cwd: str, ws_real: str, *, resolved: bool = False) -> str | None:
+    """A description of the untrusted repository git would use from ``cwd``
+    (already a real path when ``resolved``), or None when it would use a
+    trusted one (or none at all)."""
+    directory = cwd if resolved else os.path.realpath(cwd)
     while True:
         dotgit = directory.rstrip("/") + "/.git"
         try:

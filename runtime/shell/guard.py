@@ -767,10 +767,11 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
     checker = READ_ONLY.get(prog) if "/" not in name else None
     text_args: frozenset[int] = frozenset()
     paths: tuple[tuple[int, str], ...] = ()
-    if prog == "git":
-        _git_repository(st, w0, vals)
     if checker is not None:
         checked = checker(vals)
+        if prog == "git" and not checked.issues:
+            # (a git shape that already asks needs no look at the repository)
+            _git_repository(st, w0, vals)
         for iss in checked.issues:
             st.add(
                 "deny" if iss.decision == "deny" else "ask",
@@ -987,9 +988,9 @@ def _walk(st: _State, prog: str, w0: Word, args: tuple[Word, ...] | list[Word], 
     for raw, span in roots:
         if not _within(posixpath.normpath(raw), st.ws):
             continue  # outside: the path check has already asked
-        real = _realpath(raw)
-        if not _within(real, st.ws_real):
-            continue
+        real = _real_below(st, raw)
+        if not _within(real, st.ws_real) or not os.path.isdir(real):
+            continue  # a file is read as the path it is; nothing to walk
         found = walk_tree(
             real,
             st.ws_real,
@@ -1038,7 +1039,7 @@ def _git_repository(st: _State, w0: Word, vals: list[str]) -> None:
         return
     if st.cwd is None:
         return  # after `cd $X`: the cd already asks
-    problem = untrusted_repository(st.cwd, st.ws_real)
+    problem = untrusted_repository(_real_below(st, st.cwd), st.ws_real, resolved=True)
     if problem is not None:
         st.add(
             "ask",
