@@ -46,10 +46,25 @@ AWK = shutil.which("awk")
 FIND = shutil.which("find")
 
 
+try:
+    import resource
+except ImportError:  # not POSIX: the programs these tests need are not there either
+    resource = None  # type: ignore[assignment]
+
+
+def _limits() -> None:
+    # an allowed program may loop forever printing: cap what it can write
+    # (SIGXFSZ ends it) and its CPU time
+    if resource is None:
+        return
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+    resource.setrlimit(resource.RLIMIT_CPU, (5, 5))
+
+
 def _run_in_scratch(
     tmp: Path, argv: list[str], env: dict[str, str] | None = None
 ) -> tuple[set[str], str]:
-    """Run ``argv`` in a fresh scratch directory; (new file names, stdout)."""
+    """Run ``argv`` in a fresh scratch directory; (new file names, output)."""
     work = tmp / "w"
     if work.exists():
         shutil.rmtree(work)
@@ -57,20 +72,24 @@ def _run_in_scratch(
     (work / "f").write_text("x1\nab\n")
     (work / ".env").write_text(SECRET + "\n")
     before = set(os.listdir(work))
-    try:
-        res = subprocess.run(
-            argv,
-            cwd=work,
-            capture_output=True,
-            text=True,
-            timeout=10,
-            stdin=subprocess.DEVNULL,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", **(env or {})},
-            check=False,
-        )
-        out = res.stdout + res.stderr
-    except subprocess.TimeoutExpired:
-        out = ""
+    out_path = tmp / "out.txt"
+    with out_path.open("wb") as out_file:
+        try:
+            subprocess.run(
+                argv,
+                cwd=work,
+                stdout=out_file,
+                stderr=subprocess.STDOUT,
+                timeout=10,
+                stdin=subprocess.DEVNULL,
+                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LC_ALL": "C", **(env or {})},
+                preexec_fn=_limits,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            pass
+    with out_path.open("rb") as f:
+        out = f.read(1 << 20).decode("utf-8", "replace")
     return set(os.listdir(work)) - before, out
 
 
