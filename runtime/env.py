@@ -29,6 +29,7 @@ from charter.runtime.capabilities import SECRET_PREFIX
 __all__ = [
     "ALLOWED_VARS",
     "FORBIDDEN_TARGETS",
+    "GIT_SAFETY",
     "MAX_BINDINGS",
     "SecretBinding",
     "build_env",
@@ -69,6 +70,20 @@ _WINDOWS_VARS: tuple[str, ...] = (
 )
 
 MAX_BINDINGS = 16
+
+# git takes a directory holding HEAD, objects/, refs/ and config for a bare
+# repository of its own and runs the programs that config names
+# (diff.external, core.fsmonitor, textconv): a workspace laid out that way
+# turns `git diff --no-index a b` into code execution. With
+# safe.bareRepository=explicit git only uses a bare repository named by
+# --git-dir or GIT_DIR, never one it stumbles on; a .git directory is
+# unaffected. Set through git's environment config (which overlays cannot
+# change: GIT_CONFIG_* is a forbidden family below).
+GIT_SAFETY: dict[str, str] = {
+    "GIT_CONFIG_COUNT": "1",
+    "GIT_CONFIG_KEY_0": "safe.bareRepository",
+    "GIT_CONFIG_VALUE_0": "explicit",
+}
 
 # Variables that decide *what* runs or how an interpreter starts. A secret
 # bound to one of these would let its value (or an approval for it) steer
@@ -243,6 +258,7 @@ def build_env(
     env["HOME"] = str(home)
     if sys.platform == "win32":
         env["USERPROFILE"] = str(home)
+    env.update(GIT_SAFETY)
     env.update(overlay)
     _bind(env, bindings, base, " in the environment")
     return env

@@ -21,6 +21,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from charter.runtime.shell.gitrepo import untrusted_repository
 from charter.runtime.shell.normalize import Reading, hidden_characters, readings
 from charter.runtime.shell.options import scan
 from charter.runtime.shell.policy import (
@@ -44,7 +45,9 @@ from charter.runtime.shell.programs import (
     destructive,
     unwrap,
 )
+from charter.runtime.shell.programs.base import Walk
 from charter.runtime.shell.syntax import Part, Program, Redirect, SimpleCommand, Word, parse
+from charter.runtime.shell.walk import WALK_LIMIT, Budget, gitignored_dirs, walk_tree
 from charter.runtime.workspace import is_sensitive
 
 __all__ = ["evaluate", "sensitive_path"]
@@ -57,13 +60,30 @@ _SENSITIVE = re.compile(
     r"(?:^|[^A-Za-z0-9_])\.env(?:$|[.\-_A-Za-z0-9]*$|[/:,])"
     r"|\.(?:npmrc|pypirc|netrc|pgpass|git-credentials|htpasswd|dockercfg)(?:$|[^A-Za-z0-9_])"
     r"|(?:^|[^A-Za-z0-9_])\.(?:aws|kube|ssh|gnupg|docker|azure|gcloud|config/gcloud)(?:/|$)"
-    r"|(?:^|/)id_(?:rsa|dsa|ecdsa|ed25519)(?:$|\.)",
+    r"|(?:^|/)id_(?:rsa|dsa|ecdsa|ed25519)(?:$|\.)"
+    # another process's environment, memory, command line or open files (the
+    # runtime's own API keys live in its environment)
+    r"|^/proc/(?:self|thread-self|[0-9]+)(?:/task/[0-9]+)?/(?:environ|mem|cmdline|fd/|map_files/)",
 )
 # NUL is the null device only on Windows; bash on a POSIX system creates a file of that name
 _DISCARD = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}) | (
     frozenset({"NUL", "nul"}) if os.name == "nt" else frozenset()
 )
 _FD_PATH = re.compile(r"^/dev/fd/[0-9]+$")
+# Device files a read-only command may name as they are (an argument, or
+# `<`). Not /dev/tty: reading it would read what a person types.
+_DEVICES = frozenset(
+    {
+        "/dev/null",
+        "/dev/stdin",
+        "/dev/stdout",
+        "/dev/stderr",
+        "/dev/zero",
+        "/dev/random",
+        "/dev/urandom",
+        "/dev/full",
+    }
+)
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _FORK_BOMB = re.compile(r"([^\s(){};|&<>]+)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*&?\s*\1(?![^\s;&|}])")
 # the same with the `function NAME` keyword form, which parses (as an opaque
@@ -88,7 +108,19 @@ _EXPANSION_RULE = {
 }
 
 
+# Every credential name above and in the file tools' list contains one of
+# these once lower-cased: a text without any is not sensitive, which is most
+# arguments and most names in a tree walk, at a fraction of the cost.
+_MAYBE_SENSITIVE = re.compile(
+    r"\.(?:env|npmrc|pypirc|netrc|pgpass|git-credentials|htpasswd|docker|aws|kube|ssh"
+    r"|gnupg|azure|gcloud|password-store|boto|s3cfg|pem|key|p12|pfx|jks)"
+    r"|id_|_netrc|gcloud|credentials\.json|service-account\.json|^/proc/",
+)
+
+
 def sensitive_path(value: str) -> bool:
+    if value.isascii() and _MAYBE_SENSITIVE.search(value.lower()) is None:
+        return False  # (non-ASCII text can case-fold into a credential name: full check)
     # the file tools' list too (key material, credentials.json, .ENV, ...),
     # so the shell is no way around a path the read_file tool would ask about
     return (
@@ -734,11 +766,23 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
     safe = _safe_match(st.policy.safe, name, vals)
     checker = READ_ONLY.get(prog) if "/" not in name else None
     text_args: frozenset[int] = frozenset()
+    paths: tuple[tuple[int, str], ...] = ()
     if checker is not None:
         checked = checker(vals)
+        if prog == "git" and not checked.issues:
+            # (a git shape that already asks needs no look at the repository)
+            _git_repository(st, w0, vals)
         for iss in checked.issues:
-            st.add("ask", iss.rule, span_of(iss.index), iss.message)
+            st.add(
+                "deny" if iss.decision == "deny" else "ask",
+                iss.rule,
+                span_of(iss.index),
+                iss.message,
+            )
         text_args = checked.text_args
+        paths = checked.paths
+        if checked.walk is not None:
+            _walk(st, prog, w0, args, checked.walk)
         if not st.policy.defaults and safe is None:
             st.add(
                 "ask",
@@ -769,7 +813,7 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
         st.safe_hits.append(safe.source)
     if prog in ("cd", "pushd", "popd"):
         _change_dir(st, prog, vals)
-    _generic_args(st, args, text_args)
+    _generic_args(st, args, text_args, paths, probe=safe is not None and checker is None)
 
 
 def _brace_words(text: str, limit: int = 64) -> list[str]:
@@ -918,6 +962,94 @@ def _find_exec(st: _State, args: tuple[Word, ...] | list[Word], vals: list[str])
         i += 1
 
 
+def _walk(st: _State, prog: str, w0: Word, args: tuple[Word, ...] | list[Word], walk: Walk) -> None:
+    """Look through the trees a recursive program reads (see ``walk.py``)."""
+    roots: list[tuple[str, tuple[int, int]]] = []
+    if not walk.roots:
+        if st.cwd is None:
+            return  # after `cd $X`: the cd already asks, and the tree is unknown
+        roots.append((st.cwd, (w0.start, w0.end)))
+    for idx, value in walk.roots:
+        w = args[idx] if 0 <= idx < len(args) else w0
+        if (
+            value == UNKNOWN
+            or value.startswith("~")
+            or w.glob
+            or (st.cwd is None and not value.startswith("/"))
+        ):
+            continue  # an expansion, a home path or a pattern: already a finding
+        raw = (
+            "/" + value.lstrip("/")
+            if value.startswith("/")
+            else posixpath.join(st.cwd or "/", value)
+        )
+        roots.append((raw, (w.start, w.end)))
+    budget = Budget()
+    for raw, span in roots:
+        if not _within(posixpath.normpath(raw), st.ws):
+            continue  # outside: the path check has already asked
+        real = _real_below(st, raw)
+        if not _within(real, st.ws_real) or not os.path.isdir(real):
+            continue  # a file is read as the path it is; nothing to walk
+        found = walk_tree(
+            real,
+            st.ws_real,
+            follow=walk.follow,
+            hidden=walk.hidden,
+            depth=walk.depth,
+            secret=sensitive_path,
+            budget=budget,
+            skip_dirs=gitignored_dirs(real) if walk.gitignore else frozenset(),
+        )
+        if found is None:
+            continue
+        if found.kind == "credential":
+            st.add(
+                "ask",
+                "credential-path",
+                span,
+                f"{prog} reads the tree under {_clip(raw)}, which holds the credential "
+                f"{_clip(found.path)}; it needs approval",
+            )
+        elif found.kind == "outside":
+            rule = "credential-path" if sensitive_path(found.target) else "path-outside-workspace"
+            st.add(
+                "ask",
+                rule,
+                span,
+                f"{prog} follows the symlink {_clip(found.path)}, which leads outside the "
+                f"workspace to {_clip(found.target)}; it needs approval",
+            )
+        else:
+            st.add(
+                "ask",
+                "tree-too-large",
+                span,
+                f"{prog} reads the tree under {_clip(raw)}, which has more than "
+                f"{WALK_LIMIT:,} entries for the guard to check; it needs approval",
+            )
+        return
+
+
+def _git_repository(st: _State, w0: Word, vals: list[str]) -> None:
+    """git reads the configuration of the repository it finds, and that
+    configuration names programs git runs (diff.external, core.fsmonitor,
+    textconv, pagers): only a repository Charter trusts is read-only."""
+    if not vals or vals[0] in ("--version", "version", "help", "--help", "-h"):
+        return
+    if st.cwd is None:
+        return  # after `cd $X`: the cd already asks
+    problem = untrusted_repository(_real_below(st, st.cwd), st.ws_real, resolved=True)
+    if problem is not None:
+        st.add(
+            "ask",
+            "untrusted-repository",
+            (w0.start, w0.end),
+            f"git would use {problem}; its configuration can run programs, so git needs approval "
+            "here",
+        )
+
+
 def _safe_match(
     entries: tuple[SafeShellCommand, ...], name: str, vals: list[str]
 ) -> SafeShellCommand | None:
@@ -956,8 +1088,18 @@ def _change_dir(st: _State, prog: str, vals: list[str]) -> None:
 
 
 def _generic_args(
-    st: _State, args: tuple[Word, ...] | list[Word], text_args: frozenset[int]
+    st: _State,
+    args: tuple[Word, ...] | list[Word],
+    text_args: frozenset[int],
+    paths: tuple[tuple[int, str], ...] = (),
+    *,
+    probe: bool = False,
 ) -> None:
+    """Judge every argument that names a file: each word that is not text,
+    and each path a program rule found inside a word (``--file=X``, ``-fX``,
+    a sed ``r X`` command). ``probe``: the program's options are unknown
+    and it may run unprompted ([safe_commands]), so a value glued to its
+    flags is looked for on disk too."""
     for idx, w in enumerate(args):
         v = w.value
         if v is None:
@@ -972,56 +1114,125 @@ def _generic_args(
             continue
         if idx in text_args:
             continue
-        for cand, tilde in _path_candidates(v, w):
-            if _outside(st, cand, tilde, w.glob):
-                st.add(
-                    "ask",
-                    "path-outside-workspace",
-                    (w.start, w.end),
-                    f"{_clip(cand)} is outside the workspace; it needs approval",
-                )
+        for cand, tilde in _path_candidates(v, w, st.cwd if probe else None):
+            # the word's own text was checked for a credential name just above
+            if _path_finding(st, cand, tilde, (w.start, w.end), w.glob, named=cand == v):
                 break
+    for idx, value in paths:
+        if not 0 <= idx < len(args) or args[idx].value is None or value == UNKNOWN:
+            continue
+        word = args[idx]
+        _path_finding(st, value, value.startswith("~"), (word.start, word.end), False)
 
 
-def _path_candidates(v: str, w: Word) -> list[tuple[str, bool]]:
+def _path_finding(
+    st: _State,
+    value: str,
+    tilde: bool,
+    span: tuple[int, int],
+    glob_word: bool,
+    *,
+    named: bool = False,
+) -> bool:
+    """Add the finding for one path an argument names, if it needs one."""
+    problem = _path_problem(st, value, tilde, glob_word, named=named)
+    if problem is None:
+        return False
+    rule, message = problem
+    st.add("ask", rule, span, message + "; it needs approval")
+    return True
+
+
+def _path_candidates(v: str, w: Word, cwd: str | None) -> list[tuple[str, bool]]:
+    """The paths a word may name when the program's options are not known
+    (a [safe_commands] program): the word, or a value attached to an option:
+    after any number of bundled flags (`-Rf/etc/x`), a rest that looks like
+    a path or names an existing entry (`-fnotes.txt`, where notes.txt may
+    be a symlink)."""
     if v.startswith("-") and len(v) > 1:
         if "=" in v:
             val = v.split("=", 1)[1]
             return [(val, val.startswith("~"))]
         if not v.startswith("--") and len(v) > 2:
-            # a value attached after any number of bundled flags (`-Rf/etc/x`)
+            out: list[tuple[str, bool]] = []
             for k in range(2, len(v)):
                 rest = v[k:]
                 if rest.startswith(("/", "~", "..")):
-                    return [(rest, rest.startswith("~"))]
+                    return [*out, (rest, rest.startswith("~"))]
+                if cwd is not None and os.path.lexists(posixpath.join(cwd, rest)):
+                    out.append((rest, False))
+            return out
         return []
     return [(v, w.tilde)]
 
 
 def _outside(st: _State, value: str, tilde: bool, glob_word: bool = False) -> bool:
-    """Whether a path the command names lies outside the workspace: by its
-    text first, then (for a path whose text stays inside) by where its
-    symlinks lead, since ``cat link/passwd`` reads the link's target."""
+    """Whether a path the command names lies outside the workspace (or is a
+    credential reached through it); see :func:`_path_problem`."""
+    return _path_problem(st, value, tilde, glob_word) is not None
+
+
+def _path_problem(
+    st: _State, value: str, tilde: bool, glob_word: bool = False, *, named: bool = False
+) -> tuple[str, str] | None:
+    """Why reading the path ``value`` needs approval: ``credential-path`` or
+    ``path-outside-workspace`` with a message, or None.
+
+    The text is judged first, then where the kernel really leads: a
+    symlink's target, ``..`` after a symlink (the kernel climbs from the
+    link's target, so there is no lexical normalisation before resolving),
+    ``/dev/fd/..`` and ``/proc/self`` (links into the guard's own process
+    table, which is not the command's). Only a handful of device files are
+    taken as they are: the standard streams, the null device and the random
+    sources.
+    """
+    if not named and sensitive_path(value):
+        return "credential-path", f"{_clip(value)} names a credential file or directory"
     if tilde or value.startswith("~"):
-        return True
+        return "path-outside-workspace", f"{_clip(value)} is outside the workspace"
     if value.startswith("/"):
-        if value in _DISCARD or value.startswith("/dev/fd/"):
-            return False
         raw = "/" + value.lstrip("/")
+        if ".." not in raw.split("/"):
+            device = posixpath.normpath(raw)
+            if device in _DEVICES or _FD_PATH.match(device):
+                return None
     elif st.cwd is None:
         # relative to a directory changed earlier in the command: only a
         # climb is known to leave; anything else is judged where it runs
-        return ".." in value.split("/")
+        if ".." in value.split("/"):
+            return "path-outside-workspace", f"{_clip(value)} is outside the workspace"
+        return None
     else:
         raw = posixpath.join(st.cwd, value)
-    if not _within(posixpath.normpath(raw), st.ws):
-        return True
-    # No lexical normalisation before resolving: the kernel follows a symlink
-    # before it applies a later `..`.
-    if not _within(_real_below(st, raw), st.ws_real):
-        return True
+    norm = posixpath.normpath(raw)
+    if not _within(norm, st.ws):
+        if sensitive_path(norm):
+            return "credential-path", f"{_clip(value)} leads to the credential {_clip(norm)}"
+        if raw.startswith(("/dev/", "/proc/")):
+            # /dev/fd and /dev/stdin are links into /proc/self, whose meaning
+            # the kernel decides: resolve them to name what is really read
+            real = _realpath(raw)
+            if sensitive_path(real):
+                return "credential-path", f"{_clip(value)} leads to the credential {_clip(real)}"
+        return "path-outside-workspace", f"{_clip(value)} is outside the workspace"
+    real = _real_below(st, raw)
+    if not _within(real, st.ws_real):
+        if sensitive_path(real):
+            return "credential-path", f"{_clip(value)} leads to the credential {_clip(real)}"
+        return (
+            "path-outside-workspace",
+            f"{_clip(value)} leads outside the workspace to {_clip(real)}",
+        )
+    lexical = st.ws_real.rstrip("/") + norm[len(st.ws.rstrip("/")) :]
+    if real != lexical and real != st.ws_real:
+        # a symlink inside the workspace: judge the file it leads to by its name too
+        rel = real[len(st.ws_real.rstrip("/")) + 1 :]
+        if sensitive_path(rel):
+            return "credential-path", f"{_clip(value)} leads to the credential file {_clip(rel)}"
     # the shell hands the command whatever the pattern matches now
-    return glob_word and any(c in value for c in "*?[") and _match_outside(st, raw) is not None
+    if glob_word and any(c in value for c in "*?[") and _match_outside(st, raw) is not None:
+        return "path-outside-workspace", f"{_clip(value)} matches a file outside the workspace"
+    return None
 
 
 def _match_outside(st: _State, pattern: str) -> str | None:

@@ -206,6 +206,7 @@ RULE_KEYS: dict[str, Decision] = {
     "power-control": "deny",
     "kill-all": "deny",
     "redirect-outside-workspace": "deny",
+    "sudo-stdin": "deny",
     # ask: the text itself
     "empty-command": "ask",
     "unparseable": "ask",
@@ -247,6 +248,10 @@ RULE_KEYS: dict[str, Decision] = {
     "embedded-write": "ask",
     "in-place-edit": "ask",
     "sed-script": "ask",
+    "awk-program": "ask",
+    "hidden-file-list": "ask",
+    "tree-too-large": "ask",
+    "untrusted-repository": "ask",
     "git-global-option": "ask",
     "git-network": "ask",
     "git-mutation": "ask",

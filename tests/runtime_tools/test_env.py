@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from charter.runtime.env import (
+    GIT_SAFETY,
     MAX_BINDINGS,
     SecretBinding,
     build_env,
@@ -43,6 +44,7 @@ def test_allowlist_drops_provider_and_cloud_credentials(tmp_path: Path) -> None:
         "TERM": "xterm-256color",
         "TZ": "Europe/Berlin",
         "HOME": str(tmp_path / "home"),
+        **GIT_SAFETY,
     }
 
 

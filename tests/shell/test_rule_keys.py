@@ -10,6 +10,8 @@ from hypothesis import given, settings
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from strategies import shellish  # noqa: E402
 from test_golden import CASES  # noqa: E402
+from test_golden_trees import CASES as TREE_CASES  # noqa: E402
+from test_golden_trees import LAYOUTS, build  # noqa: E402
 
 from charter.runtime.shell import ShellPolicy, evaluate  # noqa: E402
 from charter.runtime.shell.policy import RULE_KEYS  # noqa: E402
@@ -26,10 +28,17 @@ def _check(command: str) -> set[str]:
     return {v.rule} | {f.rule for f in v.findings}
 
 
-def test_golden_rules_are_known() -> None:
+def test_golden_rules_are_known(tmp_path: Path) -> None:
     seen: set[str] = set()
     for case in CASES:
         seen |= _check(case.values[0])  # type: ignore[attr-defined]
+    workspaces = {name: build(tmp_path / name, layout) for name, layout in LAYOUTS.items()}
+    for case in TREE_CASES:
+        layout, command = case.values[:2]  # type: ignore[attr-defined]
+        ws = workspaces[layout]
+        v = evaluate(command, cwd=ws, workspace=ws, policy=ShellPolicy())
+        assert RULE_KEYS[v.rule] == v.decision
+        seen |= {v.rule} | {f.rule for f in v.findings}
     # the golden data exercises nearly every key
     assert len(seen) >= len(RULE_KEYS) - 3, sorted(set(RULE_KEYS) - seen)
 

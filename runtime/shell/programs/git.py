@@ -1,0 +1,295 @@
+"""git: a closed list of read-only shapes.
+
+A subcommand is read-only only in the shapes listed here; everything else
+asks. Within a read-only subcommand, options that run helper programs
+(``--ext-diff``, ``--textconv``, ``cat-file --filters``, pagers,
+``--show-signature`` and the ``verify-*`` commands, which run gpg) or write
+files (``--output``) ask, and options that name files (``-O``,
+``--pathspec-from-file``, ``ls-files -X``, ``blame --contents``, ``grep
+-f``) are resolved like any path, attached or not.
+
+What git does on its own, from the repository's configuration
+(``diff.external``, ``core.fsmonitor``, textconv drivers), is judged by the
+guard from the repository git would use (``charter.runtime.shell.gitrepo``),
+not from the arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from charter.runtime.shell.options import Spec, long_given, read_args, scan, short_given
+from charter.runtime.shell.programs.base import OK, Checked, Walk, one
+
+__all__ = ["git"]
+
+_GLOBAL_OK = frozenset(
+    {
+        "--no-pager",
+        "--no-optional-locks",
+        "--literal-pathspecs",
+        "--no-replace-objects",
+        "--glob-pathspecs",
+        "--noglob-pathspecs",
+        "--icase-pathspecs",
+        "--no-lazy-fetch",
+    }
+)
+_READ = frozenset(
+    {
+        "status",
+        "diff",
+        "log",
+        "show",
+        "rev-parse",
+        "ls-files",
+        "grep",
+        "describe",
+        "blame",
+        "shortlog",
+        "ls-tree",
+        "cat-file",
+        "rev-list",
+        "merge-base",
+        "show-ref",
+        "name-rev",
+        "diff-tree",
+        "diff-files",
+        "diff-index",
+        "count-objects",
+        "for-each-ref",
+        "whatchanged",
+        "annotate",
+        "show-branch",
+        "cherry",
+        "check-ignore",
+        "check-attr",
+        "version",
+        "var",
+    }
+)
+_NETWORK = frozenset(
+    {
+        "clone",
+        "fetch",
+        "pull",
+        "push",
+        "ls-remote",
+        "submodule",
+        "remote",
+        "archive",
+        "send-email",
+        "request-pull",
+        "svn",
+        "p4",
+    }
+)
+# Options that run helper programs or write files, in any read-only subcommand.
+_EXEC_OPTS = (
+    "ext-diff",
+    "textconv",
+    "filters",
+    "output",
+    "open-files-in-pager",
+    "show-signature",
+    "paginate",
+    "exec",
+    "upload-pack",
+    "receive-pack",
+    "config-env",
+    "run",
+    "tool",
+    "extcmd",
+)
+# Real git options that are prefixes of the names above (not abbreviations).
+_EXACT = frozenset({"text"})
+
+# Path-valued options, by subcommand family. Operands of the log family are
+# revisions and pathspecs (text); those of diff, blame, grep's files and the
+# check-* commands are judged as paths (`git diff --no-index A B` reads A, B).
+_DIFF_SPEC = Spec(path="O", long_path=("output", "pathspec-from-file"), unknown_values="text")
+_SPECS: dict[str, Spec] = {
+    **{
+        sub: _DIFF_SPEC
+        for sub in (
+            "diff",
+            "log",
+            "show",
+            "whatchanged",
+            "shortlog",
+            "diff-tree",
+            "diff-files",
+            "diff-index",
+            "rev-list",
+        )
+    },
+    "ls-files": Spec(
+        text="x",
+        path="X",
+        long_text=("exclude", "exclude-per-directory", "format", "with-tree"),
+        long_path=("exclude-from", "pathspec-from-file"),
+        unknown_values="text",
+    ),
+    "blame": Spec(
+        text="L",
+        path="S",
+        long_path=("contents", "ignore-revs-file"),
+        long_text=("ignore-rev", "date"),
+        unknown_values="text",
+    ),
+    "grep": Spec(
+        text="eABCm",
+        path="f",
+        long_text=(
+            "regexp",
+            "max-depth",
+            "threads",
+            "context",
+            "after-context",
+            "before-context",
+            "max-count",
+        ),
+        long_path=("file",),
+        unknown_values="text",
+    ),
+}
+_SPECS["annotate"] = _SPECS["blame"]
+_PATH_OPERANDS = frozenset({"diff", "blame", "annotate", "check-ignore", "check-attr", "status"})
+
+
+def git(args: Sequence[str]) -> Checked:
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        a = args[i]
+        if a in ("--version", "--help", "-h"):
+            return OK
+        if a not in _GLOBAL_OK:
+            return one(
+                "git-global-option",
+                i,
+                f"git {a} changes where or how git runs (configuration, directory, "
+                "pager or helpers); run the subcommand without it",
+            )
+        i += 1
+    if i >= len(args):
+        return OK
+    sub = args[i]
+    rest = list(args[i + 1 :])
+    offset = i + 1
+    if sub in _READ:
+        return _read_only(sub, rest, offset)
+    if sub in ("verify-commit", "verify-tag"):
+        return one(
+            "exec-option",
+            i,
+            f"git {sub} runs gpg to check signatures; it needs approval",
+        )
+    if sub in ("branch", "tag"):
+        return _branch_or_tag(sub, rest, offset, i)
+    if sub == "remote" and (not rest or rest in (["-v"], ["--verbose"]) or rest[0] == "get-url"):
+        return _all_text(offset, len(rest))
+    if sub == "worktree" and rest[:1] == ["list"]:
+        return _all_text(offset, len(rest))
+    if sub == "stash" and rest[:1] in (["list"], ["show"]):
+        # stash list takes log options and stash show diff options
+        checked = _read_only("log", rest[1:], offset + 1, name=f"stash {rest[0]}")
+        return Checked(checked.issues, checked.text_args | {offset}, checked.paths)
+    if sub == "config":
+        return one("git-config", i, "git config can reveal credentials stored in configuration")
+    if sub in _NETWORK:
+        return one(
+            "git-network",
+            i,
+            f"git {sub} talks to another repository or changes remotes; it always needs approval",
+        )
+    return one(
+        "git-mutation", i, f"git {sub} is not one of git's read-only subcommands; it needs approval"
+    )
+
+
+def _all_text(offset: int, count: int) -> Checked:
+    return Checked((), frozenset(range(offset - 1, offset + count)))
+
+
+def _read_only(sub: str, rest: list[str], offset: int, *, name: str | None = None) -> Checked:
+    shown = name or sub
+    s = scan(rest, "")
+    # git's parse-options accepts abbreviated long options.
+    bad = long_given(s, _EXEC_OPTS, exact_options=_EXACT)
+    if bad is not None:
+        rule = "embedded-write" if "output".startswith(bad.name[2:]) else "exec-option"
+        return one(
+            rule,
+            bad.index + offset,
+            f"git {shown} {bad.name} runs a helper program or writes a file; "
+            "drop it to run unprompted",
+        )
+    if sub == "var" and short_given(s, "l"):
+        return one("git-config", offset, "git var -l lists the configuration, credentials included")
+    if sub == "grep":
+        o = short_given(s, "O")
+        if o is not None:
+            return one("exec-option", o.index + offset, "git grep -O opens files in a pager")
+    spec = _SPECS.get(sub)
+    if spec is None:
+        return _all_text(offset, len(rest))
+    r = read_args(rest, spec)
+    text = {offset - 1} | {offset + k for k in r.option_words}
+    paths = tuple((offset + k, v) for k, v in r.path_values())
+    operands = list(r.operands)
+    walk = None
+    if sub == "grep":
+        if r.given("-e", "--regexp", "-f", "--file") is None and operands:
+            text.add(offset + operands.pop(0))
+        # git grep reads every file below the pathspecs (tracked ones, or all
+        # with --untracked / --no-index)
+        walk = Walk(
+            tuple((offset + k, rest[k]) for k in operands if not rest[k].startswith(":")),
+            follow=False,
+        )
+    elif sub not in _PATH_OPERANDS:
+        text.update(offset + k for k in operands)
+    return Checked((), frozenset(text), paths, walk)
+
+
+_LISTING = frozenset(
+    {
+        "--list",
+        "-l",
+        "-a",
+        "--all",
+        "-r",
+        "--remotes",
+        "-v",
+        "-vv",
+        "--verbose",
+        "--show-current",
+        "--contains",
+        "--no-contains",
+        "--merged",
+        "--no-merged",
+        "--sort",
+        "--format",
+        "--points-at",
+        "-n",
+        "--column",
+        "--no-column",
+        "--color",
+        "--no-color",
+        "--ignore-case",
+        "-i",
+    }
+)
+
+
+def _branch_or_tag(sub: str, rest: list[str], offset: int, at: int) -> Checked:
+    s = scan(rest, "")
+    names = {o.name.split("=")[0] for o in s.opts}
+    if names <= _LISTING and (not s.operands or names & {"--list", "-l"}):
+        return _all_text(offset, len(rest))
+    return one(
+        "git-mutation",
+        at,
+        f"git {sub} with these arguments creates, renames or deletes {sub}es; "
+        f"only listing {sub}es runs unprompted",
+    )

@@ -1,0 +1,194 @@
+"""Looking through a directory tree the way a recursive program will.
+
+``grep -r``, ``rg``, ``find``, ``du``, ``ls -R``, ``tree`` and ``diff -r``
+read or list every entry below the paths they are given, so what the command
+line shows is not what they touch. Before such a command is allowed the
+guard walks the same tree: a credential file anywhere in it makes the
+command at least the ask that naming the file would be, and when the program
+follows symlinks (``grep -R``, ``find -L``, ``rg -L``, ``du -L``, ``ls -LR``,
+``tree -l``, ``diff -r``) a link that leads out of the workspace makes it
+the ask that naming the target would be.
+
+The walk is bounded by a number of entries. Past the bound the answer is
+"too large", which the guard turns into an ask: a bound is never a way to
+allow. The cost is one ``scandir`` per directory plus a ``realpath`` per
+symlink that is followed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = [
+    "IGNORE_FILES",
+    "WALK_LIMIT",
+    "Budget",
+    "Found",
+    "gitignored_dirs",
+    "negates",
+    "walk_tree",
+]
+
+# Entries looked at per simple command: a checkout of a few thousand files
+# is walked in a few milliseconds; a tree with node_modules usually is not.
+WALK_LIMIT = 20_000
+
+
+@dataclass(slots=True)
+class Budget:
+    """Entries left to look at, shared by every root of one command."""
+
+    left: int = WALK_LIMIT
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """The first reason the tree is not plainly readable."""
+
+    kind: Literal["credential", "outside", "too-large"]
+    path: str  # the entry, relative to the workspace
+    target: str = ""  # for "outside": where the link leads
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def walk_tree(
+    root: str,
+    ws_real: str,
+    *,
+    follow: bool,
+    hidden: bool,
+    depth: int | None,
+    secret: Callable[[str], bool],
+    budget: Budget,
+    skip_dirs: frozenset[str] = frozenset(),
+) -> Found | None:
+    """Walk the tree below ``root`` (a real path inside ``ws_real``).
+
+    ``secret`` tells whether a workspace-relative path names a credential.
+    Entries whose name starts with "." are skipped unless ``hidden``, and
+    directories named in ``skip_dirs`` are not entered (see
+    :func:`gitignored_dirs`); a symlink is only looked through when
+    ``follow``, and then a directory it leads to (inside the workspace) is
+    walked too, once.
+    """
+    base = ws_real.rstrip("/") + "/"
+    stack: list[tuple[str, int, frozenset[str]]] = [(root, 0, skip_dirs)]
+    seen: set[str] = {root}
+    # The parent directories were judged when they were entered, so an
+    # entry's own name decides (.config/gcloud is the one two-part name).
+    names: dict[str, bool] = {}
+    while stack:
+        directory, level, skip = stack.pop()
+        if depth is not None and level >= depth:
+            continue
+        if skip and level > 0 and negates(directory):
+            skip = frozenset()  # a deeper ignore file may re-include a skipped name
+        try:
+            entries = os.scandir(directory)
+        except OSError:
+            continue  # what the guard cannot open, the program cannot read either
+        with entries:
+            for entry in entries:
+                budget.left -= 1
+                if budget.left < 0:
+                    return Found("too-large", _rel(directory, base))
+                if not hidden and entry.name.startswith("."):
+                    continue
+                name = entry.name
+                path = directory.rstrip("/") + "/" + name
+                known = names.get(name)
+                if known is None:
+                    known = names[name] = secret(name)
+                if known or (name.casefold() == "gcloud" and secret(_rel(path, base))):
+                    return Found("credential", _rel(path, base))
+                try:
+                    is_link = entry.is_symlink()
+                    is_dir = not is_link and entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                if is_link:
+                    if not follow:
+                        continue
+                    real = os.path.realpath(path)
+                    if not _within(real, ws_real):
+                        return Found("outside", _rel(path, base), real)
+                    if real != ws_real and secret(_rel(real, base)):
+                        return Found("credential", _rel(path, base), real)
+                    if os.path.isdir(real) and real not in seen:
+                        seen.add(real)
+                        stack.append((real, level + 1, skip))
+                elif is_dir and name not in skip:
+                    stack.append((path, level + 1, skip))
+    return None
+
+
+def _rel(path: str, base: str) -> str:
+    return path[len(base) :] if path.startswith(base) else "."
+
+
+_PLAIN_NAME = re.compile(r"^(?:\*\*/)?([A-Za-z0-9._-]+)/?$")
+# ripgrep's ignore files, in which a `!` line can re-include what a
+# .gitignore excludes
+IGNORE_FILES = (".gitignore", ".ignore", ".rgignore")
+
+
+def _read_lines(path: str) -> list[str] | None:
+    try:
+        with open(path, "rb") as f:
+            data = f.read(65536)
+    except OSError:
+        return None
+    return data.decode("utf-8", "replace").splitlines()
+
+
+def negates(directory: str) -> bool:
+    """Whether an ignore file in ``directory`` re-includes anything (or is
+    too large to read whole)."""
+    for name in IGNORE_FILES:
+        lines = _read_lines(directory.rstrip("/") + "/" + name)
+        if lines is not None and any(line.lstrip().startswith("!") for line in lines):
+            return True
+    return False
+
+
+def gitignored_dirs(root: str) -> frozenset[str]:
+    """Directory names ripgrep is certain to skip below ``root``: plain
+    names (``node_modules``, ``target/``, ``**/dist``) listed in a
+    ``.gitignore`` at ``root`` or above it, up to the top of the git
+    repository ``root`` is in. Nothing outside a git repository (ripgrep
+    then ignores .gitignore), and nothing at all when an ignore file on the
+    way holds a negation (``!``), which could re-include a directory. The
+    walk stops skipping below a directory whose own ignore files negate.
+    Missing a name only means walking more; a name here is one ripgrep
+    skips, because git cannot re-include a file below an excluded
+    directory."""
+    names: set[str] = set()
+    directory = root
+    dirs: list[str] = []
+    in_repo = False
+    for _ in range(64):
+        dirs.append(directory)
+        if os.path.lexists(directory.rstrip("/") + "/.git"):
+            in_repo = True
+            break
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    if not in_repo:
+        return frozenset()
+    for d in dirs:
+        if negates(d):
+            return frozenset()
+        for line in _read_lines(d.rstrip("/") + "/.gitignore") or ():
+            m = _PLAIN_NAME.match(line.strip())
+            if m is not None and m.group(1) not in (".", ".."):
+                names.add(m.group(1))
+    return frozenset(names)
