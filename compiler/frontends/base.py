@@ -77,13 +77,14 @@ def parse_mapping(
     ``describe``), the finished model-less ``Loaded`` to hand back as is.
     """
     data, smap, diags = parse_document(path, display, kind)
-    if data is None:
+    if data is None and any(d.is_error for d in diags):
         return Loaded(display, None, smap, tuple(diags))
     if not isinstance(data, dict):
         diags.append(
             diag(
                 "wrong-type",
-                f"{what} must hold a mapping of keys to values, not {describe(data)}",
+                f"{what} must hold a mapping of keys to values, not "
+                f"{'null' if data is None else describe(data)}",
                 smap.value_span(()),
             )
         )
