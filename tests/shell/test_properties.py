@@ -1,10 +1,11 @@
-"""Property tests: the guard never raises, answers quickly, and never allows
-a command with an unquoted expansion, substitution or an unbalanced quote."""
+"""Property tests: the guard never raises and never allows a command with an
+unquoted expansion, substitution or an unbalanced quote. (How fast it
+answers is measured by bench/shell_guard.py and bench/shell_worst_case.py,
+not asserted here: a wall-clock bound fails on a loaded machine.)"""
 
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
@@ -17,13 +18,10 @@ from charter.runtime.shell import ShellPolicy, evaluate  # noqa: E402
 
 WS = "/ws/proj"
 POLICY = ShellPolicy()
-BOUND_S = 0.5  # generous: a decision takes tens of microseconds
 
 
 def _judge(command: str) -> str:
-    start = time.perf_counter()
     v = evaluate(command, cwd=WS, workspace=WS, policy=POLICY)
-    assert time.perf_counter() - start < BOUND_S
     assert v.decision in ("allow", "ask", "deny")
     assert v.rule and v.message
     return v.decision
