@@ -119,6 +119,15 @@ class _State:
     home_cwd: str | None = None
     # $OLDPWD, once a `cd` in this command has set it (None: not known)
     prev_cwd: str | None = None
+    # the simple command being judged runs in the shell itself (not in a
+    # pipeline, a background job or a compound command)
+    sequential: bool = True
+
+    def location(self) -> tuple[str | None, str | None, str | None]:
+        return self.cwd, self.home_cwd, self.prev_cwd
+
+    def restore(self, saved: tuple[str | None, str | None, str | None]) -> None:
+        self.cwd, self.home_cwd, self.prev_cwd = saved
 
     def add(self, decision: Decision, rule: str, span: tuple[int, int], message: str) -> None:
         self.findings.append(Finding(decision, rule, span, message))
@@ -312,11 +321,34 @@ def _salvage(st: _State, text: str, span: tuple[int, int]) -> None:
                 st.add("deny", f.rule, span, f.message)
 
 
+# Reserved words that open and close a compound command. A `cd` inside one
+# may run in a pipeline's or a background job's subshell (`{ cd x; } &`), so
+# the guard stops tracking the directory there.
+_OPENERS = frozenset({"{", "if", "while", "until", "for", "case", "select", "coproc", "function"})
+_CLOSERS = frozenset({"}", "fi", "done", "esac"})
+
+
 def _program(st: _State, program: Program) -> None:
     prev: SimpleCommand | None = None
-    for cmd in program.commands:
+    cmds = program.commands
+    depth = 0
+    for n, cmd in enumerate(cmds):
         if isinstance(cmd, SimpleCommand):
+            first = cmd.words[0] if cmd.words else None
+            word = first.value if first is not None and not first.quoted else None
+            if word in _OPENERS:
+                depth += 1
+            before = st.text[cmds[n - 1].end : cmd.start].strip() if n else ""
+            after = st.text[cmd.end : cmds[n + 1].start if n + 1 < len(cmds) else None].strip()
+            # a pipeline's commands and a background job run in subshells: a
+            # `cd` there is not (or, with lastpipe, may be) the shell's own
+            piped = before in ("|", "|&") or (after[:1] == "|" and after[:2] != "||")
+            background = after[:1] == "&" and after[:2] != "&&"
+            st.sequential = depth == 0 and not piped and not background
             _simple(st, cmd)
+            st.sequential = True
+            if word in _CLOSERS:
+                depth = max(depth - 1, 0)
             if prev is not None and st.text[prev.end : cmd.start].strip() in ("|", "|&"):
                 _piped_script(st, prev, cmd)
             prev = cmd
@@ -328,9 +360,9 @@ def _program(st: _State, program: Program) -> None:
                 "a ( ... ) subshell is never allowed automatically; "
                 "run its commands without the parentheses",
             )
-            saved = st.cwd
+            saved = st.location()
             _program(st, cmd.body)
-            st.cwd = saved
+            st.restore(saved)
             for r in cmd.redirects:
                 _redirect(st, r)
             for r in cmd.redirects:
@@ -411,9 +443,9 @@ def _part(st: _State, p: Part) -> None:
         f"{_clip(p.raw)} {rule[1]}; write the value literally to run unprompted",
     )
     if p.body is not None:
-        saved = st.cwd
+        saved = st.location()  # a substitution runs in a subshell
         _program(st, p.body)
-        st.cwd = saved
+        st.restore(saved)
     elif p.kind == "backtick":
         _nested(st, _unescape_backtick(p.raw[1:-1]), (p.start, p.end))
     elif ("$(" in p.raw or "`" in p.raw) and p.kind in ("param_brace", "arith", "legacy_arith"):
@@ -676,9 +708,23 @@ def _confine_write(
         shown = _clip(word.raw) if word is not None else "its target"
         _unnameable(st, span, redirect, f"{by} {verb} {shown}, which is only known at run time")
         return
-    variants = _brace_words(text) if word is not None and word.brace else [text]
+    if word is None or not word.brace:
+        _confine_one(st, text, tilde, word, span, redirect=redirect, verb=verb, by=by)
+        return
+    variants = _brace_words(text, _BRACE_LIMIT + 1)
+    if len(variants) > _BRACE_LIMIT:
+        # more names than the guard looks at: the rest cannot be named
+        _unnameable(
+            st, span, redirect, f"{by} {verb} more than {_BRACE_LIMIT} brace-expanded names"
+        )
+        return
     for variant in variants:
-        _confine_one(st, variant, tilde, word, span, redirect=redirect, verb=verb, by=by)
+        # brace expansion comes first: {~,x}/f is ~/f, a home directory path
+        home = tilde or variant.startswith("~")
+        _confine_one(st, variant, home, word, span, redirect=redirect, verb=verb, by=by)
+
+
+_BRACE_LIMIT = 64
 
 
 def _unnameable(st: _State, span: tuple[int, int], redirect: bool, why: str) -> None:
@@ -705,7 +751,7 @@ def _confine_one(
     by: str,
 ) -> None:
     outside_rule = "redirect-outside-workspace" if redirect else "write-outside-workspace"
-    if not redirect and (text in _DISCARD or _FD_PATH.match(text)):
+    if text in _DISCARD or _FD_PATH.match(text):
         return
     where, path = _locate(st, text, tilde)
     if where == "unknown":
@@ -1239,6 +1285,10 @@ def _change_dir(st: _State, prog: str, args: tuple[Word, ...] | list[Word]) -> N
     """Follow the working directory through ``cd``/``pushd``/``popd``: a
     known directory, a place in the home directory (``home_cwd``), or
     unknown (both None). ``$OLDPWD`` (``cd -``, ``~-``) is tracked too."""
+    if not st.sequential:
+        # maybe the shell's own directory, maybe a subshell's: unknown from here
+        st.cwd = st.home_cwd = st.prev_cwd = None
+        return
     vals = [w.value if w.value is not None else UNKNOWN for w in args]
     operand = next((k for k, v in enumerate(vals) if not v.startswith("-") or v == "-"), None)
     before = (st.cwd, st.home_cwd)

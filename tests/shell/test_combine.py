@@ -89,3 +89,11 @@ def test_redirect_through_symlink_is_resolved(tmp_path) -> None:  # type: ignore
     assert v.decision == "deny" and v.rule == "redirect-outside-workspace"
     v = evaluate("echo x > real.txt", cwd=ws, workspace=ws, policy=ShellPolicy())
     assert v.rule == "redirect-write"
+
+
+def test_person_only_asks_are_named() -> None:
+    # check-shell --format json shows which ask only a person can answer
+    assert _v("cat .env").to_json()["person_only"] == "credential-path"
+    assert _v("echo x > $OUT").to_json()["person_only"] == "unnameable-redirect"
+    assert _v("pytest").to_json()["person_only"] is None
+    assert _v("ls").person_only is None
