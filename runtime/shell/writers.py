@@ -60,6 +60,9 @@ class _Spec:
     target_dir: bool = False
     # other long options, so that abbreviations read as the program reads them
     flags: tuple[str, ...] = ()
+    # options may follow operands (GNU); not for a wrapper, whose first
+    # operand starts the command it runs
+    permute: bool = True
 
 
 # long options with a required value (getopt also takes it from the next
@@ -245,6 +248,22 @@ WRITERS: dict[str, _Spec] = {
         ),
     ),
     "unzip": _Spec(short="d", operands="none", outputs=("-d",)),
+    "tree": _Spec(
+        short="LPIoH",
+        long=("charset", "filelimit", "timefmt", "sort"),
+        operands="none",
+        outputs=("-o",),
+    ),
+    # xxd also takes long options after one dash (-cols 8), which a getopt
+    # reading sees as an operand: every operand after the first counts
+    "xxd": _Spec(short="cglsonC", operands="after-first"),
+    "time": _Spec(
+        short="fo",
+        long=("format", "output"),
+        operands="none",
+        outputs=("-o", "--output"),
+        permute=False,
+    ),
 }
 for _compressor in (
     "gzip",
@@ -329,7 +348,7 @@ def write_targets(prog: str, args: Sequence[str]) -> tuple[Target, ...] | None:
 def _by_spec(prog: str, spec: _Spec, args: Sequence[str]) -> tuple[Target, ...]:
     names = (*spec.long, *spec.flags, "target-directory", "no-target-directory")
     full = expand_long(args, names)
-    s = scan(full, spec.short, spec.long)
+    s = scan(full, spec.short, spec.long, permute=spec.permute)
     out: list[Target] = []
     for o in s.opts:
         if o.value is not None and (o.name in spec.outputs or _long_in(o, spec.outputs)):
