@@ -384,10 +384,21 @@ class StreamRedactor:
         if not final:
             for value in ordered:
                 cut = min(cut, len(buf) - tail_overlap(buf, value))
+        present = [v for v in ordered if v in buf]
+        if len(present) == 1 and tail_overlap(present[0], present[0]) == 0:
+            # One value whose occurrences cannot overlap (no end of it is also
+            # its start): every occurrence is a match, replaced at string speed.
+            value = present[0]
+            end = cut
+            last = buf.rfind(value, 0, cut + len(value) - 1)  # the last to start before the cut
+            if last != -1:
+                end = max(end, last + len(value))
+            self._pending = buf[end:]
+            return buf[:end].replace(value, self._replacement(value))
         parts: list[str] = []
         pos = 0
         markers: dict[str, str] = {}
-        for start, end, value in find_secrets(buf, ordered):
+        for start, end, value in find_secrets(buf, present):
             if start >= cut:
                 break
             # A match starting before the cut is final: no secret starting
