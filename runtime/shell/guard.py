@@ -122,6 +122,11 @@ class _State:
     # the simple command being judged runs in the shell itself (not in a
     # pipeline, a background job or a compound command)
     sequential: bool = True
+    # what `cd` does and what $PWD holds can be changed by the command itself
+    # (CDPATH, cdable_vars, set -P, a trap, a function named cd, PWD=...):
+    # then the guard does not follow them (see _untrusted_names)
+    cd_trusted: bool = True
+    pwd_trusted: bool = True
 
     def location(self) -> tuple[str | None, str | None, str | None]:
         return self.cwd, self.home_cwd, self.prev_cwd
@@ -177,8 +182,10 @@ def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Ve
     if "$IFS" in command or "${IFS}" in command:
         # rm${IFS}-rf${IFS}/ is rm -rf / once the shell splits the words
         extra.append(Reading("IFS-split", re.sub(r"\$\{IFS\}|\$IFS\b", " ", command)))
+    cd_trusted, pwd_trusted = _trusted_names(command)
     for reading in [*readings(command), *extra]:
         st = _State(reading.text, cw, ws, ws_real, policy)
+        st.cd_trusted, st.pwd_trusted = cd_trusted, pwd_trusted
         _judge(st)
         if reading.label == "raw":
             findings.extend(st.findings)
@@ -460,11 +467,13 @@ def _unescape_backtick(body: str) -> str:
     return re.sub(r"\\([$`\\])", r"\1", body)
 
 
-def _nested(st: _State, script: str, span: tuple[int, int]) -> None:
+def _nested(st: _State, script: str, span: tuple[int, int]) -> _State:
     """Judge a command line found inside this one (bash -c, eval, backticks,
-    env -S): its findings point at the argument that carries it."""
+    env -S): its findings point at the argument that carries it. Returns the
+    inner state (eval runs in this shell: its `cd` is this shell's)."""
     sub = _State(script, st.cwd, st.ws, st.ws_real, st.policy)
     sub.home_cwd, sub.prev_cwd = st.home_cwd, st.prev_cwd
+    sub.cd_trusted, sub.pwd_trusted = st.cd_trusted, st.pwd_trusted
     _judge(sub)
     for f in sub.findings:
         st.add(f.decision, f.rule, span, f.message)
@@ -472,6 +481,7 @@ def _nested(st: _State, script: str, span: tuple[int, int]) -> None:
         st.writes.append(Write(w.path, w.inside_workspace, span))
     st.ungrantable = st.ungrantable or sub.ungrantable
     st.commands += sub.commands
+    return sub
 
 
 # --- redirects -------------------------------------------------------------------------------
@@ -586,6 +596,34 @@ _PWD_WORDS = (["pwd"], ["pwd", "-L"], ["pwd", "-P"])
 _SPLITS = frozenset(" \t\n*?[")
 
 
+# Programs after which the directory is unknown and cd is no longer
+# followed: a script run in this shell, a trap (run before every later
+# command), aliases and enable; `set -P` too (see _physical).
+_CHANGES_CD = frozenset({"source", ".", "trap", "alias", "enable"})
+
+
+def _physical(vals: list[str]) -> bool:
+    """`set -P` / `set -o physical` (cd then resolves symlinks first); an
+    argument only known at run time may be either."""
+    return any(
+        v == UNKNOWN or (v[:1] in "-+" and v[1:2] != "-" and "P" in v) or v == "physical"
+        for v in vals
+    )
+
+
+# Names whose presence in the command means cd or $PWD may not mean what the
+# guard thinks: CDPATH and cdable_vars send `cd name` elsewhere, a function
+# definition may redefine cd; PWD/OLDPWD assigned (PWD=/tmp, read PWD, for
+# PWD in ...) change what $PWD expands to.
+_CD_NAMES = re.compile(r"CDPATH|cdable_vars|\bfunction\b|\(\s*\)")
+_PWD_NAMES = re.compile(r"(?<![$\w{])(?:OLD)?PWD\b")
+
+
+def _trusted_names(command: str) -> tuple[bool, bool]:
+    """(cd is bash's own, $PWD is the working directory) for this command."""
+    return _CD_NAMES.search(command) is None, _PWD_NAMES.search(command) is None
+
+
 def _cwd_value(st: _State) -> tuple[str, bool] | None:
     """The working directory as (text, in the home directory), or None."""
     if st.cwd is not None:
@@ -607,6 +645,8 @@ def _known_expansion(st: _State, q: Part, quoted: bool) -> tuple[str, bool] | No
         op = m.group(3) or ""
         if name == "HOME":
             return ("~", True) if _HOME_OPS.match(op) else None
+        if not st.pwd_trusted:
+            return None  # the command sets PWD or OLDPWD itself
         base = _cwd_value(st) if name == "PWD" else None
         if name == "OLDPWD" and st.prev_cwd is not None:
             base = (st.prev_cwd, False)
@@ -938,6 +978,8 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
     w0 = words[0]
     name = w0.value
     if name is None:
+        # it may be cd, or eval, or a function: the directory is unknown after it
+        st.restore((None, None, None))
         _program_asks(
             st,
             words,
@@ -1029,7 +1071,13 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
         )
         texts = [_script_text(w) for w in args]
         if args and all(t is not None for t in texts):
-            _nested(st, " ".join(t or "" for t in texts), (args[0].start, args[-1].end))
+            sub = _nested(st, " ".join(t or "" for t in texts), (args[0].start, args[-1].end))
+            if st.sequential:
+                st.restore(sub.location())  # eval's cd is the shell's own
+            else:
+                st.restore((None, None, None))
+        else:
+            st.restore((None, None, None))  # it may change directory to anywhere
         return
     if prog == "find":
         _find_exec(st, args, vals)
@@ -1072,6 +1120,11 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
         st.safe_hits.append(safe.source)
     if prog in ("cd", "pushd", "popd"):
         _change_dir(st, prog, args)
+    elif prog in _CHANGES_CD or (prog == "set" and _physical(vals)):
+        # a script run in this shell, a trap, an option: any of them may
+        # change directory or what cd does, so the guard stops following it
+        st.restore((None, None, None))
+        st.cd_trusted = False
     _generic_args(st, args, text_args)
 
 
@@ -1285,8 +1338,9 @@ def _change_dir(st: _State, prog: str, args: tuple[Word, ...] | list[Word]) -> N
     """Follow the working directory through ``cd``/``pushd``/``popd``: a
     known directory, a place in the home directory (``home_cwd``), or
     unknown (both None). ``$OLDPWD`` (``cd -``, ``~-``) is tracked too."""
-    if not st.sequential:
-        # maybe the shell's own directory, maybe a subshell's: unknown from here
+    if not st.sequential or not st.cd_trusted:
+        # maybe the shell's own directory, maybe a subshell's, or a cd whose
+        # meaning the command changed: unknown from here
         st.cwd = st.home_cwd = st.prev_cwd = None
         return
     vals = [w.value if w.value is not None else UNKNOWN for w in args]

@@ -125,11 +125,20 @@ REDIRECT_WRITE_RULE = "redirect-write"
 
 # Asks that only a person can answer: no permission and no launch flag
 # (``--allow shell``, ``--yolo``) lifts them, as none lifts the file tools'
-# ask for a credential path. A credential read, a write under .git/, and a
+# ask for a credential path. A credential read, a write under .git/, a
 # write whose target is only known when the command runs (the guard cannot
-# tell it is inside the workspace, so a flag would be a way out of it).
+# tell it is inside the workspace, so a flag would be a way out of it), and a
+# command the guard cannot parse (nothing it writes can be named).
 PERSON_ONLY_RULES: frozenset[str] = frozenset(
-    {"credential-path", "vcs-internal-write", "unnameable-redirect", "unnameable-write"}
+    {
+        "credential-path",
+        "vcs-internal-write",
+        "unnameable-redirect",
+        "unnameable-write",
+        # text the guard cannot read: what it writes cannot be named either
+        "unparseable",
+        "internal-error",
+    }
 )
 
 
