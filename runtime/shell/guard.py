@@ -119,14 +119,16 @@ class _State:
     home_cwd: str | None = None
     # $OLDPWD, once a `cd` in this command has set it (None: not known)
     prev_cwd: str | None = None
-    # the simple command being judged runs in the shell itself (not in a
-    # pipeline, a background job or a compound command)
-    sequential: bool = True
+    # where the simple command being judged sits: (its list, its index, the
+    # compound depth), for _sequential
+    place: tuple[tuple[object, ...], int, int] | None = None
     # what `cd` does and what $PWD holds can be changed by the command itself
     # (CDPATH, cdable_vars, set -P, a trap, a function named cd, PWD=...):
-    # then the guard does not follow them (see _untrusted_names)
-    cd_trusted: bool = True
-    pwd_trusted: bool = True
+    # then the guard does not follow them. None: not looked at yet (the
+    # whole command line, ``root``, is searched once, when first needed).
+    root: str = ""
+    cd_trusted: bool | None = None
+    pwd_trusted: bool | None = None
 
     def location(self) -> tuple[str | None, str | None, str | None]:
         return self.cwd, self.home_cwd, self.prev_cwd
@@ -162,6 +164,7 @@ def _flat_refusal(command: str, cwd: str, workspace: str, policy: ShellPolicy) -
     try:
         ws, cw, ws_real = _roots(workspace, cwd)
         st = _State(command, cw, ws, ws_real, policy)
+        st.root = command
         _salvage(st, command, (0, len(command)))
         return next((f for f in st.findings if f.decision == "deny"), None)
     except Exception:
@@ -182,10 +185,9 @@ def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Ve
     if "$IFS" in command or "${IFS}" in command:
         # rm${IFS}-rf${IFS}/ is rm -rf / once the shell splits the words
         extra.append(Reading("IFS-split", re.sub(r"\$\{IFS\}|\$IFS\b", " ", command)))
-    cd_trusted, pwd_trusted = _trusted_names(command)
     for reading in [*readings(command), *extra]:
         st = _State(reading.text, cw, ws, ws_real, policy)
-        st.cd_trusted, st.pwd_trusted = cd_trusted, pwd_trusted
+        st.root = command
         _judge(st)
         if reading.label == "raw":
             findings.extend(st.findings)
@@ -318,7 +320,7 @@ def _salvage(st: _State, text: str, span: tuple[int, int]) -> None:
         if not piece.strip():
             continue
         sub = _State(piece, st.cwd, st.ws, st.ws_real, st.policy)
-        sub.home_cwd, sub.prev_cwd = st.home_cwd, st.prev_cwd
+        sub.home_cwd, sub.prev_cwd, sub.root = st.home_cwd, st.prev_cwd, st.root
         result = parse(piece)
         if result.program is None:
             continue
@@ -345,15 +347,11 @@ def _program(st: _State, program: Program) -> None:
             word = first.value if first is not None and not first.quoted else None
             if word in _OPENERS:
                 depth += 1
-            before = st.text[cmds[n - 1].end : cmd.start].strip() if n else ""
-            after = st.text[cmd.end : cmds[n + 1].start if n + 1 < len(cmds) else None].strip()
-            # a pipeline's commands and a background job run in subshells: a
-            # `cd` there is not (or, with lastpipe, may be) the shell's own
-            piped = before in ("|", "|&") or (after[:1] == "|" and after[:2] != "||")
-            background = after[:1] == "&" and after[:2] != "&&"
-            st.sequential = depth == 0 and not piped and not background
+            # whether the command runs in the shell itself is only asked by
+            # cd and eval: worked out when they ask (see _sequential)
+            st.place = (cmds, n, depth)
             _simple(st, cmd)
-            st.sequential = True
+            st.place = None
             if word in _CLOSERS:
                 depth = max(depth - 1, 0)
             if prev is not None and st.text[prev.end : cmd.start].strip() in ("|", "|&"):
@@ -473,7 +471,7 @@ def _nested(st: _State, script: str, span: tuple[int, int]) -> _State:
     inner state (eval runs in this shell: its `cd` is this shell's)."""
     sub = _State(script, st.cwd, st.ws, st.ws_real, st.policy)
     sub.home_cwd, sub.prev_cwd = st.home_cwd, st.prev_cwd
-    sub.cd_trusted, sub.pwd_trusted = st.cd_trusted, st.pwd_trusted
+    sub.root, sub.cd_trusted, sub.pwd_trusted = st.root, st.cd_trusted, st.pwd_trusted
     _judge(sub)
     for f in sub.findings:
         st.add(f.decision, f.rule, span, f.message)
@@ -619,9 +617,31 @@ _CD_NAMES = re.compile(r"CDPATH|cdable_vars|\bfunction\b|\(\s*\)")
 _PWD_NAMES = re.compile(r"(?<![$\w{])(?:OLD)?PWD\b")
 
 
-def _trusted_names(command: str) -> tuple[bool, bool]:
-    """(cd is bash's own, $PWD is the working directory) for this command."""
-    return _CD_NAMES.search(command) is None, _PWD_NAMES.search(command) is None
+def _sequential(st: _State) -> bool:
+    """Whether the simple command being judged runs in the shell itself: not
+    in a pipeline or a background job (subshells; with lastpipe the last
+    command of a pipeline may not be), not in a compound command."""
+    if st.place is None:
+        return True
+    cmds, n, depth = st.place
+    cmd = cmds[n]
+    before = st.text[cmds[n - 1].end : cmd.start].strip() if n else ""
+    after = st.text[cmd.end : cmds[n + 1].start if n + 1 < len(cmds) else None].strip()
+    piped = before in ("|", "|&") or (after[:1] == "|" and after[:2] != "||")
+    background = after[:1] == "&" and after[:2] != "&&"
+    return depth == 0 and not piped and not background
+
+
+def _cd_trusted(st: _State) -> bool:
+    if st.cd_trusted is None:
+        st.cd_trusted = _CD_NAMES.search(st.root) is None
+    return st.cd_trusted
+
+
+def _pwd_trusted(st: _State) -> bool:
+    if st.pwd_trusted is None:
+        st.pwd_trusted = _PWD_NAMES.search(st.root) is None
+    return st.pwd_trusted
 
 
 def _cwd_value(st: _State) -> tuple[str, bool] | None:
@@ -645,7 +665,7 @@ def _known_expansion(st: _State, q: Part, quoted: bool) -> tuple[str, bool] | No
         op = m.group(3) or ""
         if name == "HOME":
             return ("~", True) if _HOME_OPS.match(op) else None
-        if not st.pwd_trusted:
+        if not _pwd_trusted(st):
             return None  # the command sets PWD or OLDPWD itself
         base = _cwd_value(st) if name == "PWD" else None
         if name == "OLDPWD" and st.prev_cwd is not None:
@@ -864,8 +884,6 @@ def _confine_one(
 
 def _writer_targets(st: _State, prog: str, args: tuple[Word, ...] | list[Word]) -> None:
     """Judge every file a recognised writer among the commands changes."""
-    if prog not in WRITER_PROGRAMS:
-        return
     syms = [_word_text(st, w) for w in args]
     texts = [t if t is not None else UNKNOWN for t, _ in syms]
     targets = write_targets(prog, texts)
@@ -1054,7 +1072,8 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
     if prog in _PRIVILEGE:
         _privilege(st, prog, w0, args, vals)
         return
-    _writer_targets(st, prog, args)
+    if prog in WRITER_PROGRAMS:
+        _writer_targets(st, prog, args)
 
     if prog in WRAPPERS and not (prog == "command" and vals[:1] in (["-v"], ["-V"])):
         _wrapper(st, prog, w0, args, vals, span_of)
@@ -1072,7 +1091,9 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
         texts = [_script_text(w) for w in args]
         if args and all(t is not None for t in texts):
             sub = _nested(st, " ".join(t or "" for t in texts), (args[0].start, args[-1].end))
-            if st.sequential:
+            if sub.cd_trusted is False:
+                st.cd_trusted = False  # eval 'trap ...' is this shell's trap
+            if _sequential(st):
                 st.restore(sub.location())  # eval's cd is the shell's own
             else:
                 st.restore((None, None, None))
@@ -1338,7 +1359,7 @@ def _change_dir(st: _State, prog: str, args: tuple[Word, ...] | list[Word]) -> N
     """Follow the working directory through ``cd``/``pushd``/``popd``: a
     known directory, a place in the home directory (``home_cwd``), or
     unknown (both None). ``$OLDPWD`` (``cd -``, ``~-``) is tracked too."""
-    if not st.sequential or not st.cd_trusted:
+    if not _sequential(st) or not _cd_trusted(st):
         # maybe the shell's own directory, maybe a subshell's, or a cd whose
         # meaning the command changed: unknown from here
         st.cwd = st.home_cwd = st.prev_cwd = None
