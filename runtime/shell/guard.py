@@ -45,7 +45,15 @@ from charter.runtime.shell.programs import (
     destructive,
     unwrap,
 )
-from charter.runtime.shell.syntax import Part, Program, Redirect, SimpleCommand, Word, parse
+from charter.runtime.shell.syntax import (
+    Part,
+    Program,
+    Redirect,
+    SimpleCommand,
+    Subshell,
+    Word,
+    parse,
+)
 from charter.runtime.shell.writers import CWD, RUN_TIME, Target, write_targets
 from charter.runtime.shell.writers import PROGRAMS as WRITER_PROGRAMS
 from charter.runtime.workspace import case_insensitive, is_sensitive, protection
@@ -121,7 +129,7 @@ class _State:
     prev_cwd: str | None = None
     # where the simple command being judged sits: (its list, its index, the
     # compound depth), for _sequential
-    place: tuple[tuple[object, ...], int, int] | None = None
+    place: tuple[tuple[SimpleCommand | Subshell, ...], int, int] | None = None
     # what `cd` does and what $PWD holds can be changed by the command itself
     # (CDPATH, cdable_vars, set -P, a trap, a function named cd, PWD=...):
     # then the guard does not follow them. None: not looked at yet (the
