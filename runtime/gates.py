@@ -9,10 +9,13 @@
    ``secret.bind:NAME`` grant whatever the agent's kind.
 4. **permission**: the plan's decision for the tool in this stage. For the
    shell the guard's verdict is combined with it (``charter.runtime.shell.
-   combine``), a writing redirect answering to write_file's decision. Path
-   arguments are confined to the workspace here: outside is a deny no flag
-   lifts; a credential path inside asks, and only a person can answer that.
-   ``--allow TOOL`` and ``--yolo`` lift a liftable ask, never a deny.
+   combine``), every file the command writes answering to write_file's
+   decision. Path arguments are confined to the workspace here: outside is a
+   deny no flag lifts (for the shell: every write or delete outside, however
+   its target is named); a credential path inside asks, and only a person
+   can answer that, as for a shell command that reads one, writes under
+   .git/ or writes a target only known at run time. ``--allow TOOL`` and
+   ``--yolo`` lift a liftable ask, never a deny.
 5. **approval**: a remaining ask goes to the approval provider (or is
    answered from the run's approval cache).
 6. **dataflow**: with data-flow tracking on, an outbound call after a
@@ -528,7 +531,11 @@ def _shell_permission(
         # command may behave differently with them, and the guard cannot see how.
         final, rule = "ask", "env-overlay-needs-approval"
         why = "the call sets environment variables or binds secrets, which a person must approve"
-    can_lift = decision.liftable or decision.permission == "allow"
+    # A guard ask only a person can answer (a credential path, a write under
+    # .git/, a target only known at run time) is no flag's to lift.
+    can_lift = (decision.liftable or decision.permission == "allow") and (
+        verdict.person_only is None
+    )
     liftable = "" if (env or secrets) else ("--allow " + name if can_lift else "")
     return Outcome(
         final,

@@ -13,12 +13,20 @@ prefix, a NUL byte that C code truncates at). What cannot be read one way only
 is refused: confinement fails closed.
 
 Paths that stay inside but hold credentials (``.env``, ``.ssh/``, ...) are
-``ask``: a person decides, and no automatic rule reads them silently.
+``ask``: a person decides, and no automatic rule reads them silently. A write
+under ``.git/`` (anywhere in the path: a nested repository's hooks run too)
+asks the same way. Charter's own records (``.charter/``: plans, audit logs,
+events, the run's home) are never written by the agent's tools: a deny.
+:func:`protection` is that judgement on its own, shared with the shell guard
+so that a redirect or ``cp`` is held to what ``write_file`` is. Names are
+compared case-folded where the workspace's file system ignores case
+(:func:`case_insensitive` finds out, per workspace).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import re
 import stat
@@ -28,13 +36,17 @@ from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
-    "PathDecision",
-    "PathOp",
+    "RECORDS_DIR",
     "SENSITIVE_DIRS",
     "SENSITIVE_FILES",
+    "PathDecision",
+    "PathOp",
+    "Protection",
+    "case_insensitive",
     "confine",
     "decide_path",
     "is_sensitive",
+    "protection",
 ]
 
 PathOp = Literal["read", "write"]
@@ -69,6 +81,10 @@ SENSITIVE_FILES: frozenset[str] = frozenset(
 )
 # Key material by extension.
 _SENSITIVE_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".jks", ".keystore")
+# Charter's own records in a workspace: run plans, audit logs, events, task
+# artifacts and each run's private HOME.
+RECORDS_DIR = ".charter"
+_VCS_DIR = ".git"
 
 # "C:", "C:\x", "C:/x", "c:x": drive-relative and drive-absolute forms.
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -165,6 +181,86 @@ def is_sensitive(relative: str | Path) -> bool:
         parts = tuple(p for p in relative.split("/") if p and p != ".")
         return _sensitive_reason(parts) is not None
     return _sensitive_reason(relative.parts) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Protection:
+    """Why a path inside the workspace is not an ordinary file, and what that means."""
+
+    decision: Verdict  # "ask" (a person decides) or "deny"
+    rule: str
+    reason: str
+
+
+def protection(relative: tuple[str, ...], op: PathOp, *, fold: bool) -> Protection | None:
+    """The protection of a workspace-relative path (its components, as the
+    real path spells them) for ``op``, or None for an ordinary file.
+
+    - writing under ``.charter/`` is a deny: Charter's records are not the
+      agent's to change (a forged audit line, a planted approval);
+    - a credential path asks, for a read as for a write;
+    - writing under ``.git/`` asks: hooks and config there run on the next
+      git command.
+
+    ``fold`` compares ``.charter`` and ``.git`` case-folded (a file system
+    that ignores case makes ``.GIT`` the same folder); credential names are
+    always folded, which errs towards asking."""
+
+    def name(part: str) -> str:
+        return part.casefold() if fold else part
+
+    if op == "write" and any(name(p) == RECORDS_DIR for p in relative):
+        return Protection(
+            "deny",
+            "path-run-records",
+            f"'{RECORDS_DIR}/' holds Charter's run records and audit logs, "
+            "which the agent's tools never write",
+        )
+    reason = _sensitive_reason(relative)
+    if reason is not None:
+        return Protection("ask", "path-sensitive", reason)
+    if op == "write" and any(name(p) == _VCS_DIR for p in relative):
+        return Protection(
+            "ask",
+            "path-vcs-internal",
+            f"'{_VCS_DIR}/' is where a write can change what git executes (hooks, config)",
+        )
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def case_insensitive(root: str) -> bool:
+    """Whether the file system holding the directory ``root`` ignores case.
+
+    Found out, not assumed: a name with a cased letter (an entry of the
+    root, where the protected names are looked up, else one of the root's own
+    components) is looked up with its case swapped; the same file means case
+    is ignored. When there is nothing to test with (or the root does not
+    exist) the answer is True, which makes every protected name compare
+    case-folded: the stricter reading."""
+    try:
+        real = os.path.realpath(root, strict=True)
+        with os.scandir(real) as entries:
+            for entry in itertools.islice(entries, 64):
+                if entry.name != entry.name.swapcase():
+                    return _same(entry.path, os.path.join(real, entry.name.swapcase()))
+    except (OSError, ValueError):
+        return True
+    parts = _components(real)
+    for n in range(len(parts) - 1, -1, -1):
+        if parts[n] != parts[n].swapcase():
+            swapped = [*parts[:n], parts[n].swapcase()]
+            return _same(os.sep + os.sep.join(parts[: n + 1]), os.sep + os.sep.join(swapped))
+    return True
+
+
+def _same(a: str, b: str) -> bool:
+    # lstat: a dangling symlink still names one directory entry
+    try:
+        sa, sb = os.lstat(a), os.lstat(b)
+    except (OSError, ValueError):
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
 
 
 def _nearest_existing(parts: list[str]) -> tuple[str, tuple[str, ...]]:
@@ -291,22 +387,18 @@ def confine(workspace: Path, path: str, *, op: PathOp) -> PathDecision:
 
     relative = tuple(resolved_parts[len(root_parts) :])
     resolved = Path(os.sep + os.sep.join(resolved_parts))
-    reason = _sensitive_reason(relative)
-    if reason is None and lexical_inside:
+    fold = case_insensitive(root)
+    found = protection(relative, op, fold=fold)
+    if found is None and lexical_inside:
         # A symlink with an innocent name may point at a credential file; the
         # text the model used is checked as well as the target.
-        reason = _sensitive_reason(tuple(lexical[len(root_parts) :]))
-    if reason is not None:
+        found = protection(tuple(lexical[len(root_parts) :]), op, fold=fold)
+    if found is not None and found.decision == "deny":
+        return _deny(found.rule, f"path {path!r} is refused: {found.reason}")
+    if found is not None:
+        what = "sensitive" if found.rule == "path-sensitive" else "protected"
         return PathDecision(
-            "ask", "path-sensitive", f"path {path!r} is sensitive: {reason}", resolved
-        )
-    if op == "write" and relative[:1] == (".git",):
-        # Writing under .git/ can plant hooks that run on the next git command.
-        return PathDecision(
-            "ask",
-            "path-vcs-internal",
-            f"path {path!r} is inside .git/, where a write can change what git executes",
-            resolved,
+            found.decision, found.rule, f"path {path!r} is {what}: {found.reason}", resolved
         )
     return PathDecision("allow", "path-inside", f"path {path!r} is inside the workspace", resolved)
 

@@ -1,7 +1,7 @@
 """``charter check-shell``: judge shell commands as the runtime's guard does.
 
 ``charter check-shell 'CMD'`` prints the decision, rule key, span and message
-(and any file the command writes through a redirect). Exit codes: 0 allow,
+(and every file the command writes or deletes). Exit codes: 0 allow,
 1 deny, 3 ask, 2 usage errors or a bad ``--config``.
 
 ``charter check-shell --jsonl`` reads ``{"id": ..., "command": ..., "cwd": ...}``

@@ -25,6 +25,7 @@ from charter.runtime.shell.gitrepo import untrusted_repository
 from charter.runtime.shell.normalize import Reading, hidden_characters, readings
 from charter.runtime.shell.options import scan
 from charter.runtime.shell.policy import (
+    PERSON_ONLY_RULES,
     REDIRECT_WRITE_RULE,
     Decision,
     Finding,
@@ -46,9 +47,19 @@ from charter.runtime.shell.programs import (
     unwrap,
 )
 from charter.runtime.shell.programs.base import Walk
-from charter.runtime.shell.syntax import Part, Program, Redirect, SimpleCommand, Word, parse
+from charter.runtime.shell.syntax import (
+    Part,
+    Program,
+    Redirect,
+    SimpleCommand,
+    Subshell,
+    Word,
+    parse,
+)
 from charter.runtime.shell.walk import WALK_LIMIT, Budget, gitignored_dirs, walk_tree
-from charter.runtime.workspace import is_sensitive
+from charter.runtime.shell.writers import CWD, RUN_TIME, Target, write_targets
+from charter.runtime.shell.writers import PROGRAMS as WRITER_PROGRAMS
+from charter.runtime.workspace import case_insensitive, is_sensitive, protection
 
 __all__ = ["evaluate", "sensitive_path"]
 
@@ -144,8 +155,26 @@ class _State:
     ungrantable: bool = False
     safe_hits: list[str] = field(default_factory=list)
     commands: int = 0
-    # after `cd ~/x` or a bare `cd`: the cwd as a ~ path, for the destructive checks only
+    # after `cd ~/x` or a bare `cd`: the cwd as a ~ path (a place in the home directory)
     home_cwd: str | None = None
+    # $OLDPWD, once a `cd` in this command has set it (None: not known)
+    prev_cwd: str | None = None
+    # where the simple command being judged sits: (its list, its index, the
+    # compound depth), for _sequential
+    place: tuple[tuple[SimpleCommand | Subshell, ...], int, int] | None = None
+    # what `cd` does and what $PWD holds can be changed by the command itself
+    # (CDPATH, cdable_vars, set -P, a trap, a function named cd, PWD=...):
+    # then the guard does not follow them. None: not looked at yet (the
+    # whole command line, ``root``, is searched once, when first needed).
+    root: str = ""
+    cd_trusted: bool | None = None
+    pwd_trusted: bool | None = None
+
+    def location(self) -> tuple[str | None, str | None, str | None]:
+        return self.cwd, self.home_cwd, self.prev_cwd
+
+    def restore(self, saved: tuple[str | None, str | None, str | None]) -> None:
+        self.cwd, self.home_cwd, self.prev_cwd = saved
 
     def add(self, decision: Decision, rule: str, span: tuple[int, int], message: str) -> None:
         self.findings.append(Finding(decision, rule, span, message))
@@ -175,6 +204,7 @@ def _flat_refusal(command: str, cwd: str, workspace: str, policy: ShellPolicy) -
     try:
         ws, cw, ws_real = _roots(workspace, cwd)
         st = _State(command, cw, ws, ws_real, policy)
+        st.root = command
         _salvage(st, command, (0, len(command)))
         return next((f for f in st.findings if f.decision == "deny"), None)
     except Exception:
@@ -197,6 +227,7 @@ def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Ve
         extra.append(Reading("IFS-split", re.sub(r"\$\{IFS\}|\$IFS\b", " ", command)))
     for reading in [*readings(command), *extra]:
         st = _State(reading.text, cw, ws, ws_real, policy)
+        st.root = command
         _judge(st)
         if reading.label == "raw":
             findings.extend(st.findings)
@@ -329,6 +360,7 @@ def _salvage(st: _State, text: str, span: tuple[int, int]) -> None:
         if not piece.strip():
             continue
         sub = _State(piece, st.cwd, st.ws, st.ws_real, st.policy)
+        sub.home_cwd, sub.prev_cwd, sub.root = st.home_cwd, st.prev_cwd, st.root
         result = parse(piece)
         if result.program is None:
             continue
@@ -338,11 +370,30 @@ def _salvage(st: _State, text: str, span: tuple[int, int]) -> None:
                 st.add("deny", f.rule, span, f.message)
 
 
+# Reserved words that open and close a compound command. A `cd` inside one
+# may run in a pipeline's or a background job's subshell (`{ cd x; } &`), so
+# the guard stops tracking the directory there.
+_OPENERS = frozenset({"{", "if", "while", "until", "for", "case", "select", "coproc", "function"})
+_CLOSERS = frozenset({"}", "fi", "done", "esac"})
+
+
 def _program(st: _State, program: Program) -> None:
     prev: SimpleCommand | None = None
-    for cmd in program.commands:
+    cmds = program.commands
+    depth = 0
+    for n, cmd in enumerate(cmds):
         if isinstance(cmd, SimpleCommand):
+            first = cmd.words[0] if cmd.words else None
+            word = first.value if first is not None and not first.quoted else None
+            if word in _OPENERS:
+                depth += 1
+            # whether the command runs in the shell itself is only asked by
+            # cd and eval: worked out when they ask (see _sequential)
+            st.place = (cmds, n, depth)
             _simple(st, cmd)
+            st.place = None
+            if word in _CLOSERS:
+                depth = max(depth - 1, 0)
             if prev is not None and st.text[prev.end : cmd.start].strip() in ("|", "|&"):
                 _piped_script(st, prev, cmd)
             prev = cmd
@@ -354,9 +405,9 @@ def _program(st: _State, program: Program) -> None:
                 "a ( ... ) subshell is never allowed automatically; "
                 "run its commands without the parentheses",
             )
-            saved = st.cwd
+            saved = st.location()
             _program(st, cmd.body)
-            st.cwd = saved
+            st.restore(saved)
             for r in cmd.redirects:
                 _redirect(st, r)
             for r in cmd.redirects:
@@ -437,9 +488,9 @@ def _part(st: _State, p: Part) -> None:
         f"{_clip(p.raw)} {rule[1]}; write the value literally to run unprompted",
     )
     if p.body is not None:
-        saved = st.cwd
+        saved = st.location()  # a substitution runs in a subshell
         _program(st, p.body)
-        st.cwd = saved
+        st.restore(saved)
     elif p.kind == "backtick":
         _nested(st, _unescape_backtick(p.raw[1:-1]), (p.start, p.end))
     elif ("$(" in p.raw or "`" in p.raw) and p.kind in ("param_brace", "arith", "legacy_arith"):
@@ -454,10 +505,13 @@ def _unescape_backtick(body: str) -> str:
     return re.sub(r"\\([$`\\])", r"\1", body)
 
 
-def _nested(st: _State, script: str, span: tuple[int, int]) -> None:
+def _nested(st: _State, script: str, span: tuple[int, int]) -> _State:
     """Judge a command line found inside this one (bash -c, eval, backticks,
-    env -S): its findings point at the argument that carries it."""
+    env -S): its findings point at the argument that carries it. Returns the
+    inner state (eval runs in this shell: its `cd` is this shell's)."""
     sub = _State(script, st.cwd, st.ws, st.ws_real, st.policy)
+    sub.home_cwd, sub.prev_cwd = st.home_cwd, st.prev_cwd
+    sub.root, sub.cd_trusted, sub.pwd_trusted = st.root, st.cd_trusted, st.pwd_trusted
     _judge(sub)
     for f in sub.findings:
         st.add(f.decision, f.rule, span, f.message)
@@ -465,6 +519,7 @@ def _nested(st: _State, script: str, span: tuple[int, int]) -> None:
         st.writes.append(Write(w.path, w.inside_workspace, span))
     st.ungrantable = st.ungrantable or sub.ungrantable
     st.commands += sub.commands
+    return sub
 
 
 # --- redirects -------------------------------------------------------------------------------
@@ -523,20 +578,9 @@ def _redirect(st: _State, r: Redirect) -> None:
                 )
         return
     # every remaining operator writes (or opens for writing) a file
-    if v is None:
-        st.ungrantable = True
-        st.writes.append(Write(None, False, span))
-        st.add(
-            "ask",
-            "unnameable-redirect",
-            span,
-            f"the redirect target {_clip(target.raw)} is only known at run time; it asks "
-            "every time and an approval is never reused",
-        )
+    if v is not None and (v in _DISCARD or _FD_PATH.match(v)):
         return
-    if v in _DISCARD or _FD_PATH.match(v):
-        return
-    if v.startswith(("/dev/tcp/", "/dev/udp/")):
+    if v is not None and v.startswith(("/dev/tcp/", "/dev/udp/")):
         st.ungrantable = True
         st.writes.append(Write(None, False, span))
         st.add(
@@ -546,7 +590,7 @@ def _redirect(st: _State, r: Redirect) -> None:
             f"{v} opens a network connection, not a file; it asks every time",
         )
         return
-    if v.startswith("/dev/") and block_device(v):
+    if v is not None and v.startswith("/dev/") and block_device(v):
         st.add(
             "deny",
             "block-device-write",
@@ -554,36 +598,280 @@ def _redirect(st: _State, r: Redirect) -> None:
             f"writing to the block device {v} destroys its data and is never run",
         )
         return
-    if target.tilde:
-        st.writes.append(Write(v, False, span))
+    text, tilde = _word_text(st, target)
+    _confine_write(st, text, tilde, target, span, redirect=True, kind="write")
+
+
+# --- where a write lands -----------------------------------------------------------------------
+#
+# Every file a command writes or deletes, through a redirect or as the target of
+# a recognised writer (``cp``, ``rm``, ``tee``, ``dd of=``, ``find -delete``,
+# ...; see ``writers.py``), is held to the confinement ``write_file`` gets:
+#
+# - outside the workspace: a deny no permission or flag lifts. The home
+#   directory counts as outside whatever HOME is: under ``charter run`` the
+#   child's HOME is the run's own folder in ``.charter/``, which the agent
+#   never writes; under a hook it is the user's home;
+# - inside, a protected path (``workspace.protection``): ``.charter/`` is a
+#   deny, ``.git/`` and credential paths are asks only a person answers;
+# - a target that cannot be named before the command runs (a variable, a
+#   command substitution, a directory changed to by a name only known then,
+#   file names ``xargs`` reads from its input) is an ask only a person
+#   answers, never cached: a flag lifting it would be a way out of the
+#   workspace.
+#
+# Naming a target: a literal, ``~``/``$HOME``/``${HOME}`` (the home
+# directory), ``~user``, ``~+``/``$PWD``/``$(pwd)``/```pwd``` (the working
+# directory, as tracked through ``cd``), ``${PWD%/*}`` (its parent),
+# ``~-``/``$OLDPWD`` (once a ``cd`` in the command set it). Anything else
+# that expands is only known at run time.
+
+# ${HOME}, ${HOME:-x}, ${HOME-x}, ${HOME:=x}, ${HOME:?x}, ${HOME%/}, ${HOME%/*}, ...:
+# a place in or next to the home directory, never inside the workspace
+_HOME_OPS = re.compile(r"^(?:|:?[-=?].*|%%?.*)$", re.DOTALL)
+_PARAM = re.compile(r"^\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)(.*)\})$", re.DOTALL)
+_PWD_WORDS = (["pwd"], ["pwd", "-L"], ["pwd", "-P"])
+_SPLITS = frozenset(" \t\n*?[")
+
+
+# Programs after which the directory is unknown and cd is no longer
+# followed: a script run in this shell, a trap (run before every later
+# command), aliases and enable; `set -P` too (see _physical).
+_CHANGES_CD = frozenset({"source", ".", "trap", "alias", "enable"})
+
+
+def _physical(vals: list[str]) -> bool:
+    """`set -P` / `set -o physical` (cd then resolves symlinks first); an
+    argument only known at run time may be either."""
+    return any(
+        v == UNKNOWN or (v[:1] in "-+" and v[1:2] != "-" and "P" in v) or v == "physical"
+        for v in vals
+    )
+
+
+# Names whose presence in the command means cd or $PWD may not mean what the
+# guard thinks: CDPATH and cdable_vars send `cd name` elsewhere, a function
+# definition may redefine cd; PWD/OLDPWD assigned (PWD=/tmp, read PWD, for
+# PWD in ...) change what $PWD expands to.
+_CD_NAMES = re.compile(r"CDPATH|cdable_vars|\bfunction\b|\(\s*\)")
+_PWD_NAMES = re.compile(r"(?<![$\w{])(?:OLD)?PWD\b")
+
+
+def _sequential(st: _State) -> bool:
+    """Whether the simple command being judged runs in the shell itself: not
+    in a pipeline or a background job (subshells; with lastpipe the last
+    command of a pipeline may not be), not in a compound command."""
+    if st.place is None:
+        return True
+    cmds, n, depth = st.place
+    cmd = cmds[n]
+    before = st.text[cmds[n - 1].end : cmd.start].strip() if n else ""
+    after = st.text[cmd.end : cmds[n + 1].start if n + 1 < len(cmds) else None].strip()
+    piped = before in ("|", "|&") or (after[:1] == "|" and after[:2] != "||")
+    background = after[:1] == "&" and after[:2] != "&&"
+    return depth == 0 and not piped and not background
+
+
+def _cd_trusted(st: _State) -> bool:
+    if st.cd_trusted is None:
+        st.cd_trusted = _CD_NAMES.search(st.root) is None
+    return st.cd_trusted
+
+
+def _pwd_trusted(st: _State) -> bool:
+    if st.pwd_trusted is None:
+        st.pwd_trusted = _PWD_NAMES.search(st.root) is None
+    return st.pwd_trusted
+
+
+def _cwd_value(st: _State) -> tuple[str, bool] | None:
+    """The working directory as (text, in the home directory), or None."""
+    if st.cwd is not None:
+        return st.cwd, False
+    if st.home_cwd is not None:
+        return st.home_cwd, True
+    return None
+
+
+def _known_expansion(st: _State, q: Part, quoted: bool) -> tuple[str, bool] | None:
+    """What an expansion in a target is, when the guard can know it before
+    the command runs: (text, in the home directory). None otherwise."""
+    found: tuple[str, bool] | None = None
+    if q.kind in ("param", "param_brace"):
+        m = _PARAM.match(q.raw)
+        if m is None:
+            return None
+        name = m.group(1) or m.group(2)
+        op = m.group(3) or ""
+        if name == "HOME":
+            return ("~", True) if _HOME_OPS.match(op) else None
+        if not _pwd_trusted(st):
+            return None  # the command sets PWD or OLDPWD itself
+        base = _cwd_value(st) if name == "PWD" else None
+        if name == "OLDPWD" and st.prev_cwd is not None:
+            base = (st.prev_cwd, False)
+        if base is None:
+            return None
+        text, home = base
+        if op in ("", "%/"):
+            found = (text.rstrip("/") or "/", home)
+        elif op == "%/*":
+            found = (posixpath.dirname(text.rstrip("/")) or "/", home) if "/" in text else None
+    elif q.kind == "cmdsub" and q.body is not None:
+        cmds = q.body.commands
+        if (
+            len(cmds) == 1
+            and isinstance(cmds[0], SimpleCommand)
+            and not cmds[0].redirects
+            and [w.value for w in cmds[0].words] in _PWD_WORDS
+        ):
+            found = _cwd_value(st)
+    elif q.kind == "backtick" and q.raw[1:-1].split() in _PWD_WORDS:
+        found = _cwd_value(st)
+    if found is not None and not quoted and any(c in _SPLITS for c in found[0]):
+        return None  # unquoted: split into several words, or matched as a pattern
+    return found
+
+
+def _word_text(st: _State, w: Word) -> tuple[str | None, bool]:
+    """A target word as (text, tilde): ``tilde`` when the text starts with a
+    ``~`` the shell expands (or stands for $HOME). None when some part of it
+    is only known at run time."""
+    if w.value is not None:
+        return w.value, w.tilde
+    if len(w.parts) == 1 and w.parts[0].kind == "procsub":
+        # >(cmd) and <(cmd) become /dev/fd/N, a pipe to cmd (judged on its own)
+        return "/dev/fd/63", False
+    out: list[str] = []
+    tilde = False
+    for p in w.parts:
+        quoted = p.kind == "dq"
+        for q in p.inner if quoted else (p,):
+            if q.value is not None:
+                out.append(q.value)
+                continue
+            known = _known_expansion(st, q, quoted)
+            if known is None:
+                return None, False
+            text, home = known
+            if home:
+                if out:
+                    return None, False  # text before $HOME: not a path in the home directory
+                tilde = True
+                text = "~" + text[1:] if text.startswith("~") else text
+            out.append(text)
+    return "".join(out), tilde
+
+
+def _locate(st: _State, text: str, tilde: bool) -> tuple[str, str]:
+    """Where a target is: ("path", absolute path before symlinks), ("home",
+    how it is named) or ("unknown", why)."""
+    if tilde:
+        head, sep, rest = text[1:].partition("/")
+        if head in ("+", "-"):
+            base = _cwd_value(st) if head == "+" else None
+            if head == "-" and st.prev_cwd is not None:
+                base = (st.prev_cwd, False)
+            if base is None:
+                return "unknown", f"{text[:2]} is a directory only known at run time"
+            if base[1]:
+                return "home", text
+            return "path", posixpath.join(base[0], rest) if rest else base[0]
+        if re.fullmatch(r"[+-]?[0-9]+", head):
+            return "unknown", f"{text} names the directory stack, only known at run time"
+        return "home", text  # ~ or ~user: a home directory
+    if text.startswith("/"):
+        return "path", "/" + text.lstrip("/")
+    base = _cwd_value(st)
+    if base is None:
+        return "unknown", "it is relative to a directory changed earlier in the command"
+    if base[1]:
+        return "home", posixpath.join(base[0], text)
+    return "path", posixpath.join(base[0], text)
+
+
+def _confine_write(
+    st: _State,
+    text: str | None,
+    tilde: bool,
+    word: Word | None,
+    span: tuple[int, int],
+    *,
+    redirect: bool,
+    kind: str,
+) -> None:
+    """Judge one file the command writes (``kind`` "write") or removes
+    ("delete"), named by ``text``, as ``write_file`` would be judged."""
+    verb = "writes" if kind == "write" else "removes"
+    by = "the redirect" if redirect else "the command"
+    if text is None:
+        shown = _clip(word.raw) if word is not None else "its target"
+        _unnameable(st, span, redirect, f"{by} {verb} {shown}, which is only known at run time")
+        return
+    if word is None or not word.brace:
+        _confine_one(st, text, tilde, word, span, redirect=redirect, verb=verb, by=by)
+        return
+    variants = _brace_words(text, _BRACE_LIMIT + 1)
+    if len(variants) > _BRACE_LIMIT:
+        # more names than the guard looks at: the rest cannot be named
+        _unnameable(
+            st, span, redirect, f"{by} {verb} more than {_BRACE_LIMIT} brace-expanded names"
+        )
+        return
+    for variant in variants:
+        # brace expansion comes first: {~,x}/f is ~/f, a home directory path
+        home = tilde or variant.startswith("~")
+        _confine_one(st, variant, home, word, span, redirect=redirect, verb=verb, by=by)
+
+
+_BRACE_LIMIT = 64
+
+
+def _unnameable(st: _State, span: tuple[int, int], redirect: bool, why: str) -> None:
+    st.ungrantable = True
+    st.writes.append(Write(None, False, span))
+    st.add(
+        "ask",
+        "unnameable-redirect" if redirect else "unnameable-write",
+        span,
+        f"{why}; only a person can approve that (launch flags do not), and the "
+        "approval is never reused",
+    )
+
+
+def _confine_one(
+    st: _State,
+    text: str,
+    tilde: bool,
+    word: Word | None,
+    span: tuple[int, int],
+    *,
+    redirect: bool,
+    verb: str,
+    by: str,
+) -> None:
+    outside_rule = "redirect-outside-workspace" if redirect else "write-outside-workspace"
+    if text in _DISCARD or _FD_PATH.match(text):
+        return
+    where, path = _locate(st, text, tilde)
+    if where == "unknown":
+        _unnameable(st, span, redirect, f"{by} {verb} {_clip(text)}: {path}")
+        return
+    if where == "home":
+        st.writes.append(Write(path, False, span))
         st.add(
             "deny",
-            "redirect-outside-workspace",
+            outside_rule,
             span,
-            f"the redirect writes {v}, in the home directory outside the workspace; "
+            f"{by} {verb} {_clip(path)}, in a home directory outside the workspace; "
             "no permission or flag lifts this",
         )
         return
     # No lexical normalisation before resolving: the kernel follows a symlink
     # before it applies a later `..` (link/../x climbs from link's target).
-    if v.startswith("/"):
-        path = "/" + v.lstrip("/")
-    elif st.cwd is None:
-        st.ungrantable = True
-        st.writes.append(Write(None, False, span))
-        st.add(
-            "ask",
-            "unnameable-redirect",
-            span,
-            f"the redirect writes {v} relative to a directory changed earlier in the "
-            "command; it asks every time",
-        )
-        return
-    else:
-        path = posixpath.join(st.cwd, v)
     real = _real_below(st, path)
     inside = _within(real, st.ws_real)
-    if target.glob and inside:
+    if word is not None and word.glob and inside:
         # bash writes to the file a pattern matches (l*/f is link/f): judge
         # the matches that exist now too, so a pattern cannot reach a
         # symlinked directory that the plain spelling would be refused for
@@ -594,25 +882,102 @@ def _redirect(st: _State, r: Redirect) -> None:
     if not inside:
         st.add(
             "deny",
-            "redirect-outside-workspace",
+            outside_rule,
             span,
-            f"the redirect writes {real}, outside the workspace; no permission or flag lifts this",
+            f"{by} {verb} {real}, outside the workspace; no permission or flag lifts this",
         )
         return
     rel = posixpath.relpath(real, st.ws_real)
-    st.add(
-        "ask",
-        REDIRECT_WRITE_RULE,
-        span,
-        f"the redirect writes {rel} in the workspace; it answers to the write_file permission",
-    )
-    if sensitive_path(v):
+    parts = tuple(p for p in rel.split("/") if p and p != ".")
+    guarded = protection(parts, "write", fold=case_insensitive(st.ws_real))
+    if guarded is not None and guarded.rule == "path-run-records":
+        st.add(
+            "deny",
+            "run-records-write",
+            span,
+            f"{by} {verb} {rel}: {guarded.reason}; no permission or flag lifts this",
+        )
+        return
+    if redirect:
+        st.add(
+            "ask",
+            REDIRECT_WRITE_RULE,
+            span,
+            f"the redirect writes {rel} in the workspace; it answers to the write_file permission",
+        )
+    if guarded is not None and guarded.rule == "path-vcs-internal":
+        st.add(
+            "ask",
+            "vcs-internal-write",
+            span,
+            f"{by} {verb} {rel}: {guarded.reason}; only a person can approve that",
+        )
+    elif guarded is not None or sensitive_path(text):
         st.add(
             "ask",
             "credential-path",
             span,
-            f"{v} looks like a credential file; writing it needs approval",
+            f"{by} {verb} {rel}, which looks like a credential file; only a person can "
+            "approve that",
         )
+
+
+def _writer_targets(st: _State, prog: str, args: tuple[Word, ...] | list[Word]) -> None:
+    """Judge every file a recognised writer among the commands changes."""
+    syms = [_word_text(st, w) for w in args]
+    texts = [t if t is not None else UNKNOWN for t, _ in syms]
+    targets = write_targets(prog, texts)
+    if targets is None:
+        return
+    unknown = next((k for k, (t, _) in enumerate(syms) if t is None), None)
+    if unknown is not None:
+        w = args[unknown]
+        # an argument only known at run time may be a target, or an option
+        # that moves one (-t DIR): nothing this command writes can be named
+        _unnameable(
+            st,
+            (w.start, w.end),
+            False,
+            f"{prog} is given {_clip(w.raw)}, only known at run time, so what it changes "
+            "cannot be named",
+        )
+    for t in targets:
+        _writer_target(st, prog, args, syms, t)
+
+
+def _writer_target(
+    st: _State,
+    prog: str,
+    args: tuple[Word, ...] | list[Word],
+    syms: list[tuple[str | None, bool]],
+    t: Target,
+) -> None:
+    if t.index == RUN_TIME:
+        w0 = args[0] if args else None
+        span = (w0.start, args[-1].end) if w0 is not None else (0, 0)
+        _unnameable(st, span, False, f"{prog} creates a file in $TMPDIR, only known at run time")
+        return
+    if t.index == CWD:
+        span = (args[0].start, args[-1].end) if args else (0, 0)
+        _confine_write(st, ".", False, None, span, redirect=False, kind=t.kind)
+        return
+    w = args[t.index]
+    text, tilde = syms[t.index]
+    if text is None:
+        return  # reported once for the whole command
+    if t.offset:
+        # --output=FILE, -oFILE: no tilde expansion, except after NAME= in an
+        # unquoted word (bash expands `of=~/x`)
+        first = w.parts[0]
+        tilde = (
+            first.kind == "lit"
+            and _ASSIGNMENT.match(text[: t.offset]) is not None
+            and first.raw[t.offset : t.offset + 1] == "~"
+        )
+        text = text[t.offset :]
+    if not text:
+        return  # an empty name: the program refuses it
+    _confine_write(st, text, tilde, w, (w.start, w.end), redirect=False, kind=t.kind)
 
 
 # --- commands --------------------------------------------------------------------------------
@@ -671,6 +1036,8 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
     w0 = words[0]
     name = w0.value
     if name is None:
+        # it may be cd, or eval, or a function: the directory is unknown after it
+        st.restore((None, None, None))
         _program_asks(
             st,
             words,
@@ -742,6 +1109,11 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
                 break
     if issue is not None:
         st.add("deny", issue.rule, span_of(issue.index), issue.message)
+    if prog in _PRIVILEGE:
+        _privilege(st, prog, w0, args, vals)
+        return
+    if prog in WRITER_PROGRAMS:
+        _writer_targets(st, prog, args)
 
     if prog in WRAPPERS and not (prog == "command" and vals[:1] in (["-v"], ["-V"])):
         _wrapper(st, prog, w0, args, vals, span_of)
@@ -758,7 +1130,15 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
         )
         texts = [_script_text(w) for w in args]
         if args and all(t is not None for t in texts):
-            _nested(st, " ".join(t or "" for t in texts), (args[0].start, args[-1].end))
+            sub = _nested(st, " ".join(t or "" for t in texts), (args[0].start, args[-1].end))
+            if sub.cd_trusted is False:
+                st.cd_trusted = False  # eval 'trap ...' is this shell's trap
+            if _sequential(st):
+                st.restore(sub.location())  # eval's cd is the shell's own
+            else:
+                st.restore((None, None, None))
+        else:
+            st.restore((None, None, None))  # it may change directory to anywhere
         return
     if prog == "find":
         _find_exec(st, args, vals)
@@ -812,7 +1192,12 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
     if safe is not None:
         st.safe_hits.append(safe.source)
     if prog in ("cd", "pushd", "popd"):
-        _change_dir(st, prog, vals)
+        _change_dir(st, prog, args)
+    elif prog in _CHANGES_CD or (prog == "set" and _physical(vals)):
+        # a script run in this shell, a trap, an option: any of them may
+        # change directory or what cd does, so the guard stops following it
+        st.restore((None, None, None))
+        st.cd_trusted = False
     _generic_args(st, args, text_args, paths, probe=safe is not None and checker is None)
 
 
@@ -882,6 +1267,42 @@ def _symbolic(w: Word) -> str:
     return "".join(out)
 
 
+# Programs that run a command as another user (root, most often). An agent
+# never acquires privileges: with a command or without one (a root shell,
+# an edit as root), they are refused; the inner command is still judged so
+# that the message names the worst of it.
+_PRIVILEGE = frozenset({"sudo", "sudoedit", "doas", "su", "runuser", "pkexec", "run0"})
+
+
+def _privilege(
+    st: _State, prog: str, w0: Word, args: tuple[Word, ...] | list[Word], vals: list[str]
+) -> None:
+    # the inner command first: a refusal of its own (sudo rm -rf /) names the verdict
+    if prog in WRAPPERS:
+        u = unwrap(prog, vals)
+        if u.split_string is not None:
+            _nested(st, u.split_string, (w0.start, args[-1].end if args else w0.end))
+        if u.inner_start is not None:
+            _argv(st, args[u.inner_start :])
+    elif prog != "sudoedit":
+        # pkexec [--user U] CMD, run0 [OPTIONS] CMD: the first operand
+        s = scan(
+            vals,
+            "uDg" if prog == "run0" else "",
+            ("user", "machine", "chdir", "group", "property", "description", "slice", "setenv"),
+            permute=False,
+        )
+        if s.operands:
+            _argv(st, args[s.operands[0] :])
+    st.add(
+        "deny",
+        "privilege",
+        (w0.start, w0.end),
+        f"{prog} runs a command with another user's privileges; Charter never runs that, "
+        "whatever the permissions or flags",
+    )
+
+
 def _wrapper(
     st: _State,
     prog: str,
@@ -891,13 +1312,23 @@ def _wrapper(
     span_of: object,
 ) -> None:
     u = unwrap(prog, vals)
-    rule = "privilege" if prog in ("sudo", "doas", "su", "runuser") else "wrapper"
     st.add(
         "ask",
-        rule,
+        "wrapper",
         (w0.start, w0.end),
         f"{prog} runs another command; run that command directly to have it judged on its own",
     )
+    if prog == "xargs" and u.inner_start is not None:
+        inner = args[u.inner_start].value
+        if inner is not None and posixpath.basename(inner) in WRITER_PROGRAMS:
+            # xargs adds the names it reads from its input to the command's
+            # arguments: what the writer changes is only known at run time
+            _unnameable(
+                st,
+                (w0.start, args[-1].end),
+                False,
+                f"xargs runs {posixpath.basename(inner)} on names it reads from its input",
+            )
     for iss in u.issues:
         w = args[iss.index] if 0 <= iss.index < len(args) else w0
         st.add("ask", iss.rule, (w.start, w.end), iss.message)
@@ -954,9 +1385,12 @@ def _find_exec(st: _State, args: tuple[Word, ...] | list[Word], vals: list[str])
             sub_findings = len(st.findings)
             _argv(st, inner)
             # the inner command's own asks are already covered by find's
-            # exec-option finding; only its refusals add information
+            # exec-option finding; only its refusals and the asks only a
+            # person can answer (what it writes cannot be named) add information
             st.findings[sub_findings:] = [
-                f for f in st.findings[sub_findings:] if f.decision == "deny"
+                f
+                for f in st.findings[sub_findings:]
+                if f.decision == "deny" or f.rule in PERSON_ONLY_RULES
             ]
             i = j
         i += 1
@@ -1061,30 +1495,39 @@ def _safe_match(
     return None
 
 
-def _change_dir(st: _State, prog: str, vals: list[str]) -> None:
-    operands = [v for v in vals if not v.startswith("-") or v == "-"]
-    st.home_cwd = None
-    if prog == "cd" and not operands:
-        st.home_cwd = "~"
-    elif operands and prog != "popd" and (operands[0] == "~" or operands[0].startswith("~/")):
-        st.home_cwd = posixpath.normpath(operands[0])
-    if (
-        prog == "popd"
-        or not operands
-        or operands[0] in (UNKNOWN, "-")
-        or operands[0].startswith("~")
-    ):
-        st.cwd = None
+def _change_dir(st: _State, prog: str, args: tuple[Word, ...] | list[Word]) -> None:
+    """Follow the working directory through ``cd``/``pushd``/``popd``: a
+    known directory, a place in the home directory (``home_cwd``), or
+    unknown (both None). ``$OLDPWD`` (``cd -``, ``~-``) is tracked too."""
+    if not _sequential(st) or not _cd_trusted(st):
+        # maybe the shell's own directory, maybe a subshell's, or a cd whose
+        # meaning the command changed: unknown from here
+        st.cwd = st.home_cwd = st.prev_cwd = None
         return
-    target = operands[0]
-    base = st.cwd
-    if target.startswith("/"):
-        st.cwd = posixpath.normpath("/" + target.lstrip("/"))
-    elif st.cwd is not None:
-        st.cwd = posixpath.normpath(posixpath.join(st.cwd, target))
-    if st.cwd is not None and any(v.startswith("-") and "P" in v for v in vals):
-        # cd -P follows symlinks before `..` (the physical directory)
-        st.cwd = _realpath(posixpath.join(base or "/", target))
+    vals = [w.value if w.value is not None else UNKNOWN for w in args]
+    operand = next((k for k, v in enumerate(vals) if not v.startswith("-") or v == "-"), None)
+    before = (st.cwd, st.home_cwd)
+    old = st.cwd
+    st.home_cwd = None
+    if prog == "popd" or (operand is None and prog == "pushd"):
+        st.cwd = None  # the directory stack is only known at run time
+    elif operand is None:
+        st.cwd, st.home_cwd = None, "~"  # a bare cd goes home
+    elif vals[operand] == "-":
+        st.cwd = st.prev_cwd  # None when $OLDPWD is not known
+    else:
+        text, tilde = _word_text(st, args[operand])
+        where, path = ("unknown", "") if text is None else _locate(st, text, tilde)
+        if where == "home":
+            st.cwd, st.home_cwd = None, posixpath.normpath(path)
+        elif where == "unknown":
+            st.cwd = None
+        else:
+            st.cwd = posixpath.normpath(path)
+            if any(v.startswith("-") and "P" in v for v in vals[:operand]):
+                # cd -P follows symlinks before `..` (the physical directory)
+                st.cwd = _realpath(path)
+    st.prev_cwd = old if before[1] is None else None
 
 
 def _generic_args(

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 __all__ = [
+    "PERSON_ONLY_RULES",
     "REDIRECT_WRITE_RULE",
     "RULE_KEYS",
     "Decision",
@@ -22,6 +23,7 @@ __all__ = [
     "Write",
     "combine",
     "fingerprint",
+    "person_only",
     "stricter",
 ]
 
@@ -68,8 +70,10 @@ class Finding:
 
 @dataclass(frozen=True, slots=True)
 class Write:
-    """A redirect that writes a file. ``path`` is the resolved absolute path,
-    or None when the target cannot be named before the command runs."""
+    """A file the command writes or deletes (through a redirect or a
+    recognised writer such as ``cp`` or ``rm``). ``path`` is the resolved
+    absolute path, or None when the target cannot be named before the
+    command runs."""
 
     path: str | None
     inside_workspace: bool
@@ -90,13 +94,20 @@ class Verdict:
     ungrantable: bool = False
     findings: tuple[Finding, ...] = ()
 
+    @property
+    def person_only(self) -> Finding | None:
+        """The first ask that only a person can answer (see :func:`person_only`)."""
+        return person_only(self)
+
     def to_json(self) -> dict[str, object]:
+        only = self.person_only
         return {
             "decision": self.decision,
             "rule": self.rule,
             "span": list(self.span),
             "message": self.message,
             "ungrantable": self.ungrantable,
+            "person_only": None if only is None else only.rule,
             "writes": [
                 {"path": w.path, "inside_workspace": w.inside_workspace, "span": list(w.span)}
                 for w in self.writes
@@ -112,6 +123,32 @@ class Verdict:
 # combine() answers those with the write_file permission instead.
 REDIRECT_WRITE_RULE = "redirect-write"
 
+# Asks that only a person can answer: no permission and no launch flag
+# (``--allow shell``, ``--yolo``) lifts them, as none lifts the file tools'
+# ask for a credential path. A credential read, a write under .git/, a
+# write whose target is only known when the command runs (the guard cannot
+# tell it is inside the workspace, so a flag would be a way out of it), and a
+# command the guard cannot parse (nothing it writes can be named).
+PERSON_ONLY_RULES: frozenset[str] = frozenset(
+    {
+        "credential-path",
+        "vcs-internal-write",
+        "unnameable-redirect",
+        "unnameable-write",
+        # text the guard cannot read: what it writes cannot be named either
+        "unparseable",
+        "internal-error",
+    }
+)
+
+
+def person_only(verdict: Verdict) -> Finding | None:
+    """The first of the verdict's asks that only a person can answer, if any."""
+    for f in verdict.findings:
+        if f.decision == "ask" and f.rule in PERSON_ONLY_RULES:
+            return f
+    return None
+
 
 def combine(
     tool_permission: Decision,
@@ -122,16 +159,19 @@ def combine(
 ) -> tuple[Decision, str]:
     """The final decision for one shell call, and why.
 
-    1. A redirect outside the workspace, or any guard ``deny``, is final.
+    1. A write outside the workspace, or any guard ``deny``, is final.
     2. Otherwise the result is the stricter of the tool's permission and the
        guard's verdict, except that a guard ``allow`` lifts the tool's ``ask``.
-    3. Each file-writing redirect answers to the write_file permission: the
+    3. Each file the command writes (a redirect, or a recognised writer such
+       as ``cp``, ``rm``, ``tee``) answers to the write_file permission: the
        result is at least as strict as that.
-    4. Launch flags (``--allow shell``, ``--yolo``) lift a remaining ``ask``.
+    4. Launch flags (``--allow shell``, ``--yolo``) lift a remaining ``ask``,
+       unless the guard found one that only a person can answer
+       (:data:`PERSON_ONLY_RULES`).
     Nothing lifts ``deny``; a tool ``allow`` never lowers a guard ``ask``.
     """
     if any(w.path is not None and not w.inside_workspace for w in verdict.writes):
-        return "deny", "a redirect writes outside the workspace; no permission or flag lifts that"
+        return "deny", "the command writes outside the workspace; no permission or flag lifts that"
     guard: Decision = "allow"
     for f in verdict.findings:
         if f.rule != REDIRECT_WRITE_RULE:
@@ -152,16 +192,26 @@ def combine(
         )
     if verdict.writes:
         if write_permission == "deny":
-            return "deny", "the command writes a file through a redirect and write_file is denied"
+            return "deny", "the command writes a file and write_file is denied"
         if _RANK[write_permission] > _RANK[decision]:
             decision = write_permission
-            reason = "the command writes a file through a redirect, which answers to write_file"
-    if decision == "ask" and lifted_by_flag:
-        return "allow", "a launch flag lifts the remaining ask"
+            reason = "the command writes a file, which answers to write_file"
+    if decision == "ask":
+        only = person_only(verdict)
+        if only is not None:
+            return "ask", (
+                f"the guard asks ({only.rule}); only a person can approve this "
+                "(launch flags do not)"
+            )
+        if lifted_by_flag:
+            return "allow", "a launch flag lifts the remaining ask"
     return decision, reason
 
 
 def _guard_rule(verdict: Verdict) -> str:
+    only = person_only(verdict)
+    if only is not None:
+        return only.rule
     for f in verdict.findings:
         if f.rule != REDIRECT_WRITE_RULE and f.decision != "allow":
             return f.rule
@@ -207,6 +257,9 @@ RULE_KEYS: dict[str, Decision] = {
     "kill-all": "deny",
     "redirect-outside-workspace": "deny",
     "sudo-stdin": "deny",
+    "write-outside-workspace": "deny",
+    "run-records-write": "deny",
+    "privilege": "deny",
     # ask: the text itself
     "empty-command": "ask",
     "unparseable": "ask",
@@ -232,7 +285,6 @@ RULE_KEYS: dict[str, Decision] = {
     "executes-code": "ask",
     "shell-eval": "ask",
     "wrapper": "ask",
-    "privilege": "ask",
     "inline-assignment": "ask",
     "cwd-change": "ask",
     "shell-state": "ask",
@@ -258,7 +310,9 @@ RULE_KEYS: dict[str, Decision] = {
     "git-config": "ask",
     "credential-path": "ask",
     "path-outside-workspace": "ask",
-    # ask: redirects
+    # ask: redirects and writers
     "redirect-write": "ask",
     "unnameable-redirect": "ask",
+    "unnameable-write": "ask",
+    "vcs-internal-write": "ask",
 }

@@ -44,7 +44,7 @@ from charter.runtime.env import (
     validate_overlay,
 )
 from charter.runtime.proc import ProcResult, run_command
-from charter.runtime.redact import FAILED_MARKER, MIN_SECRET_LEN
+from charter.runtime.redact import FAILED_MARKER, MIN_SECRET_LEN, head_overlap
 from charter.runtime.results import ToolResult, refusal
 from charter.runtime.workspace import confine
 
@@ -64,7 +64,9 @@ __all__ = [
 TERMINAL_DEFAULT_TIMEOUT = 30
 TERMINAL_MAX_TIMEOUT = 120
 TERMINAL_TAIL_CHARS = 12_000  # seed 000: characters of each stream's end kept
-_NAMED = re.compile(r"<redacted:[^>]*>")
+# no `<` inside: a marker name never holds one, and `[^>]*` would make a
+# megabyte of "<redacted:" quadratic
+_NAMED = re.compile(r"<redacted:[^<>]*+>")
 
 # Names the shell runs itself: no file on PATH is what runs, even when one
 # exists (/usr/bin/echo), so no executable is reported for them.
@@ -188,15 +190,14 @@ def _mask_leading(text: str, bound: Mapping[str, str]) -> str:
     partial first word, which removes such a fragment unless the value itself
     holds whitespace (a PEM block); then what is left is still the value's
     end, and this masks it. Like the cut-off masking at the end of a head,
-    it errs on the side of hiding a few characters too many.
+    it errs on the side of hiding a few characters too many (the overlap
+    search is bounded, see :func:`charter.runtime.redact.head_overlap`).
     """
     longest, name = 0, ""
     for target, value in bound.items():
-        for n in range(min(len(value) - 1, len(text)), MIN_SECRET_LEN - 1, -1):
-            if text.startswith(value[-n:]):
-                if n > longest:
-                    longest, name = n, target
-                break
+        n = head_overlap(text, value, MIN_SECRET_LEN)
+        if n > longest:
+            longest, name = n, target
     return f"<redacted:{name}>{text[longest:]}" if longest else text
 
 

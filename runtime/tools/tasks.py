@@ -76,7 +76,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.atomic import fsync_dir, write_atomic
-from charter.runtime.redact import FAILED_MARKER, Redactor
+from charter.runtime.redact import FAILED_MARKER, Redactor, find_secrets, tail_overlap
 from charter.runtime.results import ToolResult, refusal
 from charter.runtime.tools.shell import TERMINAL_TAIL_CHARS
 
@@ -345,12 +345,17 @@ class StreamRedactor:
 
     A secret may be split between two pieces; redacting each piece alone
     would write both halves in clear. So each call emits only text that no
-    later text can change: everything except the last ``longest - 1``
-    characters (``longest`` being the longest known secret), extended to the
-    end of a secret that straddles that point. The rest is held back and
-    emitted with the next piece, or by ``final=True``. What is emitted over
-    the stream equals the redaction of the whole stream, while never holding
-    more than one secret's length.
+    later text can change: everything before the earliest point from which
+    the rest of the text could still be the start of a known secret, extended
+    to the end of a secret that straddles that point. The rest is held back
+    and emitted with the next piece, or by ``final=True``. What is emitted
+    over the stream equals the redaction of the whole stream, while never
+    holding more than the longest secret less one character (and, in
+    ordinary output, nothing at all).
+
+    Each piece costs time linear in the piece plus what is held back (see
+    :func:`charter.runtime.redact.find_secrets`): a megabyte arriving in
+    small pieces is not scanned again for every piece.
 
     Secrets are those the run's :class:`Redactor` knows when the text is
     emitted; one learned later cannot reach back into text already written.
@@ -369,24 +374,41 @@ class StreamRedactor:
 
     def feed(self, text: str, *, final: bool = False) -> str:
         buf = self._pending + text
-        # The redactor's compiled pattern and values, read as one snapshot:
-        # the longest value decides how much may still be a secret's start.
-        pattern, values = self._redactor.snapshot()
-        if pattern is None:
+        # The known values, read as one snapshot: which of them the end of
+        # the text may be the start of decides how much to hold back.
+        ordered, _ = self._redactor.snapshot()
+        if not ordered:
             self._pending = ""
             return buf
-        hold = 0 if final else max(len(v) for v in values) - 1
-        cut = max(len(buf) - hold, 0)
+        cut = len(buf)
+        if not final:
+            for value in ordered:
+                cut = min(cut, len(buf) - tail_overlap(buf, value))
+        present = [v for v in ordered if v in buf]
+        if len(present) == 1 and tail_overlap(present[0], present[0]) == 0:
+            # One value whose occurrences cannot overlap (no end of it is also
+            # its start): every occurrence is a match, replaced at string speed.
+            value = present[0]
+            end = cut
+            last = buf.rfind(value, 0, cut + len(value) - 1)  # the last to start before the cut
+            if last != -1:
+                end = max(end, last + len(value))
+            self._pending = buf[end:]
+            return buf[:end].replace(value, self._replacement(value))
         parts: list[str] = []
         pos = 0
-        for match in pattern.finditer(buf):
-            if match.start() >= cut:
+        markers: dict[str, str] = {}
+        for start, end, value in find_secrets(buf, present):
+            if start >= cut:
                 break
-            # A match starting before the cut is final: even the longest
-            # secret starting there fits in ``buf``.
-            parts.append(buf[pos : match.start()])
-            parts.append(self._replacement(match.group(0)))
-            pos = match.end()
+            # A match starting before the cut is final: no secret starting
+            # at or before it reaches past the end of ``buf``.
+            parts.append(buf[pos:start])
+            marker = markers.get(value)
+            if marker is None:
+                marker = markers[value] = self._replacement(value)
+            parts.append(marker)
+            pos = end
             cut = max(cut, pos)
         parts.append(buf[pos:cut])
         self._pending = buf[cut:]

@@ -95,7 +95,8 @@ def test_pipeline_events_carry_gate_rule_and_no_secret(
         )
         execute(
             session,
-            ToolCall("shell", {"command": "touch hunter2-very-secret"}, "c3"),
+            # (not a writer: with write_file denied, one would be refused before asking)
+            ToolCall("shell", {"command": "make hunter2-very-secret"}, "c3"),
             None,
             kit.Recorder("deny"),
             audit,

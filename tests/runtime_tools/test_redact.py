@@ -153,3 +153,84 @@ def test_output_discovery_leaves_code_and_user_names_alone() -> None:
     )
     assert r.discover_in_output(out) == 0
     assert r.redact(out, "model") == out
+
+
+# -- parity with Demiurge's redactor (issue 15) ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("< apikey: ak-parity-000111\n", "ak-parity-000111"),
+        ("> X-Api-Token: xt-parity-222333\n", "xt-parity-222333"),
+        ("> x-access-token: xa-parity-444555\n", "xa-parity-444555"),
+        ("> X-Goog-Api-Key: AIzaParity666777\n", "AIzaParity666777"),
+        ("> Authorization: DPoP dp-parity-888999\n", "dp-parity-888999"),
+        # percent-encoded in the output: hidden as printed and as decoded
+        (
+            "GET https://h.example/cb?access_token=SYN%5FENC%5FSECRET&mode=summary",
+            "SYN%5FENC%5FSECRET",
+        ),
+        ("GET https://h.example/cb?access_token=SYN%5FENC%5FSECRET&mode=summary", "SYN_ENC_SECRET"),
+        ("remote https://bob:p%40ss-w0rd-1@h.example/r", "p%40ss-w0rd-1"),
+        ("remote https://bob:p%40ss-w0rd-1@h.example/r", "p@ss-w0rd-1"),
+    ],
+)
+def test_output_shapes_demiurge_recognises(text: str, secret: str) -> None:
+    r = Redactor()
+    assert r.discover_in_output(text) >= 1
+    out = r.redact(f"{text}\nlater: {secret}", "model")
+    assert secret not in out
+    assert "mode=summary" in out or "mode=summary" not in text
+
+
+def test_a_bearer_token_echoed_without_its_prefix_is_hidden() -> None:
+    r = Redactor()
+    r.discover_value({"headers": {"Authorization": "Bearer syn-auth-token-42"}})
+    assert r.redact("the token was syn-auth-token-42", "model") == "the token was <redacted>"
+
+
+def test_key_material_is_a_sensitive_field() -> None:
+    r = Redactor()
+    r.discover_value({"key_material": "-----BEGIN KEY----- abc123"})
+    assert "abc123" not in r.redact("-----BEGIN KEY----- abc123", "model")
+
+
+def test_secrets_used_as_mapping_keys_are_removed_from_keys_too() -> None:
+    r = Redactor()
+    key_secret = "SYNTHETIC_SECRET_MAPPING_KEY"
+    r.discover_value({"api_key": key_secret, "password": ["SYNTHETIC_NESTED_VALUE"]})
+    data = {"metadata": {key_secret: "public", "other": "SYNTHETIC_NESTED_VALUE"}}
+    for view in ("model", "operator", "stored"):
+        shown = r.redact_value(data, view)  # type: ignore[arg-type]
+        text = str(shown)
+        assert key_secret not in text and "SYNTHETIC_NESTED_VALUE" not in text
+        assert "public" in text
+
+
+def test_keys_that_differ_only_in_a_secret_are_both_kept() -> None:
+    r = Redactor()
+    r.add("tok-aaaa-1111", "A")
+    r.add("tok-bbbb-2222", "B")
+    shown = r.redact_value({"x tok-aaaa-1111": 1, "x tok-bbbb-2222": 2}, "model")
+    assert shown == {"x <redacted>": 1, "x <redacted>#2": 2}
+
+
+def test_a_url_used_as_a_key_teaches_its_password() -> None:
+    r = Redactor()
+    r.discover_value({"https://u:k3y-in-a-key@h.example/": "x"})
+    assert "k3y-in-a-key" not in r.redact("k3y-in-a-key", "model")
+
+
+def test_header_names_inside_urls_and_scheme_words_alone_are_not_headers() -> None:
+    r = Redactor()
+    # a scheme word alone at a line's end, then an unrelated next line
+    assert r.discover_in_output("> Authorization: Bearer\nnext-line-word\n") == 0
+    # `proxy-authorization` holds `authorization`: one header, one value
+    assert r.discover_in_output("Proxy-Authorization: Basic cHJveHk6cGFzcw==") == 1
+
+
+def test_marker_names_never_hold_angle_brackets() -> None:
+    r = Redactor()
+    r.discover_value({"<b>_password": "v4lue-with-name"})
+    assert r.redact("v4lue-with-name", "operator") == "<redacted:b_password>"

@@ -38,10 +38,21 @@ TABLE = [
     # a redirect outside the workspace is refused before any permission
     ("echo x > /tmp/x", "allow", "allow", True, "deny"),
     ("echo x >| /etc/hosts", "ask", "allow", True, "deny"),
-    # an unnameable target always asks; only a launch flag lifts that ask
+    # an unnameable target always asks, and only a person answers: no flag lifts it
     ("echo hi > $OUT", "allow", "allow", False, "ask"),
-    ("echo hi > $OUT", "ask", "allow", True, "allow"),
+    ("echo hi > $OUT", "ask", "allow", True, "ask"),
+    ("echo hi > $OUT", "allow", "allow", True, "ask"),
     ("echo hi > $OUT", "ask", "deny", True, "deny"),
+    # so do a credential read and a write under .git/
+    ("cat .env", "allow", "allow", True, "ask"),
+    ("cp x .git/hooks/pre-commit", "allow", "allow", True, "ask"),
+    # a recognised writer answers to write_file like a redirect
+    ("cp a b", "ask", "deny", True, "deny"),
+    ("cp a b", "ask", "allow", True, "allow"),
+    ("rm -f notes.txt", "ask", "ask", True, "allow"),
+    # and outside the workspace it is refused before any permission
+    ("cp a /tmp/b", "allow", "allow", True, "deny"),
+    ("rm -rf ~/.ssh", "allow", "allow", True, "deny"),
 ]
 
 
@@ -78,3 +89,11 @@ def test_redirect_through_symlink_is_resolved(tmp_path) -> None:  # type: ignore
     assert v.decision == "deny" and v.rule == "redirect-outside-workspace"
     v = evaluate("echo x > real.txt", cwd=ws, workspace=ws, policy=ShellPolicy())
     assert v.rule == "redirect-write"
+
+
+def test_person_only_asks_are_named() -> None:
+    # check-shell --format json shows which ask only a person can answer
+    assert _v("cat .env").to_json()["person_only"] == "credential-path"
+    assert _v("echo x > $OUT").to_json()["person_only"] == "unnameable-redirect"
+    assert _v("pytest").to_json()["person_only"] is None
+    assert _v("ls").person_only is None

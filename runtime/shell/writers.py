@@ -1,0 +1,576 @@
+"""Which arguments of a program name the files it writes or deletes.
+
+The shell guard holds every file a command writes to the same confinement
+as ``write_file``: outside the workspace is a deny, a protected path inside
+(``.git/``, credentials, ``.charter/``) gets write_file's answer. A redirect
+shows its target; a program such as ``cp`` or ``rm`` hides it among its
+arguments, so this module reads the arguments the way the program does
+(GNU semantics: options anywhere, bundled flags, attached values, ``--``)
+and says which of them are written (``write``) or removed (``delete``).
+
+It knows the programs below, and nothing else: a program not listed is
+judged by the rest of the guard (most ask). Arguments are the guard's
+symbolic values, where :data:`UNKNOWN` stands for one only known at run
+time; the guard treats any unknown argument of a writer as an unnameable
+target, since it may be an option that moves the target (``-t DIR``).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from charter.runtime.shell.options import Opt, Scanned, expand_long, long_given, scan, short_given
+
+__all__ = ["CWD", "PROGRAMS", "RUN_TIME", "WRITERS", "Target", "write_targets"]
+
+Kind = Literal["write", "delete"]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One file a command writes or deletes: the argument holding its path,
+    where in that argument the path starts (0 for the whole argument, more
+    for ``--output=FILE``, ``-oFILE``, ``of=FILE``), and what happens to it."""
+
+    index: int
+    offset: int
+    kind: Kind
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    """How one program names the files it changes."""
+
+    short: str = ""  # short options that take a value
+    long: tuple[str, ...] = ()  # long options that take a value (without dashes)
+    # which operands are written: every one, the last (a destination), every
+    # one after the first (chmod MODE FILE...), the second (uniq IN OUT)
+    operands: Literal["all", "first", "last", "after-first", "second", "none"] = "all"
+    kind: Kind = "write"
+    # what happens to the other operands when ``operands`` is "last": mv
+    # removes its sources
+    sources: Kind | None = None
+    # options whose value is a written file or directory ("-o", "--output")
+    outputs: tuple[str, ...] = ()
+    # -t DIR / --target-directory=DIR: every operand is then a source
+    target_dir: bool = False
+    # other long options, so that abbreviations read as the program reads them
+    flags: tuple[str, ...] = ()
+    # options may follow operands (GNU); not for a wrapper, whose first
+    # operand starts the command it runs
+    permute: bool = True
+
+
+# long options with a required value (getopt also takes it from the next
+# argument); --backup, --reflink and --preserve take theirs only attached
+_CP_LONG = ("target-directory", "suffix", "sparse", "no-preserve")
+_CP_FLAGS = ("backup", "reflink", "preserve", "parents", "recursive", "update", "force")
+WRITERS: dict[str, _Spec] = {
+    "rm": _Spec(kind="delete"),
+    "rmdir": _Spec(kind="delete"),
+    "unlink": _Spec(kind="delete"),
+    "shred": _Spec(short="ns", long=("iterations", "size", "random-source")),
+    "touch": _Spec(short="rdt", long=("reference", "date", "time")),
+    "mkdir": _Spec(short="m", long=("mode",)),
+    "mkfifo": _Spec(short="m", long=("mode",)),
+    "mknod": _Spec(short="m", long=("mode",), operands="first"),
+    "truncate": _Spec(short="sr", long=("size", "reference")),
+    "tee": _Spec(flags=("output-error", "append", "ignore-interrupts")),
+    "chmod": _Spec(operands="after-first", long=("reference",)),
+    "chown": _Spec(operands="after-first", long=("reference", "from")),
+    "chgrp": _Spec(operands="after-first", long=("reference",)),
+    "chattr": _Spec(short="pv", operands="all"),
+    "setfacl": _Spec(short="mMxX", long=("modify", "modify-file", "remove", "remove-file")),
+    "cp": _Spec(short="tS", long=_CP_LONG, operands="last", target_dir=True, flags=_CP_FLAGS),
+    "mv": _Spec(
+        short="tS",
+        long=_CP_LONG,
+        operands="last",
+        target_dir=True,
+        sources="delete",
+        flags=_CP_FLAGS,
+    ),
+    "ln": _Spec(
+        short="tS",
+        long=("target-directory", "suffix"),
+        operands="last",
+        target_dir=True,
+        flags=("backup", "symbolic", "force"),
+    ),
+    "link": _Spec(operands="last"),
+    "install": _Spec(
+        short="tSmog",
+        long=("target-directory", "suffix", "mode", "owner", "group", "strip-program", "context"),
+        operands="last",
+        target_dir=True,
+    ),
+    "sort": _Spec(
+        short="otkST",
+        long=(
+            "output",
+            "key",
+            "field-separator",
+            "buffer-size",
+            "temporary-directory",
+            "files0-from",
+            "parallel",
+            "batch-size",
+            "compress-program",
+            "random-source",
+            "sort",
+        ),
+        operands="none",
+        outputs=("-o", "--output"),
+    ),
+    "uniq": _Spec(
+        short="fsw", long=("skip-fields", "skip-chars", "check-chars"), operands="second"
+    ),
+    "split": _Spec(
+        short="abClnt",
+        long=(
+            "suffix-length",
+            "bytes",
+            "line-bytes",
+            "lines",
+            "number",
+            "separator",
+            "additional-suffix",
+            "filter",
+        ),
+        operands="second",
+    ),
+    "csplit": _Spec(
+        short="fbn",
+        long=("prefix", "suffix-format", "digits"),
+        operands="none",
+        outputs=("-f", "--prefix"),
+    ),
+    "patch": _Spec(
+        short="pdDioBrVYzFgx",
+        long=(
+            "strip",
+            "directory",
+            "ifdef",
+            "input",
+            "output",
+            "prefix",
+            "reject-file",
+            "version-control",
+            "basename-prefix",
+            "suffix",
+            "fuzz",
+            "get",
+            "debug",
+            "quoting-style",
+            "reject-format",
+        ),
+        operands="first",
+        outputs=("-o", "--output", "-d", "--directory", "-r", "--reject-file"),
+    ),
+    "curl": _Spec(
+        short="oDcKbdeEFHrTuUXxyYzAwQmCtP",
+        long=(
+            "output",
+            "output-dir",
+            "dump-header",
+            "cookie-jar",
+            "trace",
+            "trace-ascii",
+            "stderr",
+            "config",
+            "cookie",
+            "data",
+            "header",
+            "request",
+            "user",
+            "proxy",
+            "url",
+            "upload-file",
+            "etag-save",
+            "hsts",
+            "alt-svc",
+        ),
+        operands="none",
+        outputs=(
+            "-o",
+            "--output",
+            "--output-dir",
+            "-D",
+            "--dump-header",
+            "-c",
+            "--cookie-jar",
+            "--trace",
+            "--trace-ascii",
+            "--stderr",
+            "--etag-save",
+            "--hsts",
+            "--alt-svc",
+        ),
+    ),
+    "wget": _Spec(
+        short="oaOPeiUTtwQlARDIXB",
+        long=(
+            "output-file",
+            "append-output",
+            "output-document",
+            "directory-prefix",
+            "execute",
+            "input-file",
+            "user-agent",
+            "timeout",
+            "tries",
+            "wait",
+            "quota",
+            "level",
+            "accept",
+            "reject",
+            "domains",
+            "include-directories",
+            "exclude-directories",
+            "save-cookies",
+            "load-cookies",
+        ),
+        operands="none",
+        outputs=(
+            "-o",
+            "--output-file",
+            "-a",
+            "--append-output",
+            "-O",
+            "--output-document",
+            "-P",
+            "--directory-prefix",
+            "--save-cookies",
+        ),
+    ),
+    "unzip": _Spec(short="d", operands="none", outputs=("-d",)),
+    "tree": _Spec(
+        short="LPIoH",
+        long=("charset", "filelimit", "timefmt", "sort"),
+        operands="none",
+        outputs=("-o",),
+    ),
+    # xxd also takes long options after one dash (-cols 8), which a getopt
+    # reading sees as an operand: every operand after the first counts
+    "xxd": _Spec(short="cglsonC", operands="after-first"),
+    "time": _Spec(
+        short="fo",
+        long=("format", "output"),
+        operands="none",
+        outputs=("-o", "--output"),
+        permute=False,
+    ),
+}
+for _compressor in (
+    "gzip",
+    "gunzip",
+    "bzip2",
+    "bunzip2",
+    "xz",
+    "unxz",
+    "zstd",
+    "unzstd",
+    "lzma",
+    "unlzma",
+):
+    # FILE becomes FILE.gz beside it (and FILE goes), unless -c/--stdout
+    WRITERS[_compressor] = _Spec(short="S", long=("suffix",), flags=("stdout", "to-stdout", "keep"))
+for _fetch in ("rsync", "scp"):
+    # the destination is the last operand; a host:path one is the network
+    WRITERS[_fetch] = _Spec(
+        operands="last",
+        short="eFiloPS" if _fetch == "scp" else "eTf",
+        long=(
+            "rsh",
+            "rsync-path",
+            "temp-dir",
+            "filter",
+            "exclude",
+            "include",
+            "exclude-from",
+            "include-from",
+            "files-from",
+            "log-file",
+            "partial-dir",
+            "backup-dir",
+            "compare-dest",
+            "copy-dest",
+            "link-dest",
+            "chmod",
+            "out-format",
+        ),
+    )
+del _compressor, _fetch
+
+# Every program write_targets knows.
+PROGRAMS = frozenset(WRITERS) | {"dd", "find", "mktemp", "sed", "tar"}
+
+# find's actions that write a file named by their argument
+_FIND_FILE_ACTIONS = {"-fprint": 1, "-fprint0": 1, "-fprintf": 1, "-fls": 1}
+_FIND_EXEC = ("-exec", "-execdir", "-ok", "-okdir")
+# find options before the starting points, and those taking a value
+_FIND_LEAD = ("-H", "-L", "-P")
+_REMOTE = re.compile(r"^[^/]*:")  # host:path (rsync also host::module)
+
+
+# Target indexes that are no argument: the working directory itself (find
+# without a starting point, tar extracting, ln with one operand), and a
+# directory only known at run time ($TMPDIR for mktemp).
+CWD = -1
+RUN_TIME = -2
+
+
+def write_targets(prog: str, args: Sequence[str]) -> tuple[Target, ...] | None:
+    """The files ``prog`` writes or deletes among ``args``, or None when the
+    program is not one this module knows (``dd``, ``find``, ``mktemp``,
+    ``sed -i`` and ``tar`` included). A target's index may be :data:`CWD` or
+    :data:`RUN_TIME` instead of an argument's."""
+    if prog == "dd":
+        return tuple(Target(i, 3, "write") for i, a in enumerate(args) if a.startswith("of="))
+    if prog == "find":
+        return _find(args)
+    if prog == "mktemp":
+        return _mktemp(args)
+    if prog == "sed":
+        return _sed(args)
+    if prog == "tar":
+        return _tar(args)
+    spec = WRITERS.get(prog)
+    if spec is None:
+        return None
+    return _by_spec(prog, spec, args)
+
+
+def _by_spec(prog: str, spec: _Spec, args: Sequence[str]) -> tuple[Target, ...]:
+    names = (*spec.long, *spec.flags, "target-directory", "no-target-directory")
+    full = expand_long(args, names)
+    s = scan(full, spec.short, spec.long, permute=spec.permute)
+    out: list[Target] = []
+    for o in s.opts:
+        if o.value is not None and (o.name in spec.outputs or _long_in(o, spec.outputs)):
+            out.append(_value_target(full, o, spec, "write"))
+    if prog in (
+        "gzip",
+        "gunzip",
+        "bzip2",
+        "bunzip2",
+        "xz",
+        "unxz",
+        "zstd",
+        "unzstd",
+        "lzma",
+        "unlzma",
+    ) and (short_given(s, "clt") or long_given(s, ("stdout", "to-stdout", "test", "list"))):
+        return tuple(out)  # to standard output: the files are only read
+    operands = list(s.operands)
+    if prog in ("rsync", "scp"):
+        operands = [i for i in operands if not _REMOTE.match(full[i])]
+        if len(s.operands) < 2 or not s.operands or s.operands[-1] not in operands:
+            return tuple(out)  # the destination is remote (or there is none)
+    target_dir = None
+    if spec.target_dir:
+        target_dir = short_given(s, "t") or long_given(s, ("target-directory",))
+    if target_dir is not None and target_dir.value is not None:
+        out.append(_value_target(full, target_dir, spec, "write"))
+        if spec.sources is not None:
+            out.extend(Target(i, 0, spec.sources) for i in operands)
+        return tuple(out)
+    if prog == "install" and (short_given(s, "d") or long_given(s, ("directory",))):
+        return (*out, *(Target(i, 0, "write") for i in operands))
+    if prog == "ln" and len(operands) == 1:
+        # ln TARGET: the link is made in the working directory
+        return (*out, Target(CWD, 0, "write"))
+    if prog == "chmod" and any(re.fullmatch(r"-[rwxXst]+", full[i]) for i in range(len(full))):
+        # chmod -w FILE: the mode is written like an option, every operand is a file
+        return (*out, *(Target(i, 0, spec.kind) for i in operands))
+    if spec.operands == "all":
+        out.extend(Target(i, 0, spec.kind) for i in operands)
+    elif spec.operands == "first" and operands:
+        out.append(Target(operands[0], 0, spec.kind))
+    elif spec.operands == "last" and operands:
+        out.append(Target(operands[-1], 0, spec.kind))
+        if spec.sources is not None:
+            out.extend(Target(i, 0, spec.sources) for i in operands[:-1])
+    elif spec.operands == "after-first":
+        chosen = operands if long_given(s, ("reference",)) else operands[1:]
+        out.extend(Target(i, 0, spec.kind) for i in chosen)
+    elif spec.operands == "second" and len(operands) >= 2:
+        out.append(Target(operands[1], 0, spec.kind))
+    return tuple(out)
+
+
+def _long_in(o: Opt, outputs: tuple[str, ...]) -> bool:
+    return o.name.startswith("--") and o.name in outputs
+
+
+def _value_target(args: Sequence[str], o: Opt, spec: _Spec, kind: Kind) -> Target:
+    """Where the value of option ``o`` is: inside its own argument
+    (``--output=F``, ``-oF``, ``-xoF``) or the next argument (``-o F``)."""
+    arg = args[o.index]
+    if o.name.startswith("--"):
+        eq = arg.find("=")
+        return Target(o.index, eq + 1, kind) if eq != -1 else Target(o.index + 1, 0, kind)
+    if arg.startswith("--"):
+        return Target(o.index + 1, 0, kind)
+    # a bundle: the first letter that takes a value ends it
+    for pos in range(1, len(arg)):
+        if arg[pos] in spec.short:
+            if pos + 1 < len(arg):
+                return Target(o.index, pos + 1, kind)
+            return Target(o.index + 1, 0, kind)
+    return Target(o.index + 1, 0, kind)
+
+
+def _find(args: Sequence[str]) -> tuple[Target, ...]:
+    """``find``: what ``-delete`` removes (the starting points, and all under
+    them), the file of ``-fprint``/``-fls``, and the starting points again
+    when ``-exec`` runs a writer on ``{}`` (``find /etc -exec chmod 777 {} +``)."""
+    lead = 0
+    while lead < len(args) and (args[lead] in _FIND_LEAD or args[lead].startswith(("-D", "-O"))):
+        lead += 2 if args[lead] == "-D" else 1
+    starts = lead
+    while starts < len(args) and not (args[starts].startswith("-") or args[starts] in ("(", "!")):
+        starts += 1
+    points = list(range(lead, starts))
+    out: list[Target] = []
+    changes_found: Kind | None = None
+    i = starts
+    while i < len(args):
+        a = args[i]
+        if a == "-delete":
+            changes_found = "delete"
+        elif a in _FIND_FILE_ACTIONS and i + 1 < len(args):
+            out.append(Target(i + 1, 0, "write"))
+            i += 1
+        elif a in _FIND_EXEC:
+            j = i + 1
+            while j < len(args) and args[j] not in (";", "+"):
+                j += 1
+            inner = list(args[i + 1 : j])
+            if inner:
+                found = write_targets(posixpath.basename(inner[0]), inner[1:]) or ()
+                for t in found:
+                    if "{}" in inner[1 + t.index][t.offset :]:
+                        changes_found = changes_found or t.kind
+            i = j
+        i += 1
+    if changes_found is not None:
+        # without a starting point find searches `.`
+        out.extend(Target(k, 0, changes_found) for k in points)
+        if not points:
+            out.append(Target(CWD, 0, changes_found))
+    return tuple(out)
+
+
+def _mktemp(args: Sequence[str]) -> tuple[Target, ...]:
+    """``mktemp`` creates a file or directory: under ``-p DIR`` /
+    ``--tmpdir=DIR``, else from a template with a directory part, else in
+    the current directory for a bare template, and in ``$TMPDIR`` (index
+    -2: only known at run time) without one or with ``-t``."""
+    full = expand_long(args, ("tmpdir", "dry-run", "directory", "quiet", "suffix"))
+    s = scan(full, "p", ("suffix",))
+    if short_given(s, "u") or long_given(s, ("dry-run",)):
+        return ()
+    where = short_given(s, "p")
+    if where is not None and where.value:
+        return (_value_target(full, where, _Spec(short="p"), "write"),)
+    tmpdir = next((o for o in s.opts if o.name == "--tmpdir"), None)
+    if tmpdir is not None and tmpdir.value:
+        return (Target(tmpdir.index, full[tmpdir.index].find("=") + 1, "write"),)
+    if s.operands and tmpdir is None and short_given(s, "t") is None:
+        return (Target(s.operands[0], 0, "write"),)  # the template, from the working directory
+    return (Target(RUN_TIME, 0, "write"),)
+
+
+_SED_LONG = ("expression", "file", "line-length", "separate", "in-place", "null-data")
+
+
+def _sed(args: Sequence[str]) -> tuple[Target, ...]:
+    """``sed -i`` / ``--in-place`` rewrites its input files (the operands
+    after the script, or all of them with ``-e``/``-f``)."""
+    full = expand_long(args, _SED_LONG)
+    s: Scanned = scan(full, "efl", ("expression", "file", "line-length"))
+    # -i, bundled (-ni) or with its suffix attached (-i.bak), or --in-place[=SUFFIX]
+    if short_given(s, "i") is None and not any(o.name == "--in-place" for o in s.opts):
+        return ()
+    scripted = short_given(s, "ef") or long_given(s, ("expression", "file"))
+    files = s.operands if scripted else s.operands[1:]
+    return tuple(Target(i, 0, "write") for i in files)
+
+
+def _tar(args: Sequence[str]) -> tuple[Target, ...]:
+    """``tar``: the archive of a create, append or update (``-f``), and the
+    directory an extract writes into (``-C``, else the working directory).
+    The old form without a dash (``tar czf out.tgz``) reads its letters'
+    values from the next arguments in order."""
+    letters = ""
+    values: list[tuple[str, int]] = []  # (letter, index of its value)
+    k = 0
+    if args and not args[0].startswith("-"):
+        letters = args[0]
+        k = 1
+        for ch in args[0]:
+            if ch in "fCTXbgKLNV":
+                values.append((ch, k))
+                k += 1
+    full = expand_long(
+        args[k:],
+        (
+            "file",
+            "directory",
+            "create",
+            "extract",
+            "append",
+            "update",
+            "get",
+            "concatenate",
+            "catenate",
+        ),
+    )
+    s = scan(
+        full,
+        "fCTXbgKLNV",
+        (
+            "file",
+            "directory",
+            "files-from",
+            "exclude-from",
+            "blocking-factor",
+            "listed-incremental",
+            "starting-file",
+            "tape-length",
+            "newer",
+            "volno-file",
+        ),
+    )
+    for o in s.opts:
+        if len(o.name) == 2:
+            letters += o.name[1]
+    creates = any(c in letters for c in "cruA") or long_given(
+        s, ("create", "append", "update", "concatenate", "catenate")
+    )
+    extracts = "x" in letters or long_given(s, ("extract", "get"))
+    out: list[Target] = []
+    for ch, idx in values:
+        if idx < len(args) and ((ch == "f" and creates) or (ch == "C" and extracts)):
+            out.append(Target(idx, 0, "write"))
+    spec = _Spec(short="fCTXbgKLNV")
+    for o in s.opts:
+        if o.value is None:
+            continue
+        is_file = o.name == "-f" or o.name == "--file"
+        is_dir = o.name == "-C" or o.name == "--directory"
+        if (is_file and creates) or (is_dir and extracts):
+            t = _value_target(full, o, spec, "write")
+            out.append(Target(t.index + k, t.offset, "write"))
+    if (
+        extracts
+        and not any(ch == "C" for ch, _ in values)
+        and not any(o.name in ("-C", "--directory") for o in s.opts)
+    ):
+        out.append(Target(CWD, 0, "write"))  # into the working directory
+    return tuple(out)
