@@ -401,6 +401,7 @@ def _shell_permission(
     entry: ToolEntry,
 ) -> Outcome:
     from charter.runtime.shell import combine, evaluate, fingerprint
+    from charter.runtime.shell.policy import PERSON_ONLY_RULES
 
     args = call.args
     command = str(args.get("command", ""))
@@ -449,7 +450,14 @@ def _shell_permission(
         prov["write_file"] = f"{write_perm} (built-in default; the stage does not offer write_file)"
     # A flag lifts what remains an ask unless the plan made the tool's own ask
     # unliftable; a tool allowed outright leaves only the guard's ask to lift.
-    lifted = (decision.liftable or decision.permission == "allow") and session.lifted(name)
+    # A finding only a person may approve (a write into a coding client's own
+    # settings) is never lifted.
+    person = next((f for f in verdict.findings if f.rule in PERSON_ONLY_RULES), None)
+    lifted = (
+        (decision.liftable or decision.permission == "allow")
+        and session.lifted(name)
+        and person is None
+    )
     final, why = combine(decision.permission, verdict, write_perm, lifted_by_flag=lifted)
     timeout = args.get("timeout_seconds", session.agent.agent.limits.shell_timeout_secs)
     fp = fingerprint(
@@ -475,6 +483,23 @@ def _shell_permission(
             shell=verdict,
         )
     rule = "launch-flag" if (lifted and final == "allow" and "flag" in why) else verdict.rule
+    if final == "ask" and person is not None:
+        return Outcome(
+            "ask",
+            "approval",
+            person.rule,
+            person.message,
+            call.tool,
+            canonical=name,
+            entry=entry,
+            provenance=prov,
+            fingerprint=fp,
+            cache_key=cache_key,
+            paths=paths,
+            shell=verdict,
+            needs_approval=True,
+            secret_targets=secrets,
+        )
     if final == "allow" and (env or secrets):
         # An explicit overlay or a bound secret always needs a person: the
         # command may behave differently with them, and the guard cannot see how.

@@ -13,7 +13,9 @@ prefix, a NUL byte that C code truncates at). What cannot be read one way only
 is refused: confinement fails closed.
 
 Paths that stay inside but hold credentials (``.env``, ``.ssh/``, ...) are
-``ask``: a person decides, and no automatic rule reads them silently.
+``ask``: a person decides, and no automatic rule reads them silently. Writing
+a coding client's own settings or instruction files (``.claude/``,
+``CLAUDE.md``, ``.gemini/``, ...) is an ask too, for the same person.
 """
 
 from __future__ import annotations
@@ -28,10 +30,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
+    "CLIENT_SETTINGS_DIRS",
+    "CLIENT_SETTINGS_FILES",
     "PathDecision",
     "PathOp",
     "SENSITIVE_DIRS",
     "SENSITIVE_FILES",
+    "client_settings_reason",
     "confine",
     "decide_path",
     "is_sensitive",
@@ -167,6 +172,59 @@ def is_sensitive(relative: str | Path) -> bool:
     return _sensitive_reason(relative.parts) is not None
 
 
+# -- the coding clients' own settings and instructions ----------------------------
+#
+# Claude Code and Gemini CLI read these at start-up as their configuration
+# (hooks, permissions, MCP servers) or as instructions to the model. An agent
+# that writes one can switch the hooks off for the next session (an agent
+# wrote {"disableAllHooks": true} to .claude/settings.local.json and the next
+# session ran unhooked), start servers, or plant instructions. Writing them is
+# an ask only a person can answer, whichever tool writes (the file tools
+# through confine(), the shell guard through client_settings_reason()).
+# Names are compared case-folded: stricter on a case-sensitive file system,
+# exact on a case-insensitive one.
+
+# Directories whose whole subtree is a client's (anywhere in the path: a
+# client also reads them from subdirectories and parents of its cwd).
+CLIENT_SETTINGS_DIRS: frozenset[str] = frozenset({".claude", ".gemini"})
+# Files that are a client's wherever they sit (instructions are read from
+# every directory the client looks at).
+CLIENT_SETTINGS_FILES: frozenset[str] = frozenset(
+    {"claude.md", "claude.local.md", "gemini.md", ".mcp.json"}
+)
+# (directory, file): only this file of the directory is a client's.
+_CLIENT_SETTINGS_PAIRS: frozenset[tuple[str, str]] = frozenset({(".vscode", "settings.json")})
+
+
+def client_settings_reason(parts: tuple[str, ...] | list[str]) -> str | None:
+    """Why the workspace-relative path ``parts`` is a coding client's own
+    settings or instructions, or None.
+
+    A git worktree Claude Code keeps under ``.claude/worktrees/NAME/`` holds
+    ordinary project files; the settings and instructions inside it count,
+    as anywhere else."""
+    names = [p.casefold() for p in parts if p and p != "."]
+    n = 0
+    while n < len(names):
+        name = names[n]
+        if name in CLIENT_SETTINGS_DIRS:
+            if name == ".claude" and names[n + 1 : n + 2] == ["worktrees"] and len(names) > n + 3:
+                n += 3  # the worktree's own files
+                continue
+            return f"inside {_parts_shown(parts, n)}/, which holds a coding client's own settings"
+        if name in CLIENT_SETTINGS_FILES and n == len(names) - 1:
+            return "a file a coding client reads as its settings or instructions"
+        if n + 1 == len(names) - 1 and (name, names[n + 1]) in _CLIENT_SETTINGS_PAIRS:
+            return "an editor's settings for the agents it runs"
+        n += 1
+    return None
+
+
+def _parts_shown(parts: tuple[str, ...] | list[str], upto: int) -> str:
+    kept = [p for p in parts if p and p != "."]
+    return "/".join(kept[: upto + 1])
+
+
 def _nearest_existing(parts: list[str]) -> tuple[str, tuple[str, ...]]:
     """Split an absolute path, given as its components, into its longest
     existing prefix (a symlink counts as existing, even a dangling one) and
@@ -300,6 +358,17 @@ def confine(workspace: Path, path: str, *, op: PathOp) -> PathDecision:
         return PathDecision(
             "ask", "path-sensitive", f"path {path!r} is sensitive: {reason}", resolved
         )
+    if op == "write":
+        settings = client_settings_reason(relative)
+        if settings is None and lexical_inside:
+            settings = client_settings_reason(tuple(lexical[len(root_parts) :]))
+        if settings is not None:
+            return PathDecision(
+                "ask",
+                "path-client-settings",
+                f"path {path!r} is {settings}",
+                resolved,
+            )
     if op == "write" and relative[:1] == (".git",):
         # Writing under .git/ can plant hooks that run on the next git command.
         return PathDecision(

@@ -24,6 +24,8 @@ from pathlib import Path
 from charter.runtime.shell.normalize import Reading, hidden_characters, readings
 from charter.runtime.shell.options import scan
 from charter.runtime.shell.policy import (
+    CLIENT_SETTINGS_RULE,
+    PERSON_ONLY_RULES,
     REDIRECT_WRITE_RULE,
     Decision,
     Finding,
@@ -45,7 +47,7 @@ from charter.runtime.shell.programs import (
     unwrap,
 )
 from charter.runtime.shell.syntax import Part, Program, Redirect, SimpleCommand, Word, parse
-from charter.runtime.workspace import is_sensitive
+from charter.runtime.workspace import client_settings_reason, is_sensitive
 
 __all__ = ["evaluate", "sensitive_path"]
 
@@ -228,9 +230,14 @@ def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Ve
         else:
             rule, msg = "read-only", "every command is a recognised read-only command"
         return Verdict("allow", rule, span_all, msg, tuple(writes), ungrantable, tuple(findings))
-    # A redirect-write finding only names the verdict when nothing else at
-    # the same level does: it is the part combine() hands to write_file.
+    # A finding only a person may approve names the verdict, so the reason
+    # says why no flag lifts it. A redirect-write finding only names it when
+    # nothing else at the same level does: it is the part combine() hands to
+    # write_file.
     top = next(
+        (f for f in findings if f.decision == decision and f.rule in PERSON_ONLY_RULES),
+        None,
+    ) or next(
         (f for f in findings if f.decision == decision and f.rule != REDIRECT_WRITE_RULE),
         next(f for f in findings if f.decision == decision),
     )
@@ -574,6 +581,7 @@ def _redirect(st: _State, r: Redirect) -> None:
         span,
         f"the redirect writes {rel} in the workspace; it answers to the write_file permission",
     )
+    _client_settings(st, rel, span)
     if sensitive_path(v):
         st.add(
             "ask",
@@ -734,8 +742,10 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
     safe = _safe_match(st.policy.safe, name, vals)
     checker = READ_ONLY.get(prog) if "/" not in name else None
     text_args: frozenset[int] = frozenset()
+    writes_too = False  # a read-only program used in a way that may write
     if checker is not None:
         checked = checker(vals)
+        writes_too = bool(checked.issues)
         for iss in checked.issues:
             st.add("ask", iss.rule, span_of(iss.index), iss.message)
         text_args = checked.text_args
@@ -767,7 +777,11 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
         )
     if safe is not None:
         st.safe_hits.append(safe.source)
-    if prog in ("cd", "pushd", "popd"):
+    if (checker is None or writes_too) and prog not in _CHANGES_DIR:
+        # A program that may write: the arguments that name a client's own
+        # settings ask a person (a read-only program reading them does not).
+        _client_settings_args(st, args, text_args)
+    if prog in _CHANGES_DIR:
         _change_dir(st, prog, vals)
     _generic_args(st, args, text_args)
 
@@ -981,6 +995,46 @@ def _generic_args(
                     f"{_clip(cand)} is outside the workspace; it needs approval",
                 )
                 break
+
+
+_CHANGES_DIR = frozenset({"cd", "pushd", "popd"})
+
+
+def _client_settings(st: _State, rel: str, span: tuple[int, int]) -> None:
+    """A write to ``rel`` (relative to the workspace's real root) that lands in
+    a coding client's settings or instructions: an ask only a person answers."""
+    reason = client_settings_reason(rel.split("/"))
+    if reason is not None:
+        st.add(
+            "ask",
+            CLIENT_SETTINGS_RULE,
+            span,
+            f"{rel} is {reason}; only a person can approve writing it (launch flags do not)",
+        )
+
+
+def _client_settings_args(
+    st: _State, args: tuple[Word, ...] | list[Word], text_args: frozenset[int]
+) -> None:
+    for idx, w in enumerate(args):
+        v = w.value
+        if v is None or idx in text_args:
+            continue
+        for cand, tilde in _path_candidates(v, w):
+            if tilde or cand.startswith("~"):
+                continue  # outside the workspace: other rules speak about it
+            if cand.startswith("/"):
+                raw = "/" + cand.lstrip("/")
+            elif st.cwd is None:
+                # relative to a directory changed earlier: judge the text alone
+                if client_settings_reason(cand.split("/")) is not None:
+                    _client_settings(st, cand, (w.start, w.end))
+                continue
+            else:
+                raw = posixpath.join(st.cwd, cand)
+            real = _real_below(st, raw)
+            if _within(real, st.ws_real):
+                _client_settings(st, posixpath.relpath(real, st.ws_real), (w.start, w.end))
 
 
 def _path_candidates(v: str, w: Word) -> list[tuple[str, bool]]:

@@ -12,6 +12,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 __all__ = [
+    "CLIENT_SETTINGS_RULE",
+    "PERSON_ONLY_RULES",
     "REDIRECT_WRITE_RULE",
     "RULE_KEYS",
     "Decision",
@@ -111,6 +113,11 @@ class Verdict:
 # Findings that only say "this redirect writes a file inside the workspace":
 # combine() answers those with the write_file permission instead.
 REDIRECT_WRITE_RULE = "redirect-write"
+# A write into a coding client's own settings or instructions (see
+# charter.runtime.workspace.client_settings_reason): only a person may
+# approve it, so no launch flag lifts it.
+CLIENT_SETTINGS_RULE = "client-settings"
+PERSON_ONLY_RULES: frozenset[str] = frozenset({CLIENT_SETTINGS_RULE})
 
 
 def combine(
@@ -255,5 +262,6 @@ RULE_KEYS: dict[str, Decision] = {
     "path-outside-workspace": "ask",
     # ask: redirects
     "redirect-write": "ask",
+    "client-settings": "ask",
     "unnameable-redirect": "ask",
 }
