@@ -11,6 +11,9 @@ runs of Claude Code 2.1.197 and 2.1.332 offered (see docs/clients.md).
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -136,3 +139,42 @@ def test_the_cases_cover_every_answer_and_every_mode() -> None:
     assert {"default", "acceptEdits", "bypassPermissions", "dontAsk", "auto", None} <= modes
     names = [c["name"] for c in cases]
     assert len(names) == len(set(names))
+
+
+def _command(*argv: str, stdin: bytes) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "charter.compiler", "hook", "claude-code", *argv],
+        input=stdin,
+        capture_output=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    lines = proc.stdout.decode("ascii").splitlines()
+    assert len(lines) == 1, proc.stdout
+    answer: dict[str, Any] = json.loads(lines[0])
+    return answer["hookSpecificOutput"]
+
+
+def test_a_hanging_decision_is_denied_before_claude_codes_timeout(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """Claude Code runs the call when the hook is slower than its timeout; a
+    plan path that blocks on open (a FIFO nobody writes) stands in for any hang."""
+    fifo = tmp_path / "plan.fifo"
+    os.mkfifo(fifo)
+    event = {"cwd": str(workspace), "tool_name": "Read", "tool_input": {}}
+    out = _command("--plan", str(fifo), "--time-limit", "1", stdin=json.dumps(event).encode())
+    assert out["permissionDecision"] == "deny"
+    assert out["permissionDecisionReason"] == "charter: no decision within 1 s"
+
+
+def test_the_command_reads_the_permission_mode(plans: dict[str, Path], workspace: Path) -> None:
+    event = {
+        "cwd": str(workspace),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": "x.txt", "content": ""},
+    }
+    for mode, decision in (("default", "ask"), ("bypassPermissions", "deny")):
+        raw = json.dumps({**event, "permission_mode": mode}).encode()
+        assert _command("--plan", str(plans["good"]), stdin=raw)["permissionDecision"] == decision
