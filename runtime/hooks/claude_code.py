@@ -507,10 +507,8 @@ def hook_output(decision: Permission, reason: str) -> dict[str, Any]:
     }
 
 
-def _mode(event: Mapping[str, Any] | None) -> str | None:
+def _mode(event: Mapping[str, Any]) -> str | None:
     """The event's permission mode; None when the event gives none."""
-    if event is None:
-        return "unknown"  # an event that cannot be read says nothing about who is asked
     mode = event.get("permission_mode")
     if mode is None:
         return None
@@ -529,6 +527,9 @@ def _unasked(mode: str | None) -> str:
 
 
 def _refuse(reason: str, event: Mapping[str, Any] | None) -> dict[str, Any]:
+    if event is None:
+        # An event that cannot be read says nothing about who would be asked.
+        return hook_output("deny", f"charter: {reason}")
     mode = _mode(event)
     if _attended(mode):
         return hook_output("ask", f"charter: {reason}")
