@@ -153,13 +153,14 @@ class ProjectSource:
 
 
 def _token(args: argparse.Namespace) -> str | None | int:
-    if args.token_file is not None:
+    token_file: Path | None = args.token_file
+    if token_file is not None:
         try:
-            text = args.token_file.read_text(encoding="utf-8").strip()
+            text = token_file.read_text(encoding="utf-8").strip()
         except OSError as exc:
-            return _refuse(f"{args.token_file}: {exc.strerror or exc}")
+            return _refuse(f"{token_file}: {exc.strerror or exc}")
         if not text:
-            return _refuse(f"{args.token_file}: the token file is empty")
+            return _refuse(f"{token_file}: the token file is empty")
         return text
     return os.environ.get("CHARTER_SERVE_TOKEN") or None
 
