@@ -54,6 +54,7 @@ CLAUDE_CODE_VERSION = os.environ.get("CHARTER_E2E_CLAUDE_VERSION", "2.1.332")
 GEMINI_CLI_VERSION = os.environ.get("CHARTER_E2E_GEMINI_VERSION", "0.61.0")
 
 _MARK = re.compile(r"SCENARIO=([A-Za-z0-9_\-]+)")
+_TOOL_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 
 
 class InstallError(RuntimeError):
@@ -391,6 +392,19 @@ class FakeModel:
                             fr["id"], {"error": "error" in resp, "text": json.dumps(resp)}
                         )
         return out
+
+    def deferred_tools(self) -> list[str]:
+        """The tools Claude Code names as loadable through ToolSearch (2.1.3xx
+        lists them in a system reminder rather than in the request's tools)."""
+        with self._lock:
+            requests = list(self.requests)
+        for r in requests:
+            for m in (r.get("body") or {}).get("messages") or []:
+                for text in _texts(m.get("content")):
+                    if "available via ToolSearch" in text:
+                        body = text.split("</system-reminder>", 1)[0].splitlines()
+                        return [line.strip() for line in body[1:] if _TOOL_NAME.match(line.strip())]
+        return []
 
     def offered_tools(self) -> list[str]:
         """The tool names of the first request that offered tools."""

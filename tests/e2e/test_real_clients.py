@@ -351,3 +351,28 @@ def test_gemini_cli_runs_what_charter_allows_and_nothing_else(
         text = result["text"] if result else ""
         seen[how] = (ran, text.replace(str(tmp_path / how), "<tmp>"))
     assert seen["curl"] == seen["command"], seen
+
+
+def test_the_adapters_know_every_tool_the_clients_offer(
+    claude: Path, gemini: Path, plan: Path, tmp_path: Path
+) -> None:
+    """The tool lists of a real run (Claude Code's deferred tools included)
+    are all in the adapters' tables, so no tool falls to "no counterpart"."""
+    from charter.runtime.hooks import claude_code, gemini_cli
+
+    place = Place(tmp_path / "claude")
+    (place.ws / ".claude").mkdir()
+    with FakeModel("anthropic", {"t": []}) as model:
+        run_claude(claude, model, "t", workspace=place.ws, home=place.home)
+        offered = set(model.offered_tools()) | set(model.deferred_tools())
+    assert {"Bash", "Read", "Write", "Edit", "Agent", "NotebookEdit", "TaskCreate"} <= offered
+    assert offered <= claude_code.KNOWN_TOOLS, sorted(offered - claude_code.KNOWN_TOOLS)
+
+    place = Place(tmp_path / "gemini")
+    (place.ws / ".gemini").mkdir()
+    (place.ws / ".gemini" / "settings.json").write_text("{}")
+    with FakeModel("gemini", {"t": []}) as model:
+        run_gemini(gemini, model, "t", workspace=place.ws, home=place.home)
+        offered = set(model.offered_tools())
+    assert {"run_shell_command", "read_file", "write_file"} <= offered, offered
+    assert offered <= gemini_cli.KNOWN_TOOLS, sorted(offered - gemini_cli.KNOWN_TOOLS)
