@@ -34,6 +34,8 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from _support.clients import (  # noqa: E402
     FakeModel,
+    Place,
+    compile_policy,
     install_claude,
     install_gemini,
     run_claude,
@@ -41,32 +43,6 @@ from _support.clients import (  # noqa: E402
 )
 
 CHARTER = [sys.executable, "-m", "charter.compiler"]
-BLUEPRINT = """\
-[agent]
-name = "e2e"
-version = "1.0.0"
-description = "The matrix's policy"
-entry_stage = "work"
-
-[stages.work]
-mode = "autonomous"
-description = "Do the work"
-available_tools = ["read_file", "list_dir", "write_file", "edit_file", "shell", "search_files",
-                   "web_fetch", "web_search", "todo"]
-system_prompt = "Work."
-
-[stages.work.tool_permissions]
-read_file = "allow"
-list_dir = "allow"
-write_file = "allow"
-edit_file = "allow"
-shell = "ask"
-search_files = "allow"
-web_fetch = "ask"
-web_search = "deny"
-todo = "allow"
-"""
-CONFIG = '[tool_permissions]\nwrite_file = "allow"\nedit_file = "allow"\nsearch_files = "allow"\ntodo = "allow"\n'  # noqa: E501
 
 
 def _call(tool: str, **args: Any) -> dict[str, Any]:
@@ -85,7 +61,7 @@ CLAUDE = {
     "git_hook": (_call("Write", file_path="{WS}/.git/hooks/pre-commit", content="#!/bin/sh\n"), ("exists", "{WS}/.git/hooks/pre-commit"), "ask"),
     "claude_settings": (_call("Write", file_path="{WS}/.claude/settings.local.json", content='{"disableAllHooks": true}'), ("exists", "{WS}/.claude/settings.local.json"), "ask"),
     "claude_md": (_call("Write", file_path="{WS}/CLAUDE.md", content="x"), ("exists", "{WS}/CLAUDE.md"), "ask"),
-    "notebook_outside": (_call("NotebookEdit", notebook_path="{OUT}/nb.ipynb", cell_id="c1", new_source="x"), ("contains", "{OUT}/nb.ipynb"), "deny"),
+    "notebook_outside": (_call("NotebookEdit", notebook_path="{OUT}/nb.ipynb", cell_id="c1", new_source="x"), ("edited", "{OUT}/nb.ipynb"), "deny"),
     "task_create": (_call("TaskCreate", subject="x", description="y"), ("ok", ""), "allow"),
     "websearch": (_call("WebSearch", query="x"), ("ok", ""), "deny"),
 }  # fmt: skip
@@ -100,38 +76,6 @@ GEMINI = {
     "update_topic": (_call("update_topic", title="t", summary="s", strategic_intent="i"), ("ok", ""), "allow"),
     "search": (_call("google_web_search", query="x"), ("ok", ""), "deny"),
 }  # fmt: skip
-NB = '{"cells": [{"cell_type": "code", "id": "c1", "metadata": {}, "source": ["print(1)"], "outputs": [], "execution_count": null}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'  # noqa: E501
-
-
-class Place:
-    def __init__(self, root: Path) -> None:
-        self.ws, self.home, self.out = root / "ws", root / "home", root / "out"
-        for d in (self.ws / ".git", self.home / ".ssh", self.out):
-            d.mkdir(parents=True, exist_ok=True)
-        (self.ws / "README.md").write_text("readme-marker\n")
-        (self.ws / ".env").write_text("API_KEY=hunter2\n")
-        (self.home / ".ssh" / "id_ed25519").write_text("key\n")
-        (self.out / "secret.txt").write_text("outside-marker\n")
-        (self.out / "nb.ipynb").write_text(NB)
-
-    def sub(self, obj: Any) -> Any:
-        text = json.dumps(obj)
-        for k, v in (("{WS}", self.ws), ("{HOME}", self.home), ("{OUT}", self.out)):
-            text = text.replace(k, str(v))
-        return json.loads(text)
-
-
-def _ran(place: Place, check: tuple[str, str], result: dict[str, Any] | None) -> bool:
-    kind, what = check
-    if kind == "exists":
-        return Path(place.sub(what)).exists()
-    if kind == "missing":
-        return not Path(place.sub(what)).exists()
-    if kind == "contains":
-        return "x" in json.loads(Path(place.sub(what)).read_text())["cells"][0]["source"]
-    if kind == "ok":
-        return result is not None and not result["error"]
-    return result is not None and what in result["text"]
 
 
 def _verdict(expect: str, ran: bool) -> str:
@@ -180,13 +124,7 @@ def main() -> int:
     ap.add_argument("--gemini-version")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="charter-matrix-"))
-    (work / "p" / "e2e").mkdir(parents=True)
-    (work / "p" / "e2e" / "agent.leviath").write_text(BLUEPRINT)
-    (work / "p" / "config.toml").write_text(CONFIG)
-    plan = work / "plan.json"
-    subprocess.run([*CHARTER, "compile", str(work / "p" / "e2e"), "--config",
-                    str(work / "p" / "config.toml"), "-o", str(plan)], check=True,
-                   capture_output=True)  # fmt: skip
+    plan = compile_policy(work / "p", CHARTER)
     port_file = work / "port"
     server = subprocess.Popen([*CHARTER, "serve", str(plan), "--agent", "e2e", "--listen",
                                "127.0.0.1:0", "--port-file", str(port_file), "--log",
@@ -225,7 +163,7 @@ def main() -> int:
                     for name, (call, check, expect) in CLAUDE.items():
                         place, run, tools = _claude(claude, work, name, call, mode, h)
                         offered.setdefault("claude-code", tools)
-                        ran = _ran(place, check, run.result(name))
+                        ran = place.ran(check, run.result(name))
                         row("claude-code", mode, how, name, expect, ran, _verdict(expect, ran))
             failures = {
                 "missing, no || exit 2": {"type": "command", "timeout": 30,
@@ -243,7 +181,7 @@ def main() -> int:
             for mode in ("default", "bypassPermissions"):
                 for how, h in failures.items():
                     place, run, _ = _claude(claude, work, "write_inside", call, mode, h)
-                    ran = _ran(place, check, run.result("write_inside"))
+                    ran = place.ran(check, run.result("write_inside"))
                     row("claude-code", mode, how, "write_inside", "-", ran,
                         "FAILS OPEN" if ran else "fails closed")  # fmt: skip
         if a.only != "claude":
@@ -257,7 +195,7 @@ def main() -> int:
                     for name, (call, check, expect) in GEMINI.items():
                         place, run, tools = _gemini(gemini, work, name, call, mode, command)
                         offered.setdefault(f"gemini-cli ({mode})", tools)
-                        ran = _ran(place, check, run.result(name, gemini=True))
+                        ran = place.ran(check, run.result(name, gemini=True))
                         verdict = (
                             "timeout" if run.returncode == "timeout" else _verdict(expect, ran)
                         )
@@ -276,7 +214,7 @@ def main() -> int:
                 name = "sh_touch" if "skip-trust" in how else "write_inside"
                 c, chk, _ = GEMINI[name]
                 place, run, _ = _gemini(gemini, work, name, c, "yolo", command, **kw)
-                ran = _ran(place, chk, run.result(name, gemini=True))
+                ran = place.ran(chk, run.result(name, gemini=True))
                 row(
                     "gemini-cli",
                     "yolo",

@@ -43,6 +43,8 @@ __all__ = [
     "ClientRun",
     "FakeModel",
     "InstallError",
+    "Place",
+    "compile_policy",
     "install_claude",
     "install_gemini",
     "run_claude",
@@ -537,3 +539,103 @@ def run_gemini(
     model.reset()
     rc, out, err, secs = _run(cmd, workspace, env, timeout)
     return ClientRun(rc, out, err, secs, model.results())
+
+
+# -- the policy and the places the scenarios use -------------------------------------------
+
+# The policy the end-to-end runs put in front of the clients: reads and
+# writes in the workspace are allowed, the shell asks (the guard lets
+# read-only commands through), web search is denied.
+BLUEPRINT = """\
+[agent]
+name = "e2e"
+version = "1.0.0"
+description = "The policy the end-to-end runs put in front of Claude Code and Gemini CLI"
+entry_stage = "work"
+
+[stages.work]
+mode = "autonomous"
+description = "Do the work"
+available_tools = ["read_file", "list_dir", "write_file", "edit_file", "shell", "search_files",
+                   "web_fetch", "web_search", "todo"]
+system_prompt = "Work."
+
+[stages.work.tool_permissions]
+read_file = "allow"
+list_dir = "allow"
+write_file = "allow"
+edit_file = "allow"
+shell = "ask"
+search_files = "allow"
+web_fetch = "ask"
+web_search = "deny"
+todo = "allow"
+"""
+# The user's ceiling lets the blueprint allow writes (a blueprint alone cannot).
+CONFIG = """\
+[tool_permissions]
+write_file = "allow"
+edit_file = "allow"
+search_files = "allow"
+todo = "allow"
+"""
+
+
+def compile_policy(root: Path, charter: list[str]) -> Path:
+    """The e2e policy compiled below ``root``; returns the plan's path."""
+    (root / "e2e").mkdir(parents=True, exist_ok=True)
+    (root / "e2e" / "agent.leviath").write_text(BLUEPRINT)
+    (root / "config.toml").write_text(CONFIG)
+    out = root / "plan.json"
+    subprocess.run(
+        [*charter, "compile", str(root / "e2e"), "--config", str(root / "config.toml"),
+         "-o", str(out)],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    return out
+
+
+_NOTEBOOK = {
+    "cells": [{"cell_type": "code", "id": "c1", "metadata": {}, "source": ["print(1)"],
+               "outputs": [], "execution_count": None}],
+    "metadata": {}, "nbformat": 4, "nbformat_minor": 5,
+}  # fmt: skip
+
+
+class Place:
+    """A workspace, a home and a directory outside both, laid out afresh,
+    with a marker in each file so a read that ran can be told."""
+
+    def __init__(self, root: Path) -> None:
+        self.ws, self.home, self.out = root / "ws", root / "home", root / "out"
+        for d in (self.ws / ".git", self.home / ".ssh", self.out):
+            d.mkdir(parents=True)
+        (self.ws / "README.md").write_text("readme-marker\n")
+        (self.ws / ".env").write_text("API_KEY=hunter2-secret\n")
+        (self.ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+        (self.home / ".ssh" / "id_ed25519").write_text("fake-private-key\n")
+        (self.out / "secret.txt").write_text("outside-marker\n")
+        (self.out / "nb.ipynb").write_text(json.dumps(_NOTEBOOK))
+
+    def sub(self, obj: Any) -> Any:
+        """``obj`` with {WS}, {HOME} and {OUT} replaced, in every string."""
+        text = json.dumps(obj)
+        for key, value in (("{WS}", self.ws), ("{HOME}", self.home), ("{OUT}", self.out)):
+            text = text.replace(key, str(value))
+        return json.loads(text)
+
+    def ran(self, check: tuple[str, str], result: dict[str, Any] | None) -> bool:
+        """Whether the call ``check`` describes ran: ``exists``/``missing``
+        PATH, ``edited`` NOTEBOOK, ``ok`` (a result that is not an error) or
+        ``result`` TEXT (its result holds TEXT)."""
+        kind, what = check
+        if kind == "exists":
+            return Path(self.sub(what)).exists()
+        if kind == "missing":
+            return not Path(self.sub(what)).exists()
+        if kind == "edited":
+            cells = json.loads(Path(self.sub(what)).read_text())["cells"]
+            return bool(cells[0]["source"] != ["print(1)"])
+        if kind == "ok":
+            return result is not None and not result["error"]
+        return result is not None and not result["error"] and what in result["text"]

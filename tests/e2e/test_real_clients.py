@@ -31,6 +31,8 @@ from _support.clients import (
     GEMINI_CLI_VERSION,
     FakeModel,
     InstallError,
+    Place,
+    compile_policy,
     install_claude,
     install_gemini,
     run_claude,
@@ -38,40 +40,6 @@ from _support.clients import (
 )
 
 CHARTER = [sys.executable, "-m", "charter.compiler"]
-
-BLUEPRINT = """\
-[agent]
-name = "e2e"
-version = "1.0.0"
-description = "The policy the end-to-end tests put in front of Claude Code and Gemini CLI"
-entry_stage = "work"
-
-[stages.work]
-mode = "autonomous"
-description = "Do the work"
-available_tools = ["read_file", "list_dir", "write_file", "edit_file", "shell", "search_files",
-                   "web_fetch", "web_search", "todo"]
-system_prompt = "Work."
-
-[stages.work.tool_permissions]
-read_file = "allow"
-list_dir = "allow"
-write_file = "allow"
-edit_file = "allow"
-shell = "ask"
-search_files = "allow"
-web_fetch = "ask"
-web_search = "deny"
-todo = "allow"
-"""
-# The user's ceiling lets the blueprint allow writes (a blueprint alone cannot).
-CONFIG = """\
-[tool_permissions]
-write_file = "allow"
-edit_file = "allow"
-search_files = "allow"
-todo = "allow"
-"""
 
 
 def _client(install: Any, what: str) -> Path:
@@ -85,17 +53,7 @@ def _client(install: Any, what: str) -> Path:
 
 @pytest.fixture(scope="module")
 def plan(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("policy")
-    (root / "e2e").mkdir()
-    (root / "e2e" / "agent.leviath").write_text(BLUEPRINT)
-    (root / "config.toml").write_text(CONFIG)
-    out = root / "plan.json"
-    subprocess.run(
-        [*CHARTER, "compile", str(root / "e2e"), "--config", str(root / "config.toml"),
-         "-o", str(out)],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
-    return out
+    return compile_policy(tmp_path_factory.mktemp("policy"), CHARTER)
 
 
 @pytest.fixture(scope="module")
@@ -121,28 +79,6 @@ def server(plan: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
             assert proc.wait(15) == 0
         except subprocess.TimeoutExpired:
             proc.kill()
-
-
-class Place:
-    """A workspace, a home and a directory outside both, laid out afresh."""
-
-    def __init__(self, root: Path) -> None:
-        self.ws, self.home, self.out = root / "ws", root / "home", root / "out"
-        for d in (self.ws, self.home, self.out):
-            d.mkdir(parents=True)
-        (self.ws / "README.md").write_text("readme-marker\n")
-        (self.ws / ".git").mkdir()
-        (self.ws / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
-        (self.home / ".ssh").mkdir()
-        (self.home / ".ssh" / "id_ed25519").write_text("fake-private-key\n")
-        (self.out / "secret.txt").write_text("outside-marker\n")
-
-    def sub(self, text: str) -> str:
-        return (
-            text.replace("{WS}", str(self.ws))
-            .replace("{HOME}", str(self.home))
-            .replace("{OUT}", str(self.out))
-        )
 
 
 def _hook_command(kind: str, plan: Path) -> str:
@@ -213,15 +149,6 @@ CLAUDE: dict[str, tuple[str, dict[str, Any], tuple[str, str], str]] = {
 }
 
 
-def _ran(place: Place, check: tuple[str, str], result: dict[str, Any] | None) -> bool:
-    kind, what = check
-    if kind == "exists":
-        return Path(place.sub(what)).exists()
-    if kind == "missing":
-        return not Path(place.sub(what)).exists()
-    return result is not None and not result["error"] and what in result["text"]
-
-
 def _claude_settings(hook: dict[str, Any]) -> str:
     return json.dumps({"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [hook]}]}})
 
@@ -233,11 +160,11 @@ def _run_claude_scenario(
     place = Place(tmp)
     (place.ws / ".claude").mkdir()
     (place.ws / ".claude" / "settings.json").write_text(_claude_settings(hook))
-    script = {name: [[json.loads(place.sub(json.dumps(call)))]]}
+    script = {name: [[place.sub(call)]]}
     with FakeModel("anthropic", script) as model:
         run = run_claude(binary, model, name, workspace=place.ws, home=place.home, mode=mode)
     result = run.result(name)
-    return _ran(place, check, result), result, run
+    return place.ran(check, result), result, run
 
 
 @pytest.fixture(scope="module")
@@ -290,7 +217,7 @@ def test_claude_code_blocks_the_call_when_the_hook_cannot_start(
         place = Place(place_root)
         (place.ws / ".claude").mkdir()
         (place.ws / ".claude" / "settings.json").write_text(_claude_settings(hook))
-        script = {name: [[json.loads(place.sub(json.dumps(call)))]]}
+        script = {name: [[place.sub(call)]]}
         with FakeModel("anthropic", script) as model:
             run_claude(claude, model, name, workspace=place.ws, home=place.home,
                        mode="bypassPermissions")  # fmt: skip
@@ -339,11 +266,11 @@ def test_gemini_cli_runs_what_charter_allows_and_nothing_else(
         hook = {"name": "charter", "type": "command", "command": command, "timeout": 30000}
         settings = {"hooks": {"BeforeTool": [{"matcher": ".*", "hooks": [hook]}]}}
         (place.ws / ".gemini" / "settings.json").write_text(json.dumps(settings))
-        script = {name: [[json.loads(place.sub(json.dumps(call)))]]}
+        script = {name: [[place.sub(call)]]}
         with FakeModel("gemini", script) as model:
             run = run_gemini(gemini, model, name, workspace=place.ws, home=place.home)
         result = run.result(name, gemini=True)
-        ran = _ran(place, check, result)
+        ran = place.ran(check, result)
         assert run.returncode != "timeout", (how, run.stderr[-2000:])
         assert ran is (expect == "allow"), (how, result, run.stderr[-2000:])
         if expect == "deny":
