@@ -6,7 +6,7 @@ folder, as tests/e2e does) headless against the scripted fake model on
 127.0.0.1 and prints one line per run: client, mode, hook setup, scenario,
 Charter's expected answer, whether the call ran, and the verdict. Then the
 failure modes: a hook command that cannot start (with and without
-`|| exit 2`), a hook slower than the client's timeout, Claude Code's http hook
+the fail-closed ending), a hook slower than the client's timeout, Claude Code's http hook
 with the server down, Gemini CLI with --skip-trust. Last, the tool names each
 client offered the model.
 
@@ -41,6 +41,8 @@ from _support.clients import (  # noqa: E402
     run_claude,
     run_gemini,
 )
+
+from charter.compiler.cli.init_cmd import FAIL_CLOSED  # noqa: E402
 
 CHARTER = [sys.executable, "-m", "charter.compiler"]
 
@@ -136,7 +138,7 @@ def main() -> int:
 
     def curl(url: str) -> str:
         return ("curl -sS --fail --max-time 8 -H 'Content-Type: application/json' "
-                f"--data-binary @- {shlex.quote(url)} || exit 2")  # fmt: skip
+                f"--data-binary @- {shlex.quote(url)}" + FAIL_CLOSED)  # fmt: skip
 
     rows: list[str] = []
     offered: dict[str, list[str]] = {}
@@ -151,7 +153,7 @@ def main() -> int:
             claude = install_claude(*([a.claude_version] if a.claude_version else []))
             setups = {
                 "command": {"type": "command", "timeout": 30,
-                            "command": hook.format(kind="claude-code") + " || exit 2"},
+                            "command": hook.format(kind="claude-code") + FAIL_CLOSED},
                 "http": {"type": "http", "timeout": 30, "url": f"{base}/v1/hooks/claude-code"},
                 "curl": {"type": "command", "timeout": 30,
                          "command": curl(f"{base}/v1/hooks/claude-code")},
@@ -166,10 +168,10 @@ def main() -> int:
                         ran = place.ran(check, run.result(name))
                         row("claude-code", mode, how, name, expect, ran, _verdict(expect, ran))
             failures = {
-                "missing, no || exit 2": {"type": "command", "timeout": 30,
+                "missing, no exit 2": {"type": "command", "timeout": 30,
                                           "command": "/nonexistent/charter hook claude-code"},
-                "missing, || exit 2": {"type": "command", "timeout": 30,
-                                       "command": "/nonexistent/charter hook claude-code || exit 2"},
+                "missing, exit 2": {"type": "command", "timeout": 30,
+                                    "command": "/nonexistent/charter hook claude-code" + FAIL_CLOSED},
                 "slower than timeout": {"type": "command", "timeout": 1,
                                         "command": "sleep 3; echo '{}'"},
                 "http, server down": {"type": "http", "timeout": 5,
@@ -186,7 +188,7 @@ def main() -> int:
                         "FAILS OPEN" if ran else "fails closed")  # fmt: skip
         if a.only != "claude":
             gemini = install_gemini(*([a.gemini_version] if a.gemini_version else []))
-            setups_g = {"command": hook.format(kind="gemini-cli") + " || exit 2",
+            setups_g = {"command": hook.format(kind="gemini-cli") + FAIL_CLOSED,
                         "curl": curl(f"{base}/v1/hooks/gemini-cli")}  # fmt: skip
             for mode in ("yolo", "auto_edit", "default"):
                 for how, command in setups_g.items():
@@ -203,7 +205,8 @@ def main() -> int:
             failures_g: dict[str, tuple[str, dict[str, Any]]] = {
                 "missing (exit 127)": ("/nonexistent/charter hook gemini-cli", {}),
                 "crash (exit 1)": ("cat >/dev/null; echo boom >&2; exit 1", {}),
-                "crash, || exit 2": ("sh -c 'cat >/dev/null; exit 1' || exit 2", {}),
+                "crash, silent exit 2": ("sh -c 'cat >/dev/null; exit 1' || exit 2", {}),
+                "crash, exit 2 + message": ("sh -c 'cat >/dev/null; exit 1'" + FAIL_CLOSED, {}),
                 "slower than timeout": ("sleep 3; echo '{}'", {"timeout": 1000}),
                 "curl, server down": (curl("http://127.0.0.1:9/v1/hooks/gemini-cli"), {}),
                 "--skip-trust, project hook": (setups_g["command"], {"trust": False}),

@@ -141,14 +141,15 @@ def _decision(client: str, text: str) -> str | None:
 
 def _check_command(client: str, hook: dict[str, Any], rep: Report) -> None:
     command = str(hook.get("command", ""))
-    if "|| exit 2" not in command:
+    if "exit 2" not in command or ">&2" not in command:
         rep.warn(
-            "the command does not end in `|| exit 2`: if it cannot start, "
+            "the command does not end in `|| { echo MESSAGE >&2; exit 2; }`: if it cannot "
+            "start or crashes, "
             + (
                 "Claude Code runs the call"
                 if client == "claude-code"
-                else "Gemini CLI runs the call when it exits 1"
-            )  # fmt: skip
+                else "Gemini CLI runs the call (it blocks on exit 2 only with a message)"
+            )
         )
     head = command.split("||", 1)[0]
     try:
@@ -241,7 +242,7 @@ def _check_hook(client: str, matcher: str, hook: dict[str, Any], root: Path, tim
         rep.warn(f"the hook runs only for tools matching {matcher!r}; the others are not decided")
     if hook.get("type") == "http":
         rep.warn("Claude Code's http hook runs the call when the server is down or slow; a curl "
-                 "command hook ending in `|| exit 2` blocks it instead")  # fmt: skip
+                 "command hook ending in `exit 2` blocks it instead")  # fmt: skip
         _check_health(str(hook.get("url", "")), {}, rep)
     else:
         _check_command(client, hook, rep)

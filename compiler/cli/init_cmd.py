@@ -12,8 +12,10 @@ Writes, below DIR (default: the current directory):
   ``charter hook ...`` with absolute paths, or with ``--serve URL`` a ``curl``
   command to ``charter serve`` (``--http`` for Claude Code's own http hook).
 
-Every command hook ends in ``|| exit 2``, so a hook that cannot start blocks
-the call instead of letting it run. A settings file that exists is not
+Every command hook ends in :data:`FAIL_CLOSED` (exit 2 with a message on
+stderr), so a hook that cannot start blocks the call instead of letting it
+run: both clients block on exit 2, and Gemini CLI only when something was
+printed. A settings file that exists is not
 touched without ``--force``; with it, its other settings and hooks are kept
 and only an earlier Charter hook is replaced. A policy that exists is kept
 (the second client of a workspace shares it) unless ``--force``; the plan is
@@ -33,7 +35,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["STARTER_POLICY", "add_arguments", "charter_command", "hook_entry", "run"]
+__all__ = [
+    "FAIL_CLOSED",
+    "STARTER_POLICY",
+    "add_arguments",
+    "charter_command",
+    "hook_entry",
+    "run",
+]
+
+# What a hook command ends in: when the command before it fails (cannot
+# start, crashes), exit 2 blocks the call. Gemini CLI 0.61 ignores an exit 2
+# that printed nothing, hence the message.
+FAIL_CLOSED = " || { echo 'charter: the hook could not run' >&2; exit 2; }"
 
 # Seconds Claude Code waits for the hook; the hook's own --time-limit (8 s by
 # default) answers deny before that.
@@ -149,11 +163,11 @@ def hook_entry(
             return {"type": "http", "url": url, "timeout": CLAUDE_TIMEOUT}
         command = (
             "curl -sS --fail --max-time 8 -H 'Content-Type: application/json' "
-            f"--data-binary @- {shlex.quote(url)} || exit 2"
+            f"--data-binary @- {shlex.quote(url)}" + FAIL_CLOSED
         )
     else:
         argv = [*charter_command(), "hook", client, "--plan", str(plan), "--agent", agent]
-        command = shlex.join(argv) + " || exit 2"
+        command = shlex.join(argv) + FAIL_CLOSED
     if client == "claude-code":
         return {"type": "command", "command": command, "timeout": CLAUDE_TIMEOUT}
     return {"name": "charter", "type": "command", "command": command, "timeout": GEMINI_TIMEOUT_MS}

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from charter.compiler.cli import main
+from charter.compiler.cli.init_cmd import FAIL_CLOSED
 
 CHARTER = [sys.executable, "-m", "charter.compiler"]
 
@@ -65,7 +66,7 @@ def test_init_writes_a_policy_a_plan_and_a_hook_that_answers(ws: Path, capsys: A
     hook = _hook_of(settings, "PreToolUse")
     assert hook["type"] == "command" and hook["timeout"] == 10
     command = hook["command"]
-    assert command.endswith(" || exit 2") and f"--plan {plan}" in command
+    assert command.endswith(FAIL_CLOSED) and f"--plan {plan}" in command
     assert os.path.isabs(command.split()[0])
     event = {
         "cwd": str(ws),
@@ -111,7 +112,7 @@ def test_a_second_client_shares_the_policy(ws: Path, capsys: Any) -> None:
     assert 'web_search = "deny"' in policy.read_text()
     hook = _hook_of(ws / ".gemini" / "settings.json", "BeforeTool")
     assert hook["timeout"] == 30000 and hook["name"] == "charter"
-    assert hook["command"].startswith("curl ") and hook["command"].endswith(" || exit 2")
+    assert hook["command"].startswith("curl ") and hook["command"].endswith(FAIL_CLOSED)
     assert "http://127.0.0.1:8787/v1/hooks/gemini-cli" in hook["command"]
 
 
@@ -155,7 +156,7 @@ def test_doctor_finds_the_hook_and_what_breaks_it(ws: Path, capsys: Any) -> None
     settings.write_text(json.dumps(data))
     assert main(["doctor", str(ws), "--client", "claude-code"]) == 1
     out = capsys.readouterr().out
-    assert "does not end in `|| exit 2`" in out and "is not an executable program" in out
+    assert "exit 2; }`: if it cannot" in out and "is not an executable program" in out
 
 
 def test_doctor_warns_about_an_untrusted_gemini_folder(ws: Path, capsys: Any) -> None:

@@ -39,6 +39,8 @@ from _support.clients import (
     run_gemini,
 )
 
+from charter.compiler.cli.init_cmd import FAIL_CLOSED
+
 CHARTER = [sys.executable, "-m", "charter.compiler"]
 
 
@@ -82,18 +84,16 @@ def server(plan: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str
 
 
 def _hook_command(kind: str, plan: Path) -> str:
-    # `|| exit 2`: a hook that cannot start (charter missing, a broken
+    # FAIL_CLOSED: a hook that cannot start (charter missing, a broken
     # environment) blocks the call instead of letting it run.
-    return (
-        shlex.join([*CHARTER, "hook", kind, "--plan", str(plan), "--agent", "e2e"]) + " || exit 2"
-    )
+    return shlex.join([*CHARTER, "hook", kind, "--plan", str(plan), "--agent", "e2e"]) + FAIL_CLOSED
 
 
 def _curl_command(url: str) -> str:
     return (
         "curl -sS --fail --max-time 8 -H 'Content-Type: application/json' --data-binary @- "
         + shlex.quote(url)
-        + " || exit 2"
+        + FAIL_CLOSED
     )
 
 
@@ -202,11 +202,11 @@ def test_claude_code_runs_what_charter_allows_and_nothing_else(
 def test_claude_code_blocks_the_call_when_the_hook_cannot_start(
     claude: Path, tmp_path: Path, server: str
 ) -> None:
-    """Without `|| exit 2` Claude Code runs the call when the hook command is
+    """Without FAIL_CLOSED Claude Code runs the call when the hook command is
     missing (bypassPermissions mode); with it, the call is blocked. The curl
     hook blocks too when the server is down."""
     missing = (
-        shlex.join(["/nonexistent/charter", "hook", "claude-code", "--plan", "x"]) + " || exit 2"
+        shlex.join(["/nonexistent/charter", "hook", "claude-code", "--plan", "x"]) + FAIL_CLOSED
     )
     down = _curl_command("http://127.0.0.1:9/v1/hooks/claude-code")  # the discard port: refused
     for how, command in (("missing", missing), ("down", down)):
@@ -303,3 +303,26 @@ def test_the_adapters_know_every_tool_the_clients_offer(
         offered = set(model.offered_tools())
     assert {"run_shell_command", "read_file", "write_file"} <= offered, offered
     assert offered <= gemini_cli.KNOWN_TOOLS, sorted(offered - gemini_cli.KNOWN_TOOLS)
+
+
+def test_gemini_cli_blocks_the_call_when_the_hook_cannot_start(
+    gemini: Path, tmp_path: Path
+) -> None:
+    """Gemini CLI 0.61 blocks on exit 2 only when the hook printed something
+    (a silent exit 2, or an exit 1, lets the call run): FAIL_CLOSED prints."""
+    commands = {
+        "missing": "/nonexistent/charter hook gemini-cli" + FAIL_CLOSED,
+        "crash": "sh -c 'cat >/dev/null; exit 1'" + FAIL_CLOSED,
+    }
+    for how, command in commands.items():
+        place = Place(tmp_path / how)
+        (place.ws / ".gemini").mkdir()
+        hook = {"name": "charter", "type": "command", "command": command, "timeout": 30000}
+        settings = {"hooks": {"BeforeTool": [{"matcher": ".*", "hooks": [hook]}]}}
+        (place.ws / ".gemini" / "settings.json").write_text(json.dumps(settings))
+        call = place.sub(_call("write_file", file_path="{WS}/new.txt", content="x\n"))
+        with FakeModel("gemini", {"g_fail": [[call]]}) as model:
+            run = run_gemini(gemini, model, "g_fail", workspace=place.ws, home=place.home)
+        assert not (place.ws / "new.txt").exists(), (how, run.stderr[-1000:])
+        result = run.result("g_fail", gemini=True)
+        assert result is not None and "the hook could not run" in result["text"], (how, result)
