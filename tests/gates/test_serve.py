@@ -378,8 +378,8 @@ def test_a_hanging_decision_is_denied_within_the_time_limit(
 def test_concurrent_requests_are_all_answered(serve: Any, workspace: Path) -> None:
     running = serve()
     events = {
-        "allow": {"tool_name": "Read", "tool_input": {"file_path": "notes.txt"}},
-        "deny": {"tool_name": "Read", "tool_input": {"file_path": "/etc/passwd"}},
+        "allow": {"tool_name": "Bash", "tool_input": {"command": "ls -la src | wc -l"}},
+        "deny": {"tool_name": "Bash", "tool_input": {"command": "echo x > /etc/motd"}},
         "ask": {"tool_name": "Write", "tool_input": {"file_path": "x.txt", "content": ""}},
     }
     wrong: list[str] = []
