@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from charter.runtime.serve import PlanHolder, ServeOptions
     from charter.runtime.session import PreparedPlan
 
 __all__ = ["ProjectSource", "add_arguments", "run"]
@@ -270,7 +271,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_agent(holder: Any, options: Any) -> str:
+def _check_agent(holder: PlanHolder, options: ServeOptions) -> str:
     """Why the server could never decide with this plan and --agent, or ""."""
     names = holder.current.agents
     if options.agent is None:

@@ -64,16 +64,14 @@ class Answer:
 
 
 def hook_deny(kind: HookKind, reason: str) -> dict[str, Any]:
-    """The deny a hook command prints when it cannot decide in time."""
+    """The adapter's deny, as a hook command prints it when it cannot decide in time."""
     if kind == "gemini-cli":
-        return {"decision": "deny", "reason": f"charter: {reason}"}
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": f"charter: {reason}",
-        }
-    }
+        from charter.runtime.hooks.gemini_cli import deny
+
+        return deny(reason)
+    from charter.runtime.hooks.claude_code import hook_output
+
+    return hook_output("deny", f"charter: {reason}")
 
 
 def _summary(kind: HookKind, answer: dict[str, Any]) -> tuple[str, str]:
