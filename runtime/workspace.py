@@ -21,6 +21,8 @@ events, the run's home) are never written by the agent's tools: a deny.
 so that a redirect or ``cp`` is held to what ``write_file`` is. Names are
 compared case-folded where the workspace's file system ignores case
 (:func:`case_insensitive` finds out, per workspace).
+Writing a coding client's own settings or instruction files (``.claude/``,
+``CLAUDE.md``, ``.gemini/``, ...) asks the same person.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
+    "CLIENT_SETTINGS_DIRS",
+    "CLIENT_SETTINGS_FILES",
     "RECORDS_DIR",
     "SENSITIVE_DIRS",
     "SENSITIVE_FILES",
@@ -43,6 +47,7 @@ __all__ = [
     "PathOp",
     "Protection",
     "case_insensitive",
+    "client_settings_reason",
     "confine",
     "decide_path",
     "is_sensitive",
@@ -199,6 +204,8 @@ def protection(relative: tuple[str, ...], op: PathOp, *, fold: bool) -> Protecti
     - writing under ``.charter/`` is a deny: Charter's records are not the
       agent's to change (a forged audit line, a planted approval);
     - a credential path asks, for a read as for a write;
+    - writing a coding client's settings or instructions asks (see
+      :func:`client_settings_reason`);
     - writing under ``.git/`` asks: hooks and config there run on the next
       git command.
 
@@ -219,6 +226,9 @@ def protection(relative: tuple[str, ...], op: PathOp, *, fold: bool) -> Protecti
     reason = _sensitive_reason(relative)
     if reason is not None:
         return Protection("ask", "path-sensitive", reason)
+    settings = client_settings_reason(relative) if op == "write" else None
+    if settings is not None:
+        return Protection("ask", "path-client-settings", settings)
     if op == "write" and any(name(p) == _VCS_DIR for p in relative):
         return Protection(
             "ask",
@@ -261,6 +271,59 @@ def _same(a: str, b: str) -> bool:
     except (OSError, ValueError):
         return False
     return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+# -- the coding clients' own settings and instructions ----------------------------
+#
+# Claude Code and Gemini CLI read these at start-up as their configuration
+# (hooks, permissions, MCP servers) or as instructions to the model. An agent
+# that writes one can switch the hooks off for the next session (an agent
+# wrote {"disableAllHooks": true} to .claude/settings.local.json and the next
+# session ran unhooked), start servers, or plant instructions. Writing them is
+# an ask only a person can answer, whichever tool writes (the file tools
+# through confine(), the shell guard through client_settings_reason()).
+# Names are compared case-folded: stricter on a case-sensitive file system,
+# exact on a case-insensitive one.
+
+# Directories whose whole subtree is a client's (anywhere in the path: a
+# client also reads them from subdirectories and parents of its cwd).
+CLIENT_SETTINGS_DIRS: frozenset[str] = frozenset({".claude", ".gemini"})
+# Files that are a client's wherever they sit (instructions are read from
+# every directory the client looks at).
+CLIENT_SETTINGS_FILES: frozenset[str] = frozenset(
+    {"claude.md", "claude.local.md", "gemini.md", ".mcp.json"}
+)
+# (directory, file): only this file of the directory is a client's.
+_CLIENT_SETTINGS_PAIRS: frozenset[tuple[str, str]] = frozenset({(".vscode", "settings.json")})
+
+
+def client_settings_reason(parts: tuple[str, ...] | list[str]) -> str | None:
+    """Why the workspace-relative path ``parts`` is a coding client's own
+    settings or instructions, or None.
+
+    A git worktree Claude Code keeps under ``.claude/worktrees/NAME/`` holds
+    ordinary project files; the settings and instructions inside it count,
+    as anywhere else."""
+    names = [p.casefold() for p in parts if p and p != "."]
+    n = 0
+    while n < len(names):
+        name = names[n]
+        if name in CLIENT_SETTINGS_DIRS:
+            if name == ".claude" and names[n + 1 : n + 2] == ["worktrees"] and len(names) > n + 3:
+                n += 3  # the worktree's own files
+                continue
+            return f"inside {_parts_shown(parts, n)}/, which holds a coding client's own settings"
+        if name in CLIENT_SETTINGS_FILES and n == len(names) - 1:
+            return "a file a coding client reads as its settings or instructions"
+        if n + 1 == len(names) - 1 and (name, names[n + 1]) in _CLIENT_SETTINGS_PAIRS:
+            return "an editor's settings for the agents it runs"
+        n += 1
+    return None
+
+
+def _parts_shown(parts: tuple[str, ...] | list[str], upto: int) -> str:
+    kept = [p for p in parts if p and p != "."]
+    return "/".join(kept[: upto + 1])
 
 
 def _nearest_existing(parts: list[str]) -> tuple[str, tuple[str, ...]]:

@@ -42,6 +42,15 @@ VERBS: dict[str, tuple[str, str]] = {
         "charter.compiler.cli.check_shell",
         "Judge a shell command as the guard would: allow, ask or deny.",
     ),
+    "serve": ("charter.compiler.cli.serve", "Serve hook decisions over HTTP from a plan."),
+    "init": (
+        "charter.compiler.cli.init_cmd",
+        "Set up Charter's hook for Claude Code or Gemini CLI.",
+    ),
+    "doctor": (
+        "charter.compiler.cli.doctor",
+        "Check that a client's Charter hook loads and answers.",
+    ),
     "completion": (
         "charter.compiler.cli.completion",
         "Print a shell completion script: charter completion bash|zsh|fish.",

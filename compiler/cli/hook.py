@@ -1,11 +1,14 @@
 """``charter hook claude-code|gemini-cli``: answer another agent's pre-tool hook from a plan.
 
-Reads the hook event on stdin, writes the decision JSON on stdout and exits
-0, including when the input or the plan is unusable: fail closed, never
-allow. Claude Code's answer is then ``ask`` with the reason; Gemini CLI's is
-``deny``, since Gemini CLI lets a call through when a hook fails, times out or
-prints anything but JSON. ``--plan`` names a plan file or a project directory
-(compiled first). Given a plan file it imports only ``charter.runtime``.
+Reads the hook event on stdin, writes exactly one decision JSON line on stdout
+and exits 0, including when the input or the plan is unusable: fail closed,
+never allow. Claude Code's fail-closed answer is ``ask`` where a person is
+asked and ``deny`` where nobody is; Gemini CLI's is ``deny``, since Gemini CLI
+lets a call through when a hook exits 1 or times out. A decision not reached
+within ``--time-limit`` seconds is answered ``deny``: both clients run the
+call when the hook is slower than their timeout. ``--plan`` names a plan
+file or a project directory (compiled first); given a plan file it imports
+only ``charter.runtime``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import json
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from charter.compiler.cli._plan_arg import add_project_options, load_plan_or_project
@@ -23,11 +27,12 @@ from charter.compiler.cli._plan_arg import add_project_options, load_plan_or_pro
 if TYPE_CHECKING:
     from charter.runtime.hooks.common import HookOptions
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["TIME_LIMITS", "add_arguments", "run"]
 
-# Well below Gemini CLI's default hook timeout (60 s), past which it runs the
-# call anyway; a decision takes a fraction of a second.
-_GEMINI_TIME_LIMIT = 20.0
+# Seconds to the watchdog's deny, well below the client's own hook timeout
+# (Gemini CLI: 60 s by default; Claude Code: what settings.json says, 10 s in
+# what `charter init` writes). A decision takes a fraction of a second.
+TIME_LIMITS = {"claude-code": 8.0, "gemini-cli": 20.0}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,17 +57,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--ask",
-        choices=("deny", "defer"),
-        help="gemini-cli only: answer the plan's ask with deny (default), or defer to "
-        "Gemini CLI's own confirmation",
+        choices=("deny", "ask", "defer"),
+        help="gemini-cli only: answer the plan's ask with deny (default), with Gemini CLI's "
+        "own ask (a person confirms; never in a headless run, which would wait), or defer to "
+        "Gemini CLI's confirmation settings",
     )
     p.add_argument(
         "--time-limit",
         type=float,
-        default=_GEMINI_TIME_LIMIT,
         metavar="SECONDS",
-        help=f"gemini-cli only: answer deny if no decision is reached in this time "
-        f"(default {_GEMINI_TIME_LIMIT:g}; keep it below the hook's timeout in settings.json)",
+        help="answer deny if no decision is reached in this time (default "
+        + ", ".join(f"{k} {v:g}" for k, v in TIME_LIMITS.items())
+        + "; keep it below the hook's timeout in the client's settings)",
     )
     add_project_options(p)
 
@@ -75,33 +81,31 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.agent_kind == "gemini-cli":
-        return _run_gemini(args)
-    if args.ask is not None:
+    kind = args.agent_kind
+    if kind == "claude-code" and args.ask is not None:
         print("charter hook: --ask applies to gemini-cli only", file=sys.stderr)
         return 2
-    from dataclasses import asdict
-
-    from charter.runtime.hooks.claude_code import MAX_EVENT_BYTES, decide_event
-
-    raw = sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
-    answer = decide_event(raw, **asdict(_options(args)))
-    # ASCII only: a reason may quote text from the event that is not valid
-    # UTF-8 (a lone surrogate), and a failed write would leave no answer.
-    sys.stdout.write(json.dumps(answer) + "\n")
-    sys.stdout.flush()
-    return 0
+    limit = args.time_limit if args.time_limit is not None else TIME_LIMITS[kind]
+    if kind == "gemini-cli":
+        return _answer_once(lambda: _decide_gemini(args), _gemini_deny, limit)
+    return _answer_once(lambda: _decide_claude(args), _claude_deny, limit)
 
 
-def _run_gemini(args: argparse.Namespace) -> int:
-    """Exactly one JSON object on stdout and exit 0, whatever happens: Gemini
-    CLI reads non-JSON output, a crash or a timeout as no objection."""
+def _answer_once(
+    decide: Callable[[], dict[str, Any]],
+    deny: Callable[[str], dict[str, Any]],
+    limit: float,
+) -> int:
+    """Exactly one JSON object on stdout and exit 0, whatever happens: both
+    clients read a crash, a timeout or output that is not JSON as no objection."""
     out = sys.stdout
     lock = threading.Lock()
 
     def answer(obj: dict[str, Any]) -> bool:
         # The first answer wins; the lock is never released, so no second one
-        # (the watchdog's, or the decision's after it) can follow.
+        # (the watchdog's, or the decision's after it) can follow. ASCII only:
+        # a reason may quote text from the event that is not valid UTF-8 (a
+        # lone surrogate), and a failed write would leave no answer.
         if not lock.acquire(blocking=False):
             return False
         out.write(json.dumps(obj) + "\n")
@@ -109,23 +113,32 @@ def _run_gemini(args: argparse.Namespace) -> int:
         return True
 
     def too_slow() -> None:
-        if answer(_gemini_deny(f"no decision within {args.time_limit:g} s")):
+        if answer(deny(f"no decision within {limit:g} s")):
             os._exit(0)
 
-    limit = args.time_limit if args.time_limit > 0 else 0.01  # NaN too
-    timer = threading.Timer(min(limit, 3600.0), too_slow)
+    seconds = limit if limit > 0 else 0.01  # NaN too
+    timer = threading.Timer(min(seconds, 3600.0), too_slow)
     timer.daemon = True
     timer.start()
     try:
         # Anything else printed on stdout would spoil the one JSON answer.
         with contextlib.redirect_stdout(sys.stderr):
-            decided = _decide_gemini(args)
+            decided = decide()
     except BaseException as exc:  # fail closed, even on SystemExit or Ctrl-C
-        decided = _gemini_deny(f"the hook could not decide ({type(exc).__name__}: {exc})")
+        decided = deny(f"the hook could not decide ({type(exc).__name__}: {exc})")
     finally:
         timer.cancel()
     answer(decided)
     return 0
+
+
+def _decide_claude(args: argparse.Namespace) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    from charter.runtime.hooks.claude_code import MAX_EVENT_BYTES, decide_event
+
+    raw = sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
+    return decide_event(raw, **asdict(_options(args)))
 
 
 def _decide_gemini(args: argparse.Namespace) -> dict[str, Any]:
@@ -178,6 +191,16 @@ def _remove_temporary() -> None:
         shutil.rmtree(_TEMPORARY.pop(), ignore_errors=True)
 
 
+# Built here too, so a failure to import an adapter still answers.
 def _gemini_deny(reason: str) -> dict[str, Any]:
-    # Built here too, so a failure to import the adapter still answers.
     return {"decision": "deny", "reason": f"charter: {reason}"}
+
+
+def _claude_deny(reason: str) -> dict[str, Any]:
+    return {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": f"charter: {reason}",
+        }
+    }

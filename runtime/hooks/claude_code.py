@@ -1,99 +1,476 @@
 """Claude Code PreToolUse hook: a compiled plan decides Claude Code's tool calls.
 
-Claude Code runs the hook command before each tool call and passes the event
-as JSON on stdin (``session_id``, ``cwd``, ``hook_event_name``, ``tool_name``,
-``tool_input``, ...). This module maps the call onto the Charter tool it
-corresponds to, runs the gates without executing anything, and answers with
-the hook's decision object::
+Claude Code runs the hook before each tool call and passes the event as JSON
+(``session_id``, ``cwd``, ``permission_mode``, ``hook_event_name``,
+``tool_name``, ``tool_input``, ``tool_use_id``, and ``agent_id`` for a call a
+sub-agent makes). This module maps the call onto the Charter calls it stands
+for, runs the gates without executing anything, and answers with the hook's
+decision object::
 
     {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                             "permissionDecision": "allow" | "deny" | "ask",
                             "permissionDecisionReason": "..."}}
 
+The table covers every tool Claude Code 2.1 offers (2.1.197 and 2.1.332 were
+read from real runs), older names included. Claude Code's own bookkeeping
+tools (``ToolSearch``, ``ReportFindings``, ...) get a decision of the
+adapter's own with its reason; a call several Charter calls stand for (a
+MultiEdit, an AskUserQuestion with several questions) answers with the
+strictest.
+
+Claude Code asks a person only in some permission modes. Where nobody is
+asked (``bypassPermissions``, ``dontAsk``, the classifier's ``auto``, or a mode
+this adapter does not know), an ``ask`` is answered ``deny``: Claude Code runs a
+write under ``.claude/`` or ``.git/`` in ``bypassPermissions`` mode although the
+hook said ask. The reason names the launch flag that lifts a liftable ask.
+
 It fails closed: input it cannot read, a plan it cannot load, a tool with no
-Charter counterpart: each answers ``ask`` with the reason, never ``allow``.
-A MultiEdit is decided edit by edit and answers with the strictest.
+Charter counterpart: each answers ``ask`` with the reason where a person is
+asked and ``deny`` otherwise, never ``allow``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import posixpath
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.hooks import common
-from charter.runtime.hooks.common import MAX_EVENT_BYTES, Alternatives, Permission, Translation
+from charter.runtime.hooks.common import (
+    MAX_EVENT_BYTES,
+    Alternatives,
+    Fixed,
+    Permission,
+    Translation,
+)
 from charter.runtime.results import ToolCall
 
 if TYPE_CHECKING:
-    from charter.runtime.session import Session
+    from charter.runtime.gates import Outcome
+    from charter.runtime.session import PreparedPlan, Session
 
-__all__ = ["MAX_EVENT_BYTES", "Translation", "decide_event", "hook_output", "translate"]
+__all__ = [
+    "ATTENDED_MODES",
+    "KNOWN_TOOLS",
+    "MAX_EVENT_BYTES",
+    "Translation",
+    "decide_event",
+    "hook_output",
+    "translate",
+]
+
+# Permission modes in which Claude Code puts a hook's ask to a person.
+# "plan" only plans (Claude Code refuses changes on its own); a missing mode
+# is an older Claude Code, which had no mode that asked nobody silently.
+ATTENDED_MODES = frozenset({"default", "acceptEdits", "plan"})
+
+Found = list[Alternatives] | str
+# A handler's answer: the Charter calls (or why there are none), and the
+# adapter's own decisions that apply as well.
+Mapped = tuple[Found, list[Fixed]]
 
 
-def _candidates(tool: str, inp: Mapping[str, Any]) -> list[Alternatives] | str:
-    """For each Charter call, the (tool, args) alternatives in preference order."""
-    if tool == "Bash":
-        command = inp.get("command")
-        background = inp.get("run_in_background") is True
-        shell_args: dict[str, Any] = {"command": command}
-        terminal_args: dict[str, Any] = {"command": command}
-        if background:
-            terminal_args["background"] = True
+def _calls(found: Found, *fixed: Fixed) -> Mapped:
+    return found, list(fixed)
+
+
+def _only(decision: Permission, rule: str, reason: str) -> Mapped:
+    return [], [Fixed(decision, rule, reason)]
+
+
+# -- one handler per Claude Code tool -------------------------------------------
+
+
+def _bash(inp: Mapping[str, Any]) -> Mapped:
+    command = inp.get("command")
+    background = inp.get("run_in_background") is True
+    shell_args: dict[str, Any] = {"command": command}
+    terminal_args: dict[str, Any] = {"command": command}
+    if background:
+        terminal_args["background"] = True
         # Only `terminal` can express background mode, so a background call
         # prefers it; where the stage offers `shell` alone, the command itself
         # is what the guard judges either way.
-        if background:
-            return [[("terminal", terminal_args), ("shell", shell_args)]]
-        return [[("shell", shell_args), ("terminal", terminal_args)]]
-    if tool == "Read":
-        return [[("read_file", {"path": inp.get("file_path")})]]
-    if tool == "Write":
-        return [[("write_file", {"path": inp.get("file_path"), "content": inp.get("content")})]]
-    if tool == "Edit":
-        path, old, new = inp.get("file_path"), inp.get("old_string"), inp.get("new_string")
-        return [
+        return _calls([[("terminal", terminal_args), ("shell", shell_args)]])
+    return _calls([[("shell", shell_args), ("terminal", terminal_args)]])
+
+
+def _monitor(inp: Mapping[str, Any]) -> Mapped:
+    command = inp.get("command")
+    if command is None:
+        if inp.get("ws") is not None:
+            return _calls(
+                "Monitor with `ws` opens a WebSocket and streams what it receives; "
+                "Charter has no tool for a network stream"
+            )
+        return _calls("Monitor without a command")
+    # A monitor is a long-running command whose output streams back: the
+    # guard judges it as a background command.
+    return _calls(
+        [[("terminal", {"command": command, "background": True}), ("shell", {"command": command})]]
+    )
+
+
+def _read(inp: Mapping[str, Any]) -> Mapped:
+    return _calls([[("read_file", {"path": inp.get("file_path")})]])
+
+
+def _write(inp: Mapping[str, Any]) -> Mapped:
+    path = inp.get("file_path")
+    return _calls([[("write_file", {"path": path, "content": inp.get("content")})]])
+
+
+def _edit_alternatives(path: Any, old: Any, new: Any, every: bool) -> Alternatives:
+    patch: dict[str, Any] = {"path": path, "old": old, "new": new}
+    if every:
+        # `patch` can say "every match"; edit_file needs exactly one.
+        patch["count"] = -1
+        return [("patch", patch), ("edit_file", {"path": path, "old_str": old, "new_str": new})]
+    return [("edit_file", {"path": path, "old_str": old, "new_str": new}), ("patch", patch)]
+
+
+def _edit(inp: Mapping[str, Any]) -> Mapped:
+    alts = _edit_alternatives(
+        inp.get("file_path"),
+        inp.get("old_string"),
+        inp.get("new_string"),
+        inp.get("replace_all") is True,
+    )
+    return _calls([alts])
+
+
+def _multi_edit(inp: Mapping[str, Any]) -> Mapped:
+    edits = inp.get("edits")
+    if not isinstance(edits, list) or not edits:
+        return _calls("MultiEdit without a list of edits")
+    out = []
+    for e in edits:
+        if not isinstance(e, dict):
+            return _calls("MultiEdit holds an edit that is not an object")
+        every = e.get("replace_all") is True
+        out.append(
+            _edit_alternatives(
+                inp.get("file_path"), e.get("old_string"), e.get("new_string"), every
+            )
+        )
+    return _calls(out)
+
+
+def _notebook_edit(inp: Mapping[str, Any]) -> Mapped:
+    # Replacing, inserting or deleting a cell rewrites the notebook file: a
+    # file write, decided (and confined) as write_file is.
+    source = inp.get("new_source")
+    content = source if isinstance(source, str) else ""
+    return _calls([[("write_file", {"path": inp.get("notebook_path"), "content": content})]])
+
+
+def _glob(inp: Mapping[str, Any]) -> Mapped:
+    args: dict[str, Any] = {"query": inp.get("pattern"), "target": "name"}
+    if common.text(inp.get("path")):
+        args["path"] = inp["path"]
+    return _calls([[("search_files", args)]])
+
+
+def _grep(inp: Mapping[str, Any]) -> Mapped:
+    args: dict[str, Any] = {"query": inp.get("pattern"), "target": "content"}
+    if common.text(inp.get("path")):
+        args["path"] = inp["path"]
+    if common.text(inp.get("glob")):
+        args["pattern"] = inp["glob"]
+    return _calls([[("search_files", args)]])
+
+
+def _ls(inp: Mapping[str, Any]) -> Mapped:
+    return _calls([[("list_dir", {"path": inp.get("path")})]])
+
+
+def _web_fetch(inp: Mapping[str, Any]) -> Mapped:
+    url = inp.get("url")
+    return _calls([[("web_fetch", {"url": url}), ("web_extract", {"url": url})]])
+
+
+def _web_search(inp: Mapping[str, Any]) -> Mapped:
+    return _calls([[("web_search", {"query": inp.get("query")})]])
+
+
+def _subagent(goal: Any, kind: Any) -> Alternatives:
+    blueprint = kind if isinstance(kind, str) and kind else "general-purpose"
+    return [
+        ("delegate_task", {"goal": goal}),
+        ("spawn_agent", {"blueprint": blueprint, "task": goal}),
+    ]
+
+
+def _agent(inp: Mapping[str, Any]) -> Mapped:
+    isolation = inp.get("isolation")
+    if isolation == "remote":
+        return _only(
+            "deny",
+            "remote-agent",
+            "an agent with isolation 'remote' runs in the cloud, where no hook of this "
+            "machine decides its tool calls",
+        )
+    found: list[Alternatives] = [_subagent(inp.get("prompt"), inp.get("subagent_type"))]
+    if isolation == "worktree":
+        # The agent works in a new git worktree that Claude Code creates under
+        # .claude/worktrees/: the same decision as EnterWorktree.
+        found.append([("write_file", {"path": ".claude/worktrees/agent", "content": ""})])
+    return _calls(found)
+
+
+def _workflow(inp: Mapping[str, Any]) -> Mapped:
+    goal = inp.get("name") or inp.get("scriptPath") or "workflow script"
+    return _calls(
+        [_subagent(goal, "workflow")],
+        Fixed(
+            "ask",
+            "workflow-script",
+            "a workflow is a JavaScript program that Claude Code runs to start sub-agents; "
+            "Charter cannot judge a program, so a person decides (each sub-agent's own calls "
+            "come to this hook too)",
+        ),
+    )
+
+
+def _send_message(inp: Mapping[str, Any]) -> Mapped:
+    args = {"agent_id": inp.get("to"), "message": inp.get("message")}
+    return _calls([[("send_to_agent", args)]])
+
+
+def _list_agents(inp: Mapping[str, Any]) -> Mapped:
+    return _calls([[("task_list", {"kind": "agent.spawn"})]])
+
+
+def _task_id(inp: Mapping[str, Any]) -> Any:
+    for key in ("task_id", "shell_id", "bash_id", "taskId"):
+        if inp.get(key) is not None:
+            return inp[key]
+    return None
+
+
+def _task_output(inp: Mapping[str, Any]) -> Mapped:
+    task = _task_id(inp)
+    if inp.get("block") is True:
+        return _calls([[("yield_until", {"task_id": task}), ("task_status", {"task_id": task})]])
+    return _calls([[("task_status", {"task_id": task}), ("yield_until", {"task_id": task})]])
+
+
+def _task_stop(inp: Mapping[str, Any]) -> Mapped:
+    task = _task_id(inp)
+    return _calls(
+        [
             [
-                ("edit_file", {"path": path, "old_str": old, "new_str": new}),
-                ("patch", {"path": path, "old": old, "new": new}),
+                ("task_control", {"task_id": task, "command": "cancel"}),
+                ("kill_agent", {"agent_id": task}),
             ]
         ]
-    if tool == "MultiEdit":
-        edits = inp.get("edits")
-        if not isinstance(edits, list) or not edits:
-            return "MultiEdit without a list of edits"
-        out = []
-        for e in edits:
-            if not isinstance(e, dict):
-                return "MultiEdit holds an edit that is not an object"
-            path, old, new = inp.get("file_path"), e.get("old_string"), e.get("new_string")
-            out.append(
+    )
+
+
+# The todo list: Claude Code's task tools (TaskCreate and the rest) and the
+# older TodoWrite keep a list of work for the session, as Charter's `todo`
+# (or seed 004's todo_add/todo_done) does.
+_REGION = "tasks"
+
+
+def _task_create(inp: Mapping[str, Any]) -> Mapped:
+    item = inp.get("subject")
+    return _calls(
+        [
+            [
+                ("todo", {"action": "add", "text": item}),
+                ("todo_add", {"region": _REGION, "item": item}),
+            ]
+        ]
+    )
+
+
+def _task_read(inp: Mapping[str, Any]) -> Mapped:
+    return _calls([[("todo", {"action": "list"})]])
+
+
+def _task_update(inp: Mapping[str, Any]) -> Mapped:
+    task = inp.get("taskId")
+    number = int(task) if isinstance(task, str) and task.isascii() and task.isdigit() else None
+    if inp.get("status") == "completed" and number is not None and number > 0:
+        return _calls(
+            [
                 [
-                    ("edit_file", {"path": path, "old_str": old, "new_str": new}),
-                    ("patch", {"path": path, "old": old, "new": new}),
+                    ("todo", {"action": "complete", "index": number}),
+                    ("todo_done", {"region": _REGION, "id": number}),
                 ]
-            )
-        return out
-    if tool == "Glob":
-        args: dict[str, Any] = {"query": inp.get("pattern"), "target": "name"}
-        if common.text(inp.get("path")):
-            args["path"] = inp["path"]
-        return [[("search_files", args)]]
-    if tool == "Grep":
-        args = {"query": inp.get("pattern"), "target": "content"}
-        if common.text(inp.get("path")):
-            args["path"] = inp["path"]
-        if common.text(inp.get("glob")):
-            args["pattern"] = inp["glob"]
-        return [[("search_files", args)]]
-    if tool == "LS":
-        return [[("list_dir", {"path": inp.get("path")})]]
-    if tool == "WebFetch":
-        url = inp.get("url")
-        return [[("web_fetch", {"url": url}), ("web_extract", {"url": url})]]
-    if tool == "WebSearch":
-        return [[("web_search", {"query": inp.get("query")})]]
-    return f"Claude Code tool '{tool}' has no Charter counterpart"
+            ]
+        )
+    # Any other change (subject, owner, dependencies) edits the same list.
+    return _calls([[("todo", {"action": "list"})]])
+
+
+def _todo_write(inp: Mapping[str, Any]) -> Mapped:
+    todos = inp.get("todos")
+    if not isinstance(todos, list):
+        return _calls("TodoWrite without a list of todos")
+    if not todos:
+        return _calls([[("todo", {"action": "clear"})]])
+    out: list[Alternatives] = []
+    for item in todos:
+        if not isinstance(item, dict):
+            return _calls("TodoWrite holds a todo that is not an object")
+        text = item.get("content")
+        out.append(
+            [
+                ("todo", {"action": "add", "text": text}),
+                ("todo_add", {"region": _REGION, "item": text}),
+            ]
+        )
+    return _calls(out)
+
+
+def _skill(inp: Mapping[str, Any]) -> Mapped:
+    # Invoking a skill loads its instructions into the conversation; whatever
+    # the skill then has the model do comes to this hook call by call.
+    return _calls([[("skill_view", {"name": inp.get("skill")})]])
+
+
+# Scheduling: work that runs later, in this session or (durable cron jobs,
+# kept in .claude/scheduled_tasks.json) in later ones. Charter's
+# schedule_manage is the plan's say on it.
+_SCHEDULED = " schedules work for later; the plan's schedule_manage decides it"
+
+
+def _cron_create(inp: Mapping[str, Any]) -> Mapped:
+    args = {"action": "create", "schedule": inp.get("cron"), "prompt": inp.get("prompt")}
+    return _calls([[("schedule_manage", args)]])
+
+
+def _cron_delete(inp: Mapping[str, Any]) -> Mapped:
+    return _calls([[("schedule_manage", {"action": "delete", "schedule_id": inp.get("id")})]])
+
+
+def _cron_list(inp: Mapping[str, Any]) -> Mapped:
+    return _calls([[("schedule_manage", {"action": "list"})]])
+
+
+def _schedule_wakeup(inp: Mapping[str, Any]) -> Mapped:
+    if inp.get("stop") is True:
+        return _calls([[("schedule_manage", {"action": "delete", "schedule_id": "wakeup"})]])
+    delay = inp.get("delaySeconds")
+    when = f"once, {delay} s from now" if isinstance(delay, int | float) else "once, later"
+    prompt = inp.get("prompt")
+    args = {"action": "create", "schedule": when, "prompt": prompt if prompt else "wake up"}
+    return _calls([[("schedule_manage", args)]])
+
+
+def _enter_worktree(inp: Mapping[str, Any]) -> Mapped:
+    path = inp.get("path")
+    if path is not None:
+        # Switching into an existing worktree moves the session there: it
+        # must lie inside the workspace.
+        return _calls([[("list_dir", {"path": path})]])
+    name = inp.get("name")
+    where = posixpath.join(".claude/worktrees", name if isinstance(name, str) and name else "new")
+    return _calls([[("write_file", {"path": where, "content": ""})]])
+
+
+def _exit_worktree(inp: Mapping[str, Any]) -> Mapped:
+    if inp.get("action") == "keep":
+        return _only(
+            "allow",
+            "client-session",
+            "ExitWorktree with 'keep' only returns the session to the directory it started in",
+        )
+    # "remove" deletes the worktree Claude Code made under .claude/worktrees/.
+    return _calls([[("write_file", {"path": ".claude/worktrees", "content": ""})]])
+
+
+def _ask_user_question(inp: Mapping[str, Any]) -> Mapped:
+    questions = inp.get("questions")
+    if not isinstance(questions, list) or not questions:
+        return _calls("AskUserQuestion without a list of questions")
+    out: list[Alternatives] = []
+    for q in questions:
+        asked = q.get("question") if isinstance(q, dict) else None
+        out.append([("clarify", {"question": asked}), ("ask_user_text", {"prompt": asked})])
+    return _calls(out, _PERSON_ANSWERS)
+
+
+def _exit_plan_mode(inp: Mapping[str, Any]) -> Mapped:
+    plan = inp.get("plan")
+    prompt = plan if isinstance(plan, str) and plan else "approve the plan"
+    return _calls(
+        [[("ask_user_confirm", {"prompt": prompt}), ("clarify", {"question": prompt})]],
+        _PERSON_ANSWERS,
+    )
+
+
+# The question or approval is put to the person by Claude Code's own prompt:
+# the hook asks, so that the prompt is shown (an allow would skip it).
+_PERSON_ANSWERS = Fixed(
+    "ask", "person-answers", "the person answers this in Claude Code's own prompt"
+)
+
+
+def _client_only(reason: str) -> Callable[[Mapping[str, Any]], Mapped]:
+    def handler(inp: Mapping[str, Any]) -> Mapped:
+        return _only("allow", "client-only", reason)
+
+    return handler
+
+
+_HANDLERS: dict[str, Callable[[Mapping[str, Any]], Mapped]] = {
+    "Bash": _bash,
+    "Monitor": _monitor,
+    "Read": _read,
+    "Write": _write,
+    "Edit": _edit,
+    "MultiEdit": _multi_edit,
+    "NotebookEdit": _notebook_edit,
+    "Glob": _glob,
+    "Grep": _grep,
+    "LS": _ls,
+    "WebFetch": _web_fetch,
+    "WebSearch": _web_search,
+    "Agent": _agent,
+    "Task": _agent,  # the name of Agent before 2.1
+    "Workflow": _workflow,
+    "SendMessage": _send_message,
+    "ListAgents": _list_agents,
+    "TaskOutput": _task_output,
+    "BashOutput": _task_output,
+    "TaskStop": _task_stop,
+    "KillShell": _task_stop,
+    "TaskCreate": _task_create,
+    "TaskGet": _task_read,
+    "TaskList": _task_read,
+    "TaskUpdate": _task_update,
+    "TodoWrite": _todo_write,
+    "Skill": _skill,
+    "CronCreate": _cron_create,
+    "CronDelete": _cron_delete,
+    "CronList": _cron_list,
+    "ScheduleWakeup": _schedule_wakeup,
+    "EnterWorktree": _enter_worktree,
+    "ExitWorktree": _exit_worktree,
+    "AskUserQuestion": _ask_user_question,
+    "ExitPlanMode": _exit_plan_mode,
+    "EnterPlanMode": _client_only(
+        "EnterPlanMode only switches Claude Code to planning, where it makes no changes"
+    ),
+    "ToolSearch": _client_only(
+        "ToolSearch only loads the schemas of Claude Code's deferred tools; each of them is "
+        "decided when it is called"
+    ),
+    "ReportFindings": _client_only(
+        "ReportFindings only shows review findings in Claude Code's interface"
+    ),
+    "DeferredToolPlaceholder": lambda inp: _only(
+        "deny", "client-placeholder", "Claude Code's placeholder tool is never meant to be called"
+    ),
+}
+_SCHEDULING = frozenset({"CronCreate", "CronDelete", "CronList", "ScheduleWakeup"})
+
+# Every Claude Code tool name the adapter knows.
+KNOWN_TOOLS: frozenset[str] = frozenset(_HANDLERS)
 
 
 def translate(event: Mapping[str, Any], session: Session) -> Translation:
@@ -110,10 +487,14 @@ def translate(event: Mapping[str, Any], session: Session) -> Translation:
         if name is None:
             return Translation([], f"MCP tool '{tool}' is not in the plan")
         return Translation([ToolCall(name, dict(inp), call_id)])
-    found = _candidates(tool, inp)
+    handler = _HANDLERS.get(tool)
+    if handler is None:
+        return Translation([], f"Claude Code tool '{tool}' has no Charter counterpart")
+    found, fixed = handler(inp)
     if isinstance(found, str):
         return Translation([], found)
-    return Translation(common.choose_calls(session, found, call_id))
+    note = f"{tool}{_SCHEDULED}" if tool in _SCHEDULING else ""
+    return Translation(common.choose_calls(session, found, call_id), note=note, fixed=fixed)
 
 
 def hook_output(decision: Permission, reason: str) -> dict[str, Any]:
@@ -126,8 +507,39 @@ def hook_output(decision: Permission, reason: str) -> dict[str, Any]:
     }
 
 
-def _ask(reason: str) -> dict[str, Any]:
-    return hook_output("ask", f"charter: {reason}")
+def _mode(event: Mapping[str, Any]) -> str | None:
+    """The event's permission mode; None when the event gives none."""
+    mode = event.get("permission_mode")
+    if mode is None:
+        return None
+    return mode if isinstance(mode, str) else "unknown"
+
+
+def _attended(mode: str | None) -> bool:
+    return mode is None or mode in ATTENDED_MODES
+
+
+def _unasked(mode: str | None) -> str:
+    return (
+        f"Claude Code's permission mode is {mode!r}, in which nobody is asked, so an ask is "
+        "answered deny"
+    )
+
+
+def _refuse(reason: str, event: Mapping[str, Any] | None) -> dict[str, Any]:
+    if event is None:
+        # An event that cannot be read says nothing about who would be asked.
+        return hook_output("deny", f"charter: {reason}")
+    mode = _mode(event)
+    if _attended(mode):
+        return hook_output("ask", f"charter: {reason}")
+    return hook_output("deny", f"charter: {reason}; {_unasked(mode)}")
+
+
+def _is_subagent(event: Mapping[str, Any]) -> bool:
+    # A call a sub-agent makes names the agent; Charter runs sub-agents with
+    # the stage's unattended tool set (nobody watches them).
+    return bool(common.text(event.get("agent_id")))
 
 
 def decide_event(
@@ -138,15 +550,39 @@ def decide_event(
     stage: str | None = None,
     workspace: str | Path | None = None,
     allow: Iterable[str] = (),
+    prepared: PreparedPlan | None = None,
 ) -> dict[str, Any]:
-    """The hook answer for one raw stdin payload. Never raises."""
+    """The hook answer for one raw event. ``prepared``: a plan already loaded
+    (the decision server), used instead of reading ``plan_path``. Never raises."""
     options = common.HookOptions(plan_path, agent, stage, workspace, tuple(allow))
-    return common.answer_event(raw, "PreToolUse", options, refuse=_ask, decide=_decide)
+    return common.answer_event(
+        raw,
+        "PreToolUse",
+        options,
+        refuse=_refuse,
+        decide=_decide,
+        prepared=prepared,
+        unattended=_is_subagent,
+    )
 
 
 def _decide(event: Mapping[str, Any], session: Session) -> dict[str, Any]:
     translation = translate(event, session)
-    if not translation.calls:
-        return _ask(translation.problem)
-    out = common.worst(common.decide_all(session, translation.calls))
-    return hook_output(out.decision, f"charter: {out.reason} [{out.gate}/{out.rule}]")
+    if translation.empty:
+        return _refuse(translation.problem, event)
+    tool = str(event.get("tool_name"))
+    outcomes = common.decide_translation(session, translation, tool)
+    return _answer(outcomes, _mode(event), translation.note)
+
+
+def _answer(outcomes: list[Outcome], mode: str | None, note: str) -> dict[str, Any]:
+    out = common.worst(outcomes)
+    said = f"{out.reason} [{out.gate}/{out.rule}]" + (f" ({note})" if note else "")
+    if out.decision != "ask" or _attended(mode):
+        return hook_output(out.decision, f"charter: {said}")
+    flags = {o.liftable_by for o in outcomes if o.decision == "ask"}
+    if "" in flags:
+        how = "only a person can approve it"
+    else:
+        how = f"to allow it, add {' '.join(sorted(flags))} to the hook command"
+    return hook_output("deny", f"charter: {said}; {_unasked(mode)} ({how})")

@@ -21,17 +21,20 @@ from charter.runtime.results import ToolCall
 
 if TYPE_CHECKING:
     from charter.runtime.gates import Outcome
-    from charter.runtime.session import Session
+    from charter.runtime.session import PreparedPlan, Session
 
 __all__ = [
     "MAX_EVENT_BYTES",
     "Alternatives",
+    "Fixed",
     "HookOptions",
     "Permission",
+    "Refuse",
     "Translation",
     "answer_event",
     "choose_calls",
     "decide_all",
+    "decide_translation",
     "drop_none",
     "mcp_plan_name",
     "open_for_event",
@@ -52,14 +55,39 @@ _RANK = {"allow": 0, "ask": 1, "deny": 2}
 Alternatives = list[tuple[str, dict[str, Any]]]
 
 
+@dataclass(frozen=True, slots=True)
+class Fixed:
+    """A decision the adapter makes itself, for a peer's tool that no plan
+    tool stands for but whose effect is known (it only loads schemas, only
+    shows text in the peer's own interface, or is answered by the person in
+    the peer's own prompt). An ``ask`` here is one only a person can answer."""
+
+    decision: Permission
+    rule: str
+    reason: str
+
+
 class Translation:
     """The Charter calls one peer's call stands for, or why there are none;
-    ``note`` says how the call was read where the answer should mention it."""
+    ``fixed`` holds the adapter's own decisions that apply as well (the
+    strictest of everything wins); ``note`` says how the call was read where
+    the answer should mention it."""
 
-    def __init__(self, calls: list[ToolCall], problem: str = "", note: str = "") -> None:
+    def __init__(
+        self,
+        calls: list[ToolCall],
+        problem: str = "",
+        note: str = "",
+        fixed: Sequence[Fixed] = (),
+    ) -> None:
         self.calls = calls
         self.problem = problem
         self.note = note
+        self.fixed = tuple(fixed)
+
+    @property
+    def empty(self) -> bool:
+        return not self.calls and not self.fixed
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,34 +130,69 @@ def read_event(raw: bytes, event_name: str) -> dict[str, Any] | str:
     return event
 
 
-def open_for_event(event: Mapping[str, Any], options: HookOptions) -> Session | str:
+def _only_agent(plan: PreparedPlan) -> tuple[str, str]:
+    """The plan's one agent and "", or "" and why there is not exactly one."""
+    names = plan.agent_names
+    if len(names) != 1:
+        shown = ", ".join(names)
+        return "", f"the plan holds {len(names)} agents ({shown}); pass --agent"
+    return names[0], ""
+
+
+def open_for_event(
+    event: Mapping[str, Any],
+    options: HookOptions,
+    prepared: PreparedPlan | None = None,
+    *,
+    unattended: bool = False,
+) -> Session | str:
     """A session on the plan for the event's call, or why there is none.
 
-    The workspace is ``options.workspace`` when given, else the event's ``cwd``."""
+    ``prepared`` is a plan the caller already holds (the decision server);
+    without it the plan file is read for this one call. The workspace is
+    ``options.workspace`` when given, else the event's ``cwd``. ``unattended``
+    selects the stage's unattended tool set (a peer's sub-agent: nobody
+    watches it)."""
     from charter.runtime.loader import PlanError
     from charter.runtime.session import SessionError, load_for_agents, open_session
 
     agent = options.agent
-    try:
-        # A hook runs once per tool call of another agent: load only the agent
-        # it decides for, and build validators only when a call needs them.
-        plan = load_for_agents(options.plan_path, [agent] if agent is not None else [])
-        if agent is None:
-            names = plan.agent_names
-            if len(names) != 1:
-                shown = ", ".join(names)
-                return f"the plan holds {len(names)} agents ({shown}); pass --agent"
-            agent = names[0]
-            plan = load_for_agents(options.plan_path, [agent])
-    except PlanError as exc:
-        return f"the plan cannot be used: {exc}"
+    if prepared is not None:
+        plan = prepared
+    else:
+        try:
+            # A hook runs once per tool call of another agent: load only the agent
+            # it decides for, and build validators only when a call needs them.
+            plan = load_for_agents(options.plan_path, [agent] if agent is not None else [])
+        except PlanError as exc:
+            return f"the plan cannot be used: {exc}"
+    if agent is None:
+        agent, problem = _only_agent(plan)
+        if problem:
+            return problem
+        if prepared is None:
+            try:
+                plan = load_for_agents(options.plan_path, [agent])
+            except PlanError as exc:
+                return f"the plan cannot be used: {exc}"
     ws = options.workspace if options.workspace is not None else text(event.get("cwd"))
     if not ws:
         return "no workspace: the event has no cwd and --workspace was not given"
     try:
-        return open_session(plan, agent, workspace=ws, stage=options.stage, allow=options.allow)
+        return open_session(
+            plan,
+            agent,
+            workspace=ws,
+            stage=options.stage,
+            allow=options.allow,
+            unattended=unattended,
+        )
     except SessionError as exc:
         return str(exc)
+
+
+# An adapter's fail-closed answer: the problem, and the event when it was read.
+Refuse = Callable[[str, "Mapping[str, Any] | None"], dict[str, Any]]
 
 
 def answer_event(
@@ -137,22 +200,28 @@ def answer_event(
     event_name: str,
     options: HookOptions,
     *,
-    refuse: Callable[[str], dict[str, Any]],
+    refuse: Refuse,
     decide: Callable[[Mapping[str, Any], Session], dict[str, Any]],
+    prepared: PreparedPlan | None = None,
+    unattended: Callable[[Mapping[str, Any]], bool] | None = None,
 ) -> dict[str, Any]:
     """The hook's answer to one raw stdin payload: ``decide`` once the event
     is read and the session open, ``refuse`` with the reason otherwise (the
-    adapter's fail-closed answer). Never raises."""
+    adapter's fail-closed answer). Never raises. ``prepared`` and
+    ``unattended`` are passed on to :func:`open_for_event`."""
+    event: Mapping[str, Any] | None = None
     try:
-        event = read_event(raw, event_name)
-        if isinstance(event, str):
-            return refuse(event)
-        session = open_for_event(event, options)
+        found = read_event(raw, event_name)
+        if isinstance(found, str):
+            return refuse(found, None)
+        event = found
+        alone = unattended(event) if unattended is not None else False
+        session = open_for_event(event, options, prepared, unattended=alone)
         if isinstance(session, str):
-            return refuse(session)
+            return refuse(session, event)
         return decide(event, session)
     except Exception as exc:  # fail closed on anything unforeseen
-        return refuse(f"the hook could not decide ({type(exc).__name__}: {exc})")
+        return refuse(f"the hook could not decide ({type(exc).__name__}: {exc})", event)
 
 
 def split_mcp_name(tool: str) -> tuple[str, str] | None:
@@ -197,6 +266,17 @@ def decide_all(session: Session, calls: Sequence[ToolCall]) -> list[Outcome]:
     from charter.runtime.gates import decide
 
     return [decide(session, call) for call in calls]
+
+
+def decide_translation(session: Session, translation: Translation, tool: str) -> list[Outcome]:
+    """The gates' answer for each Charter call of ``translation``, then the
+    adapter's own decisions as outcomes of the gate ``client`` (never liftable
+    by a launch flag)."""
+    from charter.runtime.gates import Outcome
+
+    out = decide_all(session, translation.calls)
+    out.extend(Outcome(f.decision, "client", f.rule, f.reason, tool) for f in translation.fixed)
+    return out
 
 
 def worst(outcomes: Sequence[Outcome]) -> Outcome:

@@ -6,13 +6,16 @@ JSON on stdin (``session_id``, ``cwd``, ``hook_event_name`` = ``BeforeTool``,
 call onto the Charter calls it stands for, runs the gates on each without
 executing anything, and answers with the hook's decision object::
 
-    {"decision": "allow" | "deny", "reason": "..."}
+    {"decision": "allow" | "deny" | "ask", "reason": "..."}
 
-Gemini CLI's hook answer has no documented "ask". A plan's ask is therefore
-answered ``deny`` (the default, ``ask="deny"``), the reason naming the launch
-flag that would lift it; with ``ask="defer"`` it is answered ``{}`` (no
-opinion) with a ``systemMessage`` for the user, so Gemini CLI's own
-confirmation settings decide.
+Gemini CLI 0.61 reads ``"ask"`` as "confirm with the person first", in every
+approval mode, YOLO included; in a headless run (``-p``) nobody answers and
+the run waits until it is stopped. The event does not say whether a person is
+present, so the plan's ask is answered as the hook is told: ``deny`` (the
+default, ``ask="deny"``), the reason naming the launch flag that would lift
+it; ``ask`` (``ask="ask"``, for a session a person watches); or ``{}`` (no
+opinion) with a ``systemMessage`` for the user (``ask="defer"``), so Gemini
+CLI's own confirmation settings decide.
 
 Gemini CLI lets a call through when a hook fails, times out or prints
 anything but JSON, so every problem here is an answer, never an exception:
@@ -35,18 +38,35 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from charter.runtime.hooks import common
-from charter.runtime.hooks.common import MAX_EVENT_BYTES, Alternatives, HookOptions, Translation
+from charter.runtime.hooks.common import (
+    MAX_EVENT_BYTES,
+    Alternatives,
+    Fixed,
+    HookOptions,
+    Translation,
+)
 from charter.runtime.results import ToolCall
 
 if TYPE_CHECKING:
     from charter.runtime.gates import Outcome
-    from charter.runtime.session import Session
+    from charter.runtime.session import PreparedPlan, Session
 
-__all__ = ["MAX_EVENT_BYTES", "AskMode", "HookOptions", "decide_event", "deny", "translate"]
+__all__ = [
+    "ASK_MODES",
+    "KNOWN_TOOLS",
+    "MAX_EVENT_BYTES",
+    "AskMode",
+    "HookOptions",
+    "decide_event",
+    "deny",
+    "translate",
+]
 
-# What the plan's ask becomes: a deny naming the flag that lifts it, or no
-# opinion, leaving it to Gemini CLI's own confirmation.
-AskMode = Literal["deny", "defer"]
+# What the plan's ask becomes: a deny naming the flag that lifts it, Gemini
+# CLI's own "ask" (a person confirms), or no opinion, leaving it to Gemini
+# CLI's own confirmation settings.
+AskMode = Literal["deny", "ask", "defer"]
+ASK_MODES: tuple[AskMode, ...] = ("deny", "ask", "defer")
 
 # Gemini CLI renamed some tools; a hook sees whichever name the running
 # version uses.
@@ -68,8 +88,9 @@ _DEFAULT_EXCLUDED_DIRS = frozenset({"node_modules", ".git", "bower_components", 
 _GLOB_MAGIC = re.compile(r"[*?\[\]{}]|[!@+*?]\(")
 
 
-def deny(reason: str) -> dict[str, Any]:
-    """The deny answer, ``reason`` shown to the model as the tool's error."""
+def deny(reason: str, event: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The deny answer, ``reason`` shown to the model as the tool's error
+    (also the adapter's fail-closed answer, whatever the event)."""
     return {"decision": "deny", "reason": f"charter: {reason}"}
 
 
@@ -306,6 +327,72 @@ def _save_memory(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
     )
 
 
+def _invoke_agent(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    # A sub-agent: the plan's sub-agent tools decide whether one may start;
+    # the sub-agent's own tool calls come to this hook one by one.
+    goal, name = inp.get("prompt"), inp.get("agent_name")
+    blueprint = name if isinstance(name, str) and name else "generalist"
+    return [
+        [("delegate_task", {"goal": goal}), ("spawn_agent", {"blueprint": blueprint, "task": goal})]
+    ]
+
+
+def _activate_skill(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    # Activating a skill loads its instructions; what they then have the model
+    # do comes to this hook call by call.
+    return [[("skill_view", {"name": inp.get("name")})]]
+
+
+def _list_background(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    return [[("task_list", {"kind": "terminal.exec"})]]
+
+
+def _read_background(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    pid = inp.get("pid")
+    task = str(pid) if isinstance(pid, int) and not isinstance(pid, bool) else pid
+    return [[("task_status", {"task_id": task})]]
+
+
+def _tracker_create(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    # The task tracker is the session's todo list, as write_todos is.
+    return [[("todo", {"action": "add", "text": inp.get("title")})]]
+
+
+def _tracker_other(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    return [[("todo", {"action": "list"})]]
+
+
+def _exit_plan_mode(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
+    # Gemini CLI asks the person to approve the plan: the plan's say on
+    # putting a question to the person decides whether it may.
+    prompt = "approve the plan"
+    return [[("ask_user_confirm", {"prompt": prompt}), ("clarify", {"question": prompt})]]
+
+
+# Gemini CLI's own bookkeeping: no file, process or network is touched, so
+# the adapter decides them itself (Gemini CLI's own settings still apply).
+_CLIENT_ONLY: dict[str, Fixed] = {
+    "update_topic": Fixed(
+        "allow",
+        "client-only",
+        "update_topic only records the model's account of its work in Gemini CLI's interface",
+    ),
+    "enter_plan_mode": Fixed(
+        "allow",
+        "client-only",
+        "enter_plan_mode only switches Gemini CLI to planning, where it makes no changes",
+    ),
+    "complete_task": Fixed(
+        "allow", "client-only", "complete_task only hands a sub-agent's answer back to its parent"
+    ),
+    "get_internal_docs": Fixed(
+        "allow",
+        "client-only",
+        "get_internal_docs only reads the documentation that ships with Gemini CLI",
+    ),
+}
+
+
 _HANDLERS: dict[str, Callable[[Mapping[str, Any], _Ctx], Found]] = {
     "read_file": _read_file,
     "write_file": _write_file,
@@ -320,7 +407,21 @@ _HANDLERS: dict[str, Callable[[Mapping[str, Any], _Ctx], Found]] = {
     "write_todos": _write_todos,
     "ask_user": _ask_user,
     "save_memory": _save_memory,
+    "invoke_agent": _invoke_agent,
+    "activate_skill": _activate_skill,
+    "list_background_processes": _list_background,
+    "read_background_output": _read_background,
+    "exit_plan_mode": _exit_plan_mode,
+    "tracker_create_task": _tracker_create,
+    "tracker_update_task": _tracker_other,
+    "tracker_get_task": _tracker_other,
+    "tracker_list_tasks": _tracker_other,
+    "tracker_add_dependency": _tracker_other,
+    "tracker_visualize": _tracker_other,
 }
+
+# Every Gemini CLI tool name the adapter knows.
+KNOWN_TOOLS: frozenset[str] = frozenset(_HANDLERS) | frozenset(_CLIENT_ONLY) | frozenset(_RENAMED)
 
 
 # -- what a read_many_files pattern can reach ---------------------------------
@@ -496,6 +597,9 @@ def translate(
         if name is None:
             return Translation([], f"MCP tool '{mcp[1]}' of server '{mcp[0]}' is not in the plan")
         return Translation([ToolCall(name, dict(inp))])
+    fixed = _CLIENT_ONLY.get(tool)
+    if fixed is not None:
+        return Translation([], fixed=[fixed])
     handler = _HANDLERS.get(_RENAMED.get(tool, tool))
     if handler is None:
         return Translation([], f"Gemini CLI tool '{tool}' has no Charter counterpart")
@@ -525,18 +629,30 @@ def _mcp_identity(tool: str, context: Any) -> tuple[str, str] | str | None:
     return given or named
 
 
-def decide_event(raw: bytes, options: HookOptions, *, ask: AskMode = "deny") -> dict[str, Any]:
-    """The hook answer for one raw stdin payload. Never raises."""
+def decide_event(
+    raw: bytes,
+    options: HookOptions,
+    *,
+    ask: AskMode = "deny",
+    prepared: PreparedPlan | None = None,
+) -> dict[str, Any]:
+    """The hook answer for one raw stdin payload. ``prepared``: a plan already
+    loaded (the decision server), used instead of reading the plan file.
+    Never raises."""
 
     def decide(event: Mapping[str, Any], session: Session) -> dict[str, Any]:
         cwd = common.text(event.get("cwd"))
         base = cwd if cwd and posixpath.isabs(cwd) else str(session.workspace)
         translation = translate(event, session, base=base)
-        if not translation.calls:
+        if translation.empty:
             return deny(translation.problem)
-        return _answer(common.decide_all(session, translation.calls), ask, translation.note)
+        tool = str(event.get("tool_name"))
+        outcomes = common.decide_translation(session, translation, tool)
+        return _answer(outcomes, ask, translation.note)
 
-    return common.answer_event(raw, "BeforeTool", options, refuse=deny, decide=decide)
+    return common.answer_event(
+        raw, "BeforeTool", options, refuse=deny, decide=decide, prepared=prepared
+    )
 
 
 def _answer(outcomes: list[Outcome], ask: AskMode, note: str) -> dict[str, Any]:
@@ -551,6 +667,10 @@ def _answer(outcomes: list[Outcome], ask: AskMode, note: str) -> dict[str, Any]:
             "systemMessage": f"charter: the plan asks for approval: {said}; "
             "Gemini CLI's own confirmation decides"
         }
+    if ask == "ask":
+        # Gemini CLI shows the systemMessage in its confirmation prompt.
+        why = f"charter: the plan asks for approval: {said}"
+        return {"decision": "ask", "reason": why, "systemMessage": why}
     flags = {o.liftable_by for o in outcomes if o.decision == "ask"}
     defer = "pass --ask defer to the hook to let Gemini CLI's own confirmation decide"
     if "" in flags:

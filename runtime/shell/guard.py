@@ -25,6 +25,7 @@ from charter.runtime.shell.gitrepo import untrusted_repository
 from charter.runtime.shell.normalize import Reading, hidden_characters, readings
 from charter.runtime.shell.options import scan
 from charter.runtime.shell.policy import (
+    CLIENT_SETTINGS_RULE,
     PERSON_ONLY_RULES,
     REDIRECT_WRITE_RULE,
     Decision,
@@ -59,7 +60,12 @@ from charter.runtime.shell.syntax import (
 from charter.runtime.shell.walk import WALK_LIMIT, Budget, gitignored_dirs, walk_tree
 from charter.runtime.shell.writers import CWD, RUN_TIME, Target, write_targets
 from charter.runtime.shell.writers import PROGRAMS as WRITER_PROGRAMS
-from charter.runtime.workspace import case_insensitive, is_sensitive, protection
+from charter.runtime.workspace import (
+    case_insensitive,
+    client_settings_reason,
+    is_sensitive,
+    protection,
+)
 
 __all__ = ["evaluate", "sensitive_path"]
 
@@ -291,9 +297,14 @@ def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Ve
         else:
             rule, msg = "read-only", "every command is a recognised read-only command"
         return Verdict("allow", rule, span_all, msg, tuple(writes), ungrantable, tuple(findings))
-    # A redirect-write finding only names the verdict when nothing else at
-    # the same level does: it is the part combine() hands to write_file.
+    # A finding only a person may approve names the verdict, so the reason
+    # says why no flag lifts it. A redirect-write finding only names it when
+    # nothing else at the same level does: it is the part combine() hands to
+    # write_file.
     top = next(
+        (f for f in findings if f.decision == decision and f.rule in PERSON_ONLY_RULES),
+        None,
+    ) or next(
         (f for f in findings if f.decision == decision and f.rule != REDIRECT_WRITE_RULE),
         next(f for f in findings if f.decision == decision),
     )
@@ -905,7 +916,15 @@ def _confine_one(
             span,
             f"the redirect writes {rel} in the workspace; it answers to the write_file permission",
         )
-    if guarded is not None and guarded.rule == "path-vcs-internal":
+    if guarded is not None and guarded.rule == "path-client-settings":
+        st.add(
+            "ask",
+            CLIENT_SETTINGS_RULE,
+            span,
+            f"{by} {verb} {rel}, {guarded.reason}; only a person can approve writing it "
+            "(launch flags do not)",
+        )
+    elif guarded is not None and guarded.rule == "path-vcs-internal":
         st.add(
             "ask",
             "vcs-internal-write",
@@ -1147,8 +1166,10 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
     checker = READ_ONLY.get(prog) if "/" not in name else None
     text_args: frozenset[int] = frozenset()
     paths: tuple[tuple[int, str], ...] = ()
+    writes_too = False  # a read-only program used in a way that may write
     if checker is not None:
         checked = checker(vals)
+        writes_too = bool(checked.issues)
         if prog == "git" and not checked.issues:
             # (a git shape that already asks needs no look at the repository)
             _git_repository(st, w0, vals)
@@ -1191,6 +1212,10 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
         )
     if safe is not None:
         st.safe_hits.append(safe.source)
+    if (checker is None or writes_too) and prog not in ("cd", "pushd", "popd"):
+        # A program that may write: the arguments that name a client's own
+        # settings ask a person (a read-only program reading them does not).
+        _client_settings_args(st, args, text_args)
     if prog in ("cd", "pushd", "popd"):
         _change_dir(st, prog, args)
     elif prog in _CHANGES_CD or (prog == "set" and _physical(vals)):
@@ -1566,6 +1591,43 @@ def _generic_args(
             continue
         word = args[idx]
         _path_finding(st, value, value.startswith("~"), (word.start, word.end), False)
+
+
+def _client_settings(st: _State, rel: str, span: tuple[int, int]) -> None:
+    """A write to ``rel`` (relative to the workspace's real root) that lands in
+    a coding client's settings or instructions: an ask only a person answers."""
+    reason = client_settings_reason(rel.split("/"))
+    if reason is not None:
+        st.add(
+            "ask",
+            CLIENT_SETTINGS_RULE,
+            span,
+            f"{rel} is {reason}; only a person can approve writing it (launch flags do not)",
+        )
+
+
+def _client_settings_args(
+    st: _State, args: tuple[Word, ...] | list[Word], text_args: frozenset[int]
+) -> None:
+    for idx, w in enumerate(args):
+        v = w.value
+        if v is None or idx in text_args:
+            continue
+        for cand, tilde in _path_candidates(v, w, st.cwd):
+            if tilde or cand.startswith("~"):
+                continue  # outside the workspace: other rules speak about it
+            if cand.startswith("/"):
+                raw = "/" + cand.lstrip("/")
+            elif st.cwd is None:
+                # relative to a directory changed earlier: judge the text alone
+                if client_settings_reason(cand.split("/")) is not None:
+                    _client_settings(st, cand, (w.start, w.end))
+                continue
+            else:
+                raw = posixpath.join(st.cwd, cand)
+            real = _real_below(st, raw)
+            if _within(real, st.ws_real):
+                _client_settings(st, posixpath.relpath(real, st.ws_real), (w.start, w.end))
 
 
 def _path_finding(

@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 __all__ = [
+    "CLIENT_SETTINGS_RULE",
     "PERSON_ONLY_RULES",
     "REDIRECT_WRITE_RULE",
     "RULE_KEYS",
@@ -122,16 +123,22 @@ class Verdict:
 # Findings that only say "this redirect writes a file inside the workspace":
 # combine() answers those with the write_file permission instead.
 REDIRECT_WRITE_RULE = "redirect-write"
+# A write into a coding client's own settings or instructions (see
+# charter.runtime.workspace.client_settings_reason): only a person may
+# approve it, so no launch flag lifts it.
+CLIENT_SETTINGS_RULE = "client-settings"
 
 # Asks that only a person can answer: no permission and no launch flag
 # (``--allow shell``, ``--yolo``) lifts them, as none lifts the file tools'
 # ask for a credential path. A credential read, a write under .git/, a
+# write into a coding client's settings, a
 # write whose target is only known when the command runs (the guard cannot
 # tell it is inside the workspace, so a flag would be a way out of it), and a
 # command the guard cannot parse (nothing it writes can be named).
 PERSON_ONLY_RULES: frozenset[str] = frozenset(
     {
         "credential-path",
+        CLIENT_SETTINGS_RULE,
         "vcs-internal-write",
         "unnameable-redirect",
         "unnameable-write",
@@ -312,6 +319,7 @@ RULE_KEYS: dict[str, Decision] = {
     "path-outside-workspace": "ask",
     # ask: redirects and writers
     "redirect-write": "ask",
+    "client-settings": "ask",
     "unnameable-redirect": "ask",
     "unnameable-write": "ask",
     "vcs-internal-write": "ask",

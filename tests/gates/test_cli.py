@@ -207,7 +207,7 @@ def test_hook_round_trip_subprocess(plan_file: Path, workspace: Path) -> None:
     for name, expected in (
         ("read_inside.json", "allow"),
         ("read_outside.json", "deny"),
-        ("malformed_not_json.json", "ask"),
+        ("malformed_not_json.json", "deny"),
     ):
         proc = subprocess.run(
             [

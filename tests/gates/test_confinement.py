@@ -35,10 +35,10 @@ YOLO = [
     ("mv notes.txt .charter/x", "deny", "run-records-write", ""),
     # only a person answers these
     ("cat .env", "ask", "credential-path", "person"),
-    ("cp .env backup.txt", "ask", "file-write", "person"),
+    ("cp .env backup.txt", "ask", "credential-path", "person"),
     ("cp notes.txt .git/hooks/pre-commit", "ask", "vcs-internal-write", "person"),
     ('rm -rf "$BUILD_DIR"', "ask", "unnameable-write", "person"),
-    ("printf '%s\\n' a.o | xargs rm", "ask", "wrapper", "person"),
+    ("printf '%s\\n' a.o | xargs rm", "ask", "unnameable-write", "person"),
     ("echo x > $OUT", "ask", "unnameable-redirect", "person"),
     # an ordinary write inside: the flag lifts it
     ("rm -f notes.txt", "allow", "launch-flag", ""),

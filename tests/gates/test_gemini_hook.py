@@ -109,7 +109,9 @@ def _check(answer: dict[str, Any], expect: dict[str, str]) -> None:
         assert set(answer) == {"systemMessage"}, answer
         assert needle in answer["systemMessage"], answer
         return
-    assert set(answer) == {"decision", "reason"}, answer
+    # Gemini CLI shows an ask's systemMessage in its confirmation prompt.
+    keys = {"decision", "reason", "systemMessage"} if kind == "ask" else {"decision", "reason"}
+    assert set(answer) == keys, answer
     assert answer["decision"] == kind, answer["reason"]
     assert answer["reason"].startswith("charter: ")
     assert needle in answer["reason"], answer["reason"]
@@ -124,7 +126,7 @@ def test_gemini_hook_case(case: dict[str, Any], plans: dict[str, Path], workspac
 
 def test_the_cases_cover_every_kind_of_answer() -> None:
     kinds = {c.values[0]["expect"]["answer"] for c in _cases()}
-    assert kinds == {"allow", "deny", "defer"}
+    assert kinds == {"allow", "deny", "ask", "defer"}
     names = [c.values[0]["name"] for c in _cases()]
     assert len(names) == len(set(names))
 
@@ -325,3 +327,26 @@ def test_claude_code_shares_allow_and_answers_in_ascii(
         assert proc.returncode == 0, proc.stderr.decode()
         answer = json.loads(proc.stdout.decode("ascii"))
         assert answer["hookSpecificOutput"]["permissionDecision"] == decision, answer
+
+
+# The tools a real Gemini CLI 0.61.0 run offered the model (YOLO mode; the
+# default mode offers a subset), and those its source names besides.
+OFFERED_0_61 = (
+    "update_topic list_directory read_file grep_search glob replace write_file web_fetch "
+    "run_shell_command list_background_processes read_background_output google_web_search "
+    "write_todos enter_plan_mode invoke_agent activate_skill"
+)
+OTHER_0_61 = (
+    "ask_user exit_plan_mode complete_task get_internal_docs read_many_files "
+    "tracker_create_task tracker_update_task tracker_get_task tracker_list_tasks "
+    "tracker_add_dependency tracker_visualize"
+)
+
+
+def test_every_tool_gemini_cli_offers_is_mapped() -> None:
+    from charter.runtime.hooks.gemini_cli import KNOWN_TOOLS
+
+    known = set(OFFERED_0_61.split()) | set(OTHER_0_61.split())
+    assert known <= KNOWN_TOOLS, sorted(known - KNOWN_TOOLS)
+    tested = {c.values[0].get("event", {}).get("tool_name") for c in _cases()}
+    assert set(OFFERED_0_61.split()) <= tested, sorted(set(OFFERED_0_61.split()) - tested)

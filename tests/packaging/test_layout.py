@@ -47,3 +47,8 @@ def test_wheel_contains_the_packages_and_their_data(tmp_path: Path) -> None:
     assert "charter/runtime/data/builtin_tools.json" in names
     assert any(n.startswith("charter/runtime/shell/") and n.endswith(".lark") for n in names)
     assert not any(n.startswith(("tests/", "compiler/", "runtime/", "bench/")) for n in names)
+    # every package of the source tree ships (an explicit list in pyproject.toml)
+    sources = (*REPO.glob("compiler/**/__init__.py"), *REPO.glob("runtime/**/__init__.py"))
+    for init in sorted(sources):
+        shipped = "charter/" + init.relative_to(REPO).as_posix()
+        assert shipped in names, f"{shipped} is missing: list its package in pyproject.toml"

@@ -1,0 +1,300 @@
+"""``charter init claude-code|gemini-cli [DIR]``: put Charter in front of a coding client.
+
+Writes, below DIR (default: the current directory):
+
+* ``.charter/policy/<agent>/agent.leviath``: a starter policy (reading is
+  free; writing, the shell, the web and sub-agents ask first), in Charter's
+  own directory, where the agent's tools may not write;
+* ``.charter/plan.json``: that policy compiled (with the user's config, as
+  ``charter compile`` does);
+* the client's project settings (``.claude/settings.json`` or
+  ``.gemini/settings.json``; ``--user`` for the user's own) with the hook:
+  ``charter hook ...`` with absolute paths, or with ``--serve URL`` a ``curl``
+  command to ``charter serve`` (``--http`` for Claude Code's own http hook).
+
+Every command hook ends in :data:`FAIL_CLOSED` (exit 2 with a message on
+stderr), so a hook that cannot start blocks the call instead of letting it
+run: both clients block on exit 2, and Gemini CLI only when something was
+printed. A settings file that exists is not
+touched without ``--force``; with it, its other settings and hooks are kept
+and only an earlier Charter hook is replaced. A policy that exists is kept
+(the second client of a workspace shares it) unless ``--force``; the plan is
+compiled from whichever policy is there.
+
+Exit codes: 0 written; 1 refused (the settings file exists, the policy
+does not compile); 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "FAIL_CLOSED",
+    "STARTER_POLICY",
+    "add_arguments",
+    "charter_command",
+    "hook_entry",
+    "run",
+]
+
+# What a hook command ends in: when the command before it fails (cannot
+# start, crashes), exit 2 blocks the call. Gemini CLI 0.61 ignores an exit 2
+# that printed nothing, hence the message.
+FAIL_CLOSED = " || { echo 'charter: the hook could not run' >&2; exit 2; }"
+
+# Seconds Claude Code waits for the hook; the hook's own --time-limit (8 s by
+# default) answers deny before that.
+CLAUDE_TIMEOUT = 10
+GEMINI_TIMEOUT_MS = 30_000
+
+STARTER_POLICY = """\
+# Charter's policy for {client} in this workspace: every tool call {client}
+# makes is decided from this file, compiled to .charter/plan.json. After an
+# edit, compile again:
+#
+#   charter compile .charter/policy/{agent} -o .charter/plan.json
+#
+# (`charter serve .charter/policy/{agent}` compiles it by itself on change.)
+# A blueprint may not set a tool looser than Charter's built-in default; to
+# let {client} keep its todo list or search without asking, allow those tools
+# for this agent in your own config.toml ([agent_tool_permissions.{agent}]).
+
+[agent]
+name = "{agent}"
+version = "1.0.0"
+description = "What {client} may do in this workspace"
+entry_stage = "work"
+
+[stages.work]
+mode = "interactive"
+description = "Work in this repository with a person watching"
+available_tools = [
+  "read_file", "read_files", "list_dir", "search_files",
+  "write_file", "edit_file", "patch", "shell", "terminal",
+  "web_fetch", "web_search", "todo",
+  "delegate_task", "send_to_agent", "task_list", "task_status", "task_control", "yield_until",
+  "skill_view", "clarify", "ask_user_text", "ask_user_confirm", "schedule_manage",
+]
+system_prompt = "Work in this repository."
+
+# Reading is free; the shell guard lets read-only commands through and asks
+# about the rest. Paths outside the workspace are refused whatever this says,
+# and credential files and the clients' own settings always ask a person.
+[stages.work.tool_permissions]
+read_file = "allow"
+read_files = "allow"
+list_dir = "allow"
+search_files = "ask"
+write_file = "ask"
+edit_file = "ask"
+patch = "ask"
+shell = "ask"
+terminal = "ask"
+web_fetch = "ask"
+web_search = "ask"
+todo = "ask"
+delegate_task = "ask"
+send_to_agent = "ask"
+task_list = "ask"
+task_status = "ask"
+task_control = "ask"
+yield_until = "ask"
+skill_view = "ask"
+clarify = "ask"
+ask_user_text = "allow"
+ask_user_confirm = "allow"
+schedule_manage = "ask"
+"""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("client", choices=("claude-code", "gemini-cli"), help="the client to protect")
+    p.add_argument("dir", nargs="?", type=Path, default=Path("."), help="the workspace (default .)")
+    p.add_argument(
+        "--agent", default="assistant", help="the policy's agent name (default assistant)"
+    )
+    p.add_argument(
+        "--serve",
+        metavar="URL",
+        help="use charter serve at URL (e.g. http://127.0.0.1:8787) instead of a hook command",
+    )
+    p.add_argument(
+        "--http",
+        action="store_true",
+        help="claude-code with --serve: Claude Code's own http hook (runs the call when the "
+        "server is down) instead of a curl command (blocks it)",
+    )
+    p.add_argument(
+        "--user",
+        action="store_true",
+        help="write the hook into the user's settings (~/.claude or ~/.gemini) instead of the "
+        "workspace's (Gemini CLI loads no project hook with --skip-trust)",
+    )
+    p.add_argument("--force", action="store_true", help="overwrite files that exist")
+    p.add_argument("--config", type=Path, help="the user config.toml used to compile")
+    p.add_argument("--no-user-config", action="store_true", help="ignore the user's config")
+
+
+def charter_command() -> list[str]:
+    """The absolute command that runs this Charter."""
+    argv0 = Path(sys.argv[0])
+    if argv0.name == "charter" and argv0.exists():
+        return [str(argv0.resolve())]
+    beside = Path(sys.executable).parent / "charter"
+    if beside.exists():
+        return [str(beside)]
+    return [str(Path(sys.executable).resolve()), "-m", "charter.compiler"]
+
+
+def hook_entry(
+    client: str, plan: Path, agent: str, *, serve: str | None = None, http: bool = False
+) -> dict[str, Any]:
+    """The settings entry of one Charter hook."""
+    if serve is not None:
+        url = serve.rstrip("/") + f"/v1/hooks/{client}"
+        if http:
+            return {"type": "http", "url": url, "timeout": CLAUDE_TIMEOUT}
+        command = (
+            "curl -sS --fail --max-time 8 -H 'Content-Type: application/json' "
+            f"--data-binary @- {shlex.quote(url)}" + FAIL_CLOSED
+        )
+    else:
+        argv = [*charter_command(), "hook", client, "--plan", str(plan), "--agent", agent]
+        command = shlex.join(argv) + FAIL_CLOSED
+    if client == "claude-code":
+        return {"type": "command", "command": command, "timeout": CLAUDE_TIMEOUT}
+    return {"name": "charter", "type": "command", "command": command, "timeout": GEMINI_TIMEOUT_MS}
+
+
+def _is_charter_hook(hook: Any) -> bool:
+    if not isinstance(hook, dict):
+        return False
+    text = f"{hook.get('command', '')} {hook.get('url', '')}"
+    return (
+        hook.get("name") == "charter"
+        or "/v1/hooks/" in text
+        or " hook claude-code " in text
+        or (" hook gemini-cli " in text)
+    )
+
+
+def _merged(current: dict[str, Any], client: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """``current`` settings with Charter's hook replaced (or added), the rest kept."""
+    event = "PreToolUse" if client == "claude-code" else "BeforeTool"
+    matcher = "*" if client == "claude-code" else ".*"
+    out = dict(current)
+    hooks = dict(out.get("hooks") or {})
+    groups = []
+    for group in hooks.get(event) or []:
+        if not isinstance(group, dict):
+            groups.append(group)
+            continue
+        kept = [h for h in group.get("hooks") or [] if not _is_charter_hook(h)]
+        if kept:
+            groups.append({**group, "hooks": kept})
+    # First, so Charter decides before any other hook runs.
+    hooks[event] = [{"matcher": matcher, "hooks": [entry]}, *groups]
+    out["hooks"] = hooks
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    client: str = args.client
+    if args.http and (client != "claude-code" or args.serve is None):
+        print("charter init: --http needs claude-code and --serve", file=sys.stderr)
+        return 2
+    root: Path = args.dir.resolve()
+    if not root.is_dir():
+        print(f"charter init: {root}: no such directory", file=sys.stderr)
+        return 2
+    agent: str = args.agent
+    policy = root / ".charter" / "policy" / agent / "agent.leviath"
+    plan = root / ".charter" / "plan.json"
+    folder = ".claude" if client == "claude-code" else ".gemini"
+    base = Path.home() if args.user else root
+    settings = base / folder / "settings.json"
+
+    if settings.exists() and not args.force:
+        print(
+            f"charter init: {settings} exists; pass --force to put Charter's hook in it "
+            "(its other settings and hooks are kept)",
+            file=sys.stderr,
+        )
+        return 1
+    current: dict[str, Any] = {}
+    if settings.exists():
+        try:
+            loaded = json.loads(settings.read_text(encoding="utf-8") or "{}")
+        except (OSError, json.JSONDecodeError) as exc:
+            print(
+                f"charter init: {settings} is not JSON ({exc}); fix or remove it", file=sys.stderr
+            )
+            return 1
+        if not isinstance(loaded, dict):
+            print(f"charter init: {settings} does not hold a JSON object", file=sys.stderr)
+            return 1
+        current = loaded
+
+    name = "Claude Code" if client == "claude-code" else "Gemini CLI"
+    # A policy that exists (another client's init, or the user's edits) is
+    # kept unless --force; the plan is always compiled from it.
+    kept = policy.exists() and not args.force
+    if not kept:
+        policy.parent.mkdir(parents=True, exist_ok=True)
+        policy.write_text(STARTER_POLICY.format(client=name, agent=agent), encoding="utf-8")
+    digest = _compile(policy.parent, plan, args)
+    if digest is None:
+        return 1
+    entry = hook_entry(client, plan, agent, serve=args.serve, http=args.http)
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(_merged(current, client, entry), indent=2) + "\n"
+    settings.write_text(text, encoding="utf-8")
+
+    if kept:
+        print(f"kept {policy} (the policy there already; --force writes the starter one)")
+    else:
+        print(f"wrote {policy} (the policy: edit it, then compile again)")
+    print(f"wrote {plan} ({digest})")
+    print(f"wrote {settings} ({name}'s hook: {entry.get('command') or entry.get('url')})")
+    if args.serve is not None:
+        target = policy.parent
+        print(f"start the server: charter serve {target} --agent {agent} --listen "
+              f"{args.serve.split('://', 1)[-1].rstrip('/')}")  # fmt: skip
+    if client == "gemini-cli" and not args.user:
+        print(
+            "Gemini CLI loads a project's hooks only in a trusted folder (it asks on first run; "
+            "GEMINI_CLI_TRUST_WORKSPACE=true trusts it); with --skip-trust it loads none: "
+            "use --user for those runs"
+        )
+    print(f"check it: charter doctor {root}")
+    return 0
+
+
+def _compile(project: Path, plan: Path, args: argparse.Namespace) -> str | None:
+    from charter.compiler.compile import CompileOptions, compile_project
+    from charter.compiler.frontends.project import load_project
+    from charter.compiler.render import render
+
+    if args.config is not None and not args.config.is_file():
+        print(f"charter init: {args.config}: config file not found", file=sys.stderr)
+        return None
+    loaded = load_project(project, config=args.config, use_default_config=not args.no_user_config)
+    result = compile_project(loaded, CompileOptions())
+    shown = [d for d in (*loaded.diagnostics, *result.diagnostics) if d.severity.value != "note"]
+    if shown:
+        sys.stderr.write(render(shown, "concise", sources=loaded.sources))
+    if result.plan is None:
+        print("charter init: the starter policy does not compile; nothing else written",
+              file=sys.stderr)  # fmt: skip
+        return None
+    tmp = plan.with_name(plan.name + ".tmp")
+    tmp.write_text(result.plan.to_json(), encoding="utf-8")
+    os.replace(tmp, plan)
+    return str(result.plan.digest)

@@ -1,0 +1,289 @@
+"""``charter serve PLAN_OR_PROJECT``: a long-running decision server for hooks.
+
+Answers Claude Code and Gemini CLI hook events over HTTP with exactly what
+``charter hook`` prints, without a process start per tool call (see
+docs/clients.md). Given a plan file, the file is checked on every request and
+reloaded when it changed; given a project directory, the project is compiled
+first (as ``charter run`` does) and compiled again when one of its files
+changes. A plan that fails to load or compile is refused and the last good
+one stays in use.
+
+Exit codes: 0 when stopped by SIGTERM or Ctrl-C; 2 when it cannot start (no
+usable plan, a --listen value it cannot use, a missing token for a
+non-loopback address).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Hashable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from charter.runtime.serve import PlanHolder, ServeOptions
+    from charter.runtime.session import PreparedPlan
+
+__all__ = ["ProjectSource", "add_arguments", "run"]
+
+_SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", "build", "target"})
+_MAX_FILES = 20_000
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("target", type=Path, metavar="PLAN_OR_PROJECT", help="a plan file or a project")
+    p.add_argument("--agent", help="agent in the plan (needed when it holds several)")
+    p.add_argument("--stage", help="stage (default: the agent's entry stage)")
+    p.add_argument("--workspace", help="workspace directory (default: each event's cwd)")
+    p.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="lift TOOL's liftable ask to allow (repeatable), as `charter hook --allow`",
+    )
+    p.add_argument(
+        "--listen",
+        default="127.0.0.1:8787",
+        metavar="HOST:PORT",
+        help="address to listen on (default 127.0.0.1:8787; port 0 picks a free one); an "
+        "address that is not loopback needs a token",
+    )
+    p.add_argument(
+        "--port-file", type=Path, metavar="FILE", help="write the port here once listening"
+    )
+    p.add_argument(
+        "--token-file",
+        type=Path,
+        metavar="FILE",
+        help="file holding the bearer token requests must carry (or set CHARTER_SERVE_TOKEN)",
+    )
+    p.add_argument(
+        "--log",
+        type=Path,
+        metavar="FILE",
+        help="decision log, JSON lines (default: .charter/serve/decisions.jsonl in the "
+        "workspace, or in the current directory)",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="answer deny when a decision takes longer (default 5; keep it below the "
+        "client's hook timeout)",
+    )
+    p.add_argument(
+        "--gemini-ask",
+        choices=("deny", "ask", "defer"),
+        default="deny",
+        help="what the plan's ask becomes for Gemini CLI, as `charter hook gemini-cli --ask` "
+        "(default deny; a hook URL's ?ask= overrides it)",
+    )
+    p.add_argument(
+        "--max-connections", type=int, default=64, metavar="N", help="connections served at once"
+    )
+    p.add_argument(
+        "--reload-interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="how often a project's files are checked for changes (default 1)",
+    )
+    p.add_argument("--config", type=Path, help="the user config.toml used to compile a project")
+    p.add_argument("--no-user-config", action="store_true", help="ignore the user's config")
+
+
+def _refuse(message: str) -> int:
+    print(f"charter serve: {message}", file=sys.stderr)
+    return 2
+
+
+class ProjectSource:
+    """A project directory, compiled into a plan as ``charter run`` compiles it."""
+
+    cheap = False
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.root: Path = args.target
+
+    def describe(self) -> str:
+        return str(self.root)
+
+    def signature(self) -> Hashable:
+        """A digest of every file's name, size and modification time (and the
+        config's): any edit changes it. Capped, so a huge tree costs bounded work."""
+        h = hashlib.sha256()
+        seen = 0
+        for top, dirs, files in os.walk(self.root):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+            for name in sorted(files):
+                seen += 1
+                if seen > _MAX_FILES:
+                    return h.hexdigest(), seen
+                path = os.path.join(top, name)
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "replace"))
+        config: Path | None = self.args.config
+        if config is not None:
+            try:
+                h.update(f"config\0{os.stat(config).st_mtime_ns}".encode())
+            except OSError:
+                h.update(b"config missing")
+        return h.hexdigest(), seen
+
+    def load(self) -> PreparedPlan:
+        from charter.compiler.cli.run import _load
+        from charter.runtime.serve import PlanLoadError
+        from charter.runtime.session import prepare
+
+        loaded = _load(self.args)
+        if isinstance(loaded, str):
+            raise PlanLoadError(loaded)
+        plan, _ = loaded
+        return prepare(plan, eager=True)
+
+
+def _token(args: argparse.Namespace) -> str | None | int:
+    token_file: Path | None = args.token_file
+    if token_file is not None:
+        try:
+            text = token_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            return _refuse(f"{token_file}: {exc.strerror or exc}")
+        if not text:
+            return _refuse(f"{token_file}: the token file is empty")
+        return text
+    return os.environ.get("CHARTER_SERVE_TOKEN") or None
+
+
+def run(args: argparse.Namespace) -> int:
+    from charter.runtime.serve import (
+        Decider,
+        DecisionLog,
+        DecisionServer,
+        FileSource,
+        ListenError,
+        PlanHolder,
+        PlanLoadError,
+        ServeOptions,
+        parse_listen,
+    )
+    from charter.runtime.serve.plans import PlanSource
+
+    try:
+        host, port = parse_listen(args.listen)
+    except ListenError as exc:
+        return _refuse(str(exc))
+    token = _token(args)
+    if isinstance(token, int):
+        return token
+    target: Path = args.target
+    if args.config is not None and not args.config.is_file():
+        return _refuse(f"{args.config}: config file not found")
+    source: PlanSource
+    if target.is_file():
+        source = FileSource(target)
+    elif target.is_dir():
+        source = ProjectSource(args)
+    else:
+        return _refuse(f"{target}: no such plan file or project directory")
+
+    log_path: Path = (
+        args.log or Path(args.workspace or ".") / ".charter" / "serve" / "decisions.jsonl"
+    )
+    try:
+        log = DecisionLog(log_path)
+    except OSError as exc:
+        return _refuse(f"cannot open the decision log {log_path}: {exc.strerror or exc}")
+
+    def note(event: str, fields: dict[str, Any]) -> None:
+        log.record(event, dict(fields))
+        shown = ", ".join(f"{k}={v}" for k, v in fields.items())
+        print(f"charter serve: {event.replace('_', ' ')}: {shown}", file=sys.stderr, flush=True)
+
+    try:
+        holder = PlanHolder(source, on_event=note)
+    except PlanLoadError as exc:
+        log.close()
+        return _refuse(f"no usable plan: {exc}")
+    options = ServeOptions(
+        agent=args.agent,
+        stage=args.stage,
+        workspace=args.workspace,
+        allow=tuple(args.allow),
+        time_limit=args.time_limit,
+        gemini_ask=args.gemini_ask,
+    )
+    problem = _check_agent(holder, options)
+    if problem:
+        log.close()
+        return _refuse(problem)
+    decider = Decider(holder, options, log=log, workers=max(4, min(args.max_connections, 64)))
+    try:
+        server = DecisionServer(
+            decider, host, port, token=token, max_connections=max(1, args.max_connections)
+        )
+    except (ListenError, OSError) as exc:
+        decider.close()
+        log.close()
+        return _refuse(f"cannot listen on {args.listen}: {exc}")
+    decider.warm(os.path.abspath(args.workspace or "."))
+    stop = threading.Event()
+    if not source.cheap:
+        holder.watch(max(0.1, args.reload_interval), stop)
+    if args.port_file is not None:
+        _write_port(args.port_file, server.address[1])
+
+    def stop_serving(signum: int, frame: Any) -> None:
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, stop_serving)
+    signal.signal(signal.SIGINT, stop_serving)
+    current = holder.current
+    print(
+        f"charter serve: listening on {server.url} (plan {current.digest}, agents: "
+        f"{', '.join(current.agents)}; log: {log_path})",
+        file=sys.stderr,
+        flush=True,
+    )
+    log.record(
+        "serve_started", {"url": server.url, "plan": current.digest, "source": current.source}
+    )
+    try:
+        server.serve_forever()
+    finally:
+        stop.set()
+        server.close()
+        log.record("serve_stopped", {"url": server.url})
+        log.close()
+        if args.port_file is not None:
+            args.port_file.unlink(missing_ok=True)
+    return 0
+
+
+def _check_agent(holder: PlanHolder, options: ServeOptions) -> str:
+    """Why the server could never decide with this plan and --agent, or ""."""
+    names = holder.current.agents
+    if options.agent is None:
+        if len(names) != 1:
+            return f"the plan holds {len(names)} agents ({', '.join(names)}); pass --agent"
+        return ""
+    if options.agent not in names:
+        return f"no agent named {options.agent!r} in the plan (agents: {', '.join(names)})"
+    return ""
+
+
+def _write_port(path: Path, port: int) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(f"{port}\n", encoding="utf-8")
+    os.replace(tmp, path)

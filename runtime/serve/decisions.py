@@ -1,0 +1,292 @@
+"""What each endpoint of the decision server answers, apart from HTTP.
+
+The hook endpoints answer exactly the bytes ``charter hook claude-code`` and
+``charter hook gemini-cli`` print for the same event and plan: the same
+adapter decides, with the plan the server holds instead of one read from the
+file for the call. Like the commands they never fail open: an event that
+cannot be read, an unforeseen error, or a decision that takes longer than the
+time limit is answered with the adapter's deny (the same text the command's
+watchdog prints).
+
+Decisions run on a pool of worker threads, so the time limit holds even for
+a decision that never returns; such a worker stays busy, and once every
+worker is, each new request waits out its limit and is denied: the server
+slows down, it never lets a call through.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from charter.runtime.serve.plans import PlanHolder
+
+if TYPE_CHECKING:
+    from charter.runtime.serve.log import DecisionLog
+
+__all__ = ["Answer", "Decider", "HookKind", "ServeOptions"]
+
+HookKind = Literal["claude-code", "gemini-cli"]
+AskMode = Literal["deny", "ask", "defer"]
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    """What ``charter serve`` says about how to decide, as ``charter hook`` takes it."""
+
+    agent: str | None = None
+    stage: str | None = None
+    workspace: str | None = None  # default: each event's cwd
+    allow: tuple[str, ...] = ()
+    time_limit: float = 5.0
+    gemini_ask: AskMode = "deny"
+    # Where /v1/check decides (it has no event cwd): --workspace, else the
+    # directory the server started in.
+    check_workspace: str = field(default_factory=os.getcwd)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One endpoint's answer: HTTP status, the body, and what to log."""
+
+    status: int
+    body: bytes
+    decision: str
+    reason: str
+    ms: float
+    plan: str = ""  # the digest of the plan that decided
+
+
+def hook_deny(kind: HookKind, reason: str) -> dict[str, Any]:
+    """The adapter's deny, as a hook command prints it when it cannot decide in time."""
+    if kind == "gemini-cli":
+        from charter.runtime.hooks.gemini_cli import deny
+
+        return deny(reason)
+    from charter.runtime.hooks.claude_code import hook_output
+
+    return hook_output("deny", f"charter: {reason}")
+
+
+def _summary(kind: HookKind, answer: dict[str, Any]) -> tuple[str, str]:
+    if kind == "claude-code":
+        out = answer.get("hookSpecificOutput") or {}
+        return str(out.get("permissionDecision")), str(out.get("permissionDecisionReason", ""))
+    if "decision" in answer:
+        return str(answer["decision"]), str(answer.get("reason", ""))
+    return "defer", str(answer.get("systemMessage", ""))
+
+
+class Decider:
+    """The endpoints' logic over a :class:`PlanHolder`."""
+
+    def __init__(
+        self,
+        holder: PlanHolder,
+        options: ServeOptions,
+        *,
+        log: DecisionLog | None = None,
+        workers: int = 16,
+    ) -> None:
+        self.holder = holder
+        self.options = options
+        self.log = log
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="charter-decide")
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def warm(self, workspace: str) -> None:
+        """Decide a read and a shell command once, unlogged, so the first real
+        request does not pay for importing the gates and the shell guard."""
+        for kind, tool, args in (
+            ("claude-code", "Read", {"file_path": "README.md"}),
+            ("claude-code", "Bash", {"command": "ls"}),
+            ("gemini-cli", "run_shell_command", {"command": "ls"}),
+        ):
+            event = {"cwd": workspace, "tool_name": tool, "tool_input": args}
+            self.hook(kind, json.dumps(event).encode())  # type: ignore[arg-type]
+
+    # -- running one decision under the time limit ------------------------------
+
+    def _bounded(
+        self, work: Callable[[], dict[str, Any]], deny: Callable[[str], dict[str, Any]]
+    ) -> dict[str, Any]:
+        limit = self.options.time_limit
+        try:
+            future = self._pool.submit(work)
+        except RuntimeError:  # the pool is shut down: the server is stopping
+            return deny("the decision server is stopping")
+        try:
+            return future.result(timeout=limit if limit > 0 else 0.01)
+        except FutureTimeout:
+            return deny(f"no decision within {limit:g} s")
+        except Exception as exc:  # the adapters never raise; fail closed if one does
+            return deny(f"the hook could not decide ({type(exc).__name__}: {exc})")
+
+    # -- the endpoints ------------------------------------------------------------
+
+    def hook(self, kind: HookKind, raw: bytes, *, ask: AskMode | None = None) -> Answer:
+        """The answer to one hook event, byte for byte what the command prints."""
+        start = time.perf_counter()
+        opts = self.options
+        used: list[str] = []
+
+        def work() -> dict[str, Any]:
+            loaded = self.holder.plan()
+            used.append(loaded.digest)
+            prepared = loaded.prepared
+            if kind == "claude-code":
+                from charter.runtime.hooks.claude_code import decide_event
+
+                return decide_event(
+                    raw,
+                    plan_path=self.holder.source.describe(),
+                    agent=opts.agent,
+                    stage=opts.stage,
+                    workspace=opts.workspace,
+                    allow=opts.allow,
+                    prepared=prepared,
+                )
+            from charter.runtime.hooks.common import HookOptions
+            from charter.runtime.hooks.gemini_cli import decide_event as decide_gemini
+
+            options = HookOptions(
+                self.holder.source.describe(), opts.agent, opts.stage, opts.workspace, opts.allow
+            )
+            return decide_gemini(raw, options, ask=ask or opts.gemini_ask, prepared=prepared)
+
+        answer = self._bounded(work, lambda reason: hook_deny(kind, reason))
+        decision, reason = _summary(kind, answer)
+        body = (json.dumps(answer) + "\n").encode("ascii")
+        ms = (time.perf_counter() - start) * 1000
+        return Answer(200, body, decision, reason, ms, used[0] if used else "")
+
+    def refuse_hook(self, kind: HookKind, reason: str) -> Answer:
+        """A hook request refused before any decision (too large, not
+        authorised): the adapter's deny, since any other answer lets the
+        client run the call."""
+        answer = hook_deny(kind, reason)
+        _, text = _summary(kind, answer)
+        return Answer(200, (json.dumps(answer) + "\n").encode("ascii"), "deny", text, 0.0)
+
+    def check(self, raw: bytes) -> Answer:
+        """``{"tool", "args", "stage"?, "agent"?}`` in, the object
+        ``charter check --format json`` prints out."""
+        start = time.perf_counter()
+
+        def bad(reason: str) -> dict[str, Any]:
+            return {
+                "decision": "deny",
+                "gate": "input",
+                "rule": "malformed-request",
+                "reason": reason,
+                "provenance": {},
+            }
+
+        holder = self.holder
+
+        def work() -> dict[str, Any]:
+            from charter.runtime.gates import decide
+            from charter.runtime.results import ToolCall
+            from charter.runtime.session import SessionError, open_session
+
+            try:
+                req = json.loads(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                return bad(f"the request is not JSON ({exc})")
+            if not isinstance(req, dict):
+                return bad("the request is not a JSON object")
+            tool, args = req.get("tool"), req.get("args", {})
+            stage, agent = (
+                req.get("stage", self.options.stage),
+                req.get("agent", self.options.agent),
+            )
+            if not isinstance(tool, str) or not tool:
+                return bad("'tool' must be a non-empty string")
+            if not isinstance(args, dict):
+                return bad("'args' must be a JSON object")
+            if stage is not None and not isinstance(stage, str):
+                return bad("'stage' must be a string")
+            if agent is not None and not isinstance(agent, str):
+                return bad("'agent' must be a string")
+            prepared = holder.plan().prepared
+            if agent is None:
+                names = prepared.agent_names
+                if len(names) != 1:
+                    return bad(
+                        f"the plan holds {len(names)} agents ({', '.join(names)}); name the 'agent'"
+                    )
+                agent = names[0]
+            try:
+                session = open_session(
+                    prepared,
+                    agent,
+                    workspace=self.options.workspace or self.options.check_workspace,
+                    stage=stage,
+                    allow=self.options.allow,
+                )
+            except SessionError as exc:
+                return bad(str(exc))
+            return decide(session, ToolCall(tool, args)).to_json()
+
+        out = self._bounded(work, bad)
+        status = 400 if out.get("gate") == "input" else 200
+        body = (json.dumps(out, ensure_ascii=False) + "\n").encode("utf-8")
+        ms = (time.perf_counter() - start) * 1000
+        return Answer(status, body, str(out.get("decision")), str(out.get("reason", "")), ms)
+
+    def health(self) -> Answer:
+        from charter.runtime.version import VERSION
+
+        current = self.holder.current
+        out = {
+            "status": "ok",
+            "version": VERSION,
+            "plan": {
+                "digest": current.digest,
+                "agents": list(current.agents),
+                "source": current.source,
+                "loaded_at": current.loaded_at,
+            },
+            "reloads": self.holder.reloads,
+            "last_error": self.holder.last_error or None,
+        }
+        body = (json.dumps(out) + "\n").encode("ascii")
+        return Answer(200, body, "", "", 0.0)
+
+    # -- the log ------------------------------------------------------------------
+
+    def record(self, endpoint: str, raw: bytes, answer: Answer, peer: str) -> None:
+        """Queue the log line for one answered request (after it was sent)."""
+        if self.log is None:
+            return
+        event: Any = None
+        try:
+            event = json.loads(raw.decode("utf-8")) if raw else None
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            event = None
+        event = event if isinstance(event, dict) else {}
+        tool = event.get("tool_name", event.get("tool"))
+        args = event.get("tool_input", event.get("args"))
+        fields: dict[str, Any] = {
+            "endpoint": endpoint,
+            "peer": peer,
+            "session": event.get("session_id"),
+            "mode": event.get("permission_mode"),
+            "tool": tool if isinstance(tool, str) else None,
+            "decision": answer.decision,
+            "reason": answer.reason,
+            "status": answer.status,
+            "plan": answer.plan or self.holder.current.digest,
+            # microseconds as an integer: the audit chain hashes canonical
+            # JSON, which holds no floating-point numbers
+            "us": round(answer.ms * 1000),
+        }
+        self.log.record("decision", fields, args=args if isinstance(args, dict) else None)

@@ -1,0 +1,442 @@
+"""charter serve: the decision server answers as the hook commands do.
+
+The identity test sends every event of the hook corpora (tests/fixtures/hooks:
+the Claude Code fixtures and claude_code.jsonl, gemini_cli.jsonl) to the
+server and to the command (run in process through the CLI, so its printing is
+included) and compares the bytes. Cases whose options change the plan file
+(missing, truncated, tampered) are left out: the server refuses such a plan
+at start and keeps the last good one on reload, which is tested on its own.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import io
+import json
+import os
+import socket
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from charter.compiler.cli import main
+from charter.runtime.serve import (
+    Decider,
+    DecisionLog,
+    DecisionServer,
+    FileSource,
+    ListenError,
+    PlanHolder,
+    ServeOptions,
+)
+
+HOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
+
+
+@pytest.fixture
+def plan_file(kit: SimpleNamespace, tmp_path: Path) -> Path:
+    """One plan for the three corpora: the union of their test plans' tools."""
+    work = {
+        "shell": "ask",
+        "terminal": "ask",
+        "read_file": "allow",
+        "read_files": "allow",
+        "write_file": "ask",
+        "edit_file": "ask",
+        "patch": "ask",
+        "search_files": "allow",
+        "list_dir": "allow",
+        "web_fetch": "ask",
+        "web_search": "deny",
+        "docs__lookup": "allow",
+        "todo": "allow",
+        "delegate_task": "ask",
+        "send_to_agent": "allow",
+        "task_list": "allow",
+        "task_status": "allow",
+        "task_control": "allow",
+        "yield_until": "allow",
+        "skill_view": "allow",
+        "schedule_manage": "deny",
+        "clarify": "allow",
+        "ask_user_confirm": "allow",
+    }
+    plan = kit.make_plan(
+        {
+            "work": work,
+            "lean": {"read_file": "allow"},
+            "review": {"read_file": "allow"},
+            "ops": {"terminal": "allow", "write_file": "allow", "read_file": "allow"},
+        },
+        tools=[kit.mcp_tool("docs", "lookup")],
+        unattended={"work": [t for t in work if t not in ("clarify", "ask_user_confirm")]},
+    )
+    path = tmp_path / "plan.json"
+    path.write_text(plan.to_json())
+    return path
+
+
+class Running:
+    def __init__(self, server: DecisionServer, log: DecisionLog | None) -> None:
+        self.server = server
+        self.log = log
+        self.port = server.address[1]
+
+    def post(
+        self, path: str, body: bytes, headers: dict[str, str] | None = None
+    ) -> tuple[int, bytes]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request("POST", path, body=body, headers=headers or {})
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        finally:
+            conn.close()
+
+    def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request("GET", path, headers=headers or {})
+            resp = conn.getresponse()
+            return resp.status, json.loads(resp.read())
+        finally:
+            conn.close()
+
+
+def _start(
+    plan: Path,
+    options: ServeOptions,
+    *,
+    log: Path | None = None,
+    token: str | None = None,
+    read_timeout: float = 10.0,
+    host: str = "127.0.0.1",
+) -> Running:
+    holder = PlanHolder(FileSource(plan))
+    dlog = DecisionLog(log, env={}) if log is not None else None
+    decider = Decider(holder, options, log=dlog, workers=4)
+    server = DecisionServer(decider, host, 0, token=token, read_timeout=read_timeout)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return Running(server, dlog)
+
+
+def _stop(running: Running) -> None:
+    running.server.shutdown()
+    running.server.close()
+    if running.log is not None:
+        running.log.close()
+
+
+@pytest.fixture
+def serve(plan_file: Path, tmp_path: Path) -> Iterator[Any]:
+    started: list[Running] = []
+
+    def start(options: ServeOptions | None = None, **kw: Any) -> Running:
+        r = _start(kw.pop("plan", plan_file), options or ServeOptions(), **kw)
+        started.append(r)
+        return r
+
+    yield start
+    for r in started:
+        _stop(r)
+
+
+# -- the corpus ---------------------------------------------------------------------
+
+
+def _corpus(workspace: Path) -> list[tuple[str, str, bytes, dict[str, Any]]]:
+    """(name, kind, raw event, options) for every case the server can be given."""
+    ws = str(workspace)
+    out: list[tuple[str, str, bytes, dict[str, Any]]] = []
+    for path in sorted(HOOKS.glob("*.json")):
+        raw = path.read_bytes().replace(b"__WORKSPACE__", ws.encode())
+        out.append((path.name, "claude-code", raw, {}))
+    for line in (HOOKS / "claude_code.jsonl").read_text().splitlines():
+        case = json.loads(line)
+        event: dict[str, Any] = {
+            "cwd": ws,
+            "hook_event_name": "PreToolUse",
+            "tool_name": case["tool"],
+            "tool_input": case["input"],
+            "tool_use_id": "toolu_01case",
+        }
+        if case.get("mode", "default") is not None:
+            event["permission_mode"] = case.get("mode", "default")
+        if "agent_id" in case:
+            event["agent_id"] = case["agent_id"]
+        raw = json.dumps(event).replace("__WORKSPACE__", ws).encode()
+        out.append((case["name"], "claude-code", raw, case.get("options", {})))
+    for line in (HOOKS / "gemini_cli.jsonl").read_text().splitlines():
+        case = json.loads(line)
+        if "raw" in case:
+            raw = str(case["raw"]).encode("utf-8", "surrogateescape")
+        elif "raw_b64" in case:
+            raw = base64.b64decode(case["raw_b64"])
+        else:
+            raw = json.dumps(case["event"]).replace("__WORKSPACE__", ws).encode()
+            if case.get("pad_to_bytes"):
+                raw += b" " * (case["pad_to_bytes"] - len(raw))
+        opts = dict(case.get("options", {}))
+        if "workspace" in opts:
+            opts["workspace"] = opts["workspace"].replace("__WORKSPACE__", ws)
+        out.append((case["name"], "gemini-cli", raw, opts))
+    return [c for c in out if c[3].get("plan", "good") == "good"]
+
+
+def _command(kind: str, plan: Path, raw: bytes, opts: dict[str, Any], monkeypatch: Any) -> bytes:
+    argv = ["hook", kind, "--plan", str(plan)]
+    for key in ("agent", "stage", "workspace"):
+        if opts.get(key):
+            argv += [f"--{key}", opts[key]]
+    for tool in opts.get("allow", ()):
+        argv += ["--allow", tool]
+    if opts.get("ask"):
+        argv += ["--ask", opts["ask"]]
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(raw)))
+    monkeypatch.setattr(sys, "stdout", out)
+    assert main(argv) == 0
+    return out.getvalue().encode("ascii")
+
+
+def test_the_server_answers_byte_for_byte_as_the_command(
+    serve: Any, plan_file: Path, workspace: Path, monkeypatch: Any
+) -> None:
+    servers: dict[tuple[Any, ...], Running] = {}
+    compared = 0
+    for name, kind, raw, opts in _corpus(workspace):
+        key = (
+            opts.get("agent"),
+            opts.get("stage"),
+            opts.get("workspace"),
+            tuple(opts.get("allow", ())),
+        )
+        if key not in servers:
+            servers[key] = serve(
+                ServeOptions(agent=key[0], stage=key[1], workspace=key[2], allow=key[3])
+            )
+        path = f"/v1/hooks/{kind}" + (f"?ask={opts['ask']}" if opts.get("ask") else "")
+        status, body = servers[key].post(path, raw)
+        expected = _command(kind, plan_file, raw, opts, monkeypatch)
+        assert (status, body) == (200, expected), name
+        compared += 1
+    assert compared >= 150
+
+
+# -- reloads ---------------------------------------------------------------------------
+
+
+def test_the_plan_is_reloaded_by_digest_and_a_damaged_one_is_refused(
+    serve: Any, kit: SimpleNamespace, tmp_path: Path, workspace: Path
+) -> None:
+    plan_path = tmp_path / "live.json"
+    first = kit.make_plan({"work": {"read_file": "allow"}})
+    plan_path.write_text(first.to_json())
+    running = serve(plan=plan_path)
+    event = json.dumps(
+        {
+            "cwd": str(workspace),
+            "tool_name": "Read",
+            "tool_input": {"file_path": "notes.txt"},
+            "permission_mode": "default",
+        }
+    ).encode()
+
+    def decision() -> str:
+        _, body = running.post("/v1/hooks/claude-code", event)
+        return str(json.loads(body)["hookSpecificOutput"]["permissionDecision"])
+
+    assert decision() == "allow"
+    assert running.get("/v1/health")[1]["plan"]["digest"] == first.digest
+
+    second = kit.make_plan({"work": {"read_file": "deny"}})
+    tmp = tmp_path / "live.tmp"
+    tmp.write_text(second.to_json())
+    os.replace(tmp, plan_path)
+    assert decision() == "deny"  # the very next request uses the new plan
+    health = running.get("/v1/health")[1]
+    assert (health["plan"]["digest"], health["reloads"]) == (second.digest, 1)
+
+    text = second.to_json()
+    plan_path.write_text(text[: len(text) // 2])  # cut short while being written
+    assert decision() == "deny"  # still the last good plan
+    health = running.get("/v1/health")[1]
+    assert health["plan"]["digest"] == second.digest
+    assert "the plan" in health["last_error"] or health["last_error"]
+
+    plan_path.write_text(first.to_json())
+    assert decision() == "allow"
+    assert running.get("/v1/health")[1]["last_error"] is None
+
+
+# -- limits, authentication, failure answers ---------------------------------------------------
+
+
+def test_every_refusal_of_a_hook_request_is_a_200_deny(serve: Any, workspace: Path) -> None:
+    """Claude Code and Gemini CLI run the call on any other status."""
+    running = serve(token="s3cret-token-value")
+    event = json.dumps({"cwd": str(workspace), "tool_name": "Read", "tool_input": {}}).encode()
+    for headers, needle in (
+        ({}, "no valid bearer token"),
+        ({"Authorization": "Bearer wrong"}, "no valid bearer token"),
+        ({"Authorization": "Bearer s3cret-token-value", "Host": "attacker.example"}, "Host header"),
+    ):
+        status, body = running.post("/v1/hooks/claude-code", event, headers)
+        out = json.loads(body)["hookSpecificOutput"]
+        assert (status, out["permissionDecision"]) == (200, "deny")
+        assert needle in out["permissionDecisionReason"]
+        status, body = running.post("/v1/hooks/gemini-cli", event, headers)
+        assert (status, json.loads(body)["decision"]) == (200, "deny")
+    ok = {"Authorization": "Bearer s3cret-token-value"}
+    status, body = running.post("/v1/hooks/gemini-cli?ask=sometimes", event, ok)
+    assert json.loads(body)["decision"] == "deny" and b"ask=" in body
+    assert running.get("/v1/health")[0] == 401
+    assert running.get("/v1/health", ok)[0] == 200
+    assert running.post("/v1/check", b'{"tool": "read_file"}', {})[0] == 401
+
+
+def test_a_non_loopback_address_needs_a_token(plan_file: Path) -> None:
+    holder = PlanHolder(FileSource(plan_file))
+    with pytest.raises(ListenError, match="needs a bearer token"):
+        DecisionServer(Decider(holder, ServeOptions()), "0.0.0.0", 0)
+
+
+def test_an_oversized_body_is_denied_as_the_command_denies_it(serve: Any) -> None:
+    running = serve()
+    conn = socket.create_connection(("127.0.0.1", running.port), timeout=30)
+    head = (
+        "POST /v1/hooks/gemini-cli HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Content-Length: {100 * 1024 * 1024}\r\n\r\n"
+    ).encode()
+    conn.sendall(head + b" " * (8 * 1024 * 1024 + 1))
+    data = b""
+    while b"\r\n\r\n" not in data or not data.rstrip().endswith(b"}"):
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    conn.close()
+    head_text, _, body = data.partition(b"\r\n\r\n")
+    assert head_text.startswith(b"HTTP/1.1 200") and b"Connection: close" in head_text
+    assert json.loads(body) == {
+        "decision": "deny",
+        "reason": "charter: the hook event is larger than 8388608 bytes",
+    }
+
+
+def test_a_request_that_trickles_in_is_cut_off(serve: Any) -> None:
+    running = serve(read_timeout=0.5)
+    conn = socket.create_connection(("127.0.0.1", running.port), timeout=10)
+    conn.sendall(b"POST /v1/hooks/claude-code HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    start = time.monotonic()
+    closed = False
+    while time.monotonic() - start < 5:
+        try:
+            conn.sendall(b"X-Slow: 1\r\n")
+            if conn.recv(1, socket.MSG_DONTWAIT) == b"":
+                closed = True
+                break
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed = True
+            break
+        time.sleep(0.1)
+    conn.close()
+    assert closed and time.monotonic() - start < 3
+
+
+def test_a_hanging_decision_is_denied_within_the_time_limit(
+    serve: Any, workspace: Path, monkeypatch: Any
+) -> None:
+    from charter.runtime.hooks import claude_code
+
+    release = threading.Event()
+
+    def hang(raw: bytes, **kw: Any) -> dict[str, Any]:
+        release.wait(20)
+        return claude_code.hook_output("allow", "too late")
+
+    monkeypatch.setattr(claude_code, "decide_event", hang)
+    running = serve(ServeOptions(time_limit=0.5))
+    start = time.monotonic()
+    status, body = running.post("/v1/hooks/claude-code", b"{}")
+    release.set()
+    assert time.monotonic() - start < 5
+    out = json.loads(body)["hookSpecificOutput"]
+    assert (status, out["permissionDecision"]) == (200, "deny")
+    assert out["permissionDecisionReason"] == "charter: no decision within 0.5 s"
+
+
+def test_concurrent_requests_are_all_answered(serve: Any, workspace: Path) -> None:
+    running = serve()
+    events = {
+        "allow": {"tool_name": "Bash", "tool_input": {"command": "ls -la src | wc -l"}},
+        "deny": {"tool_name": "Bash", "tool_input": {"command": "echo x > /etc/motd"}},
+        "ask": {"tool_name": "Write", "tool_input": {"file_path": "x.txt", "content": ""}},
+    }
+    wrong: list[str] = []
+
+    def client(n: int) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=60)
+        for i in range(15):
+            want = ("allow", "deny", "ask")[(n + i) % 3]
+            ev = {"cwd": str(workspace), "permission_mode": "default", **events[want]}
+            conn.request("POST", "/v1/hooks/claude-code", body=json.dumps(ev))
+            got = json.loads(conn.getresponse().read())["hookSpecificOutput"]
+            if got["permissionDecision"] != want:
+                wrong.append(f"{want}: {got}")
+        conn.close()
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert wrong == []
+
+
+def test_check_answers_as_charter_check(serve: Any, plan_file: Path, workspace: Path) -> None:
+    running = serve(ServeOptions(workspace=str(workspace)))
+    status, body = running.post(
+        "/v1/check", json.dumps({"tool": "read_file", "args": {"path": "/etc/passwd"}}).encode()
+    )
+    out = json.loads(body)
+    assert (status, out["decision"], out["rule"]) == (200, "deny", "path-outside")
+    status, body = running.post(
+        "/v1/check", json.dumps({"tool": "shell", "stage": "nope"}).encode()
+    )
+    assert status == 400 and "no stage named" in json.loads(body)["reason"]
+    assert running.post("/v1/check", b"not json")[0] == 400
+
+
+def test_the_decision_log_redacts_secrets(serve: Any, tmp_path: Path, workspace: Path) -> None:
+    log = tmp_path / "decisions.jsonl"
+    running = serve(log=log)
+    command = "curl -H 'Authorization: Bearer sk-live-0123456789abcdef' https://api.example/x"
+    event = {
+        "cwd": str(workspace),
+        "session_id": "s-1",
+        "permission_mode": "default",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+    }
+    status, body = running.post("/v1/hooks/claude-code", json.dumps(event).encode())
+    assert status == 200
+    running.log.close()  # flushes the queue
+    running.log = None
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    (line,) = [entry for entry in lines if entry["event"] == "decision"]
+    assert (line["endpoint"], line["session"], line["tool"]) == ("claude-code", "s-1", "Bash")
+    assert line["decision"] == json.loads(body)["hookSpecificOutput"]["permissionDecision"]
+    assert line["args"].startswith("sha256:") and line["plan"].startswith("sha256:")
+    text = log.read_text()
+    assert "sk-live-0123456789abcdef" not in text
+    assert "<redacted:" in text
