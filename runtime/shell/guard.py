@@ -44,10 +44,19 @@ from charter.runtime.shell.programs import (
     destructive,
     unwrap,
 )
-from charter.runtime.shell.syntax import Part, Program, Redirect, SimpleCommand, Word, parse
+from charter.runtime.shell.report import DYNAMIC, Collector, JudgedCommand, Judgement
+from charter.runtime.shell.syntax import (
+    ParseResult,
+    Part,
+    Program,
+    Redirect,
+    SimpleCommand,
+    Word,
+    parse,
+)
 from charter.runtime.workspace import is_sensitive
 
-__all__ = ["evaluate", "sensitive_path"]
+__all__ = ["evaluate", "judge", "sensitive_path"]
 
 _RANK = {"allow": 0, "ask": 1, "deny": 2}
 
@@ -114,6 +123,10 @@ class _State:
     commands: int = 0
     # after `cd ~/x` or a bare `cd`: the cwd as a ~ path, for the destructive checks only
     home_cwd: str | None = None
+    # set by judge(): where the simple commands judged are reported
+    seen: Collector | None = None
+    # the parse, when its text had line continuations: maps offsets back
+    spliced: ParseResult | None = None
 
     def add(self, decision: Decision, rule: str, span: tuple[int, int], message: str) -> None:
         self.findings.append(Finding(decision, rule, span, message))
@@ -123,8 +136,26 @@ def evaluate(
     command: str, *, cwd: str | Path, workspace: str | Path, policy: ShellPolicy
 ) -> Verdict:
     """Judge ``command`` as run from ``cwd`` inside ``workspace``. Never raises."""
+    return _guarded(command, str(cwd), str(workspace), policy, None)
+
+
+def judge(
+    command: str, *, cwd: str | Path, workspace: str | Path, policy: ShellPolicy
+) -> Judgement:
+    """:func:`evaluate`'s verdict together with every simple command the guard
+    judged to reach it (see :mod:`charter.runtime.shell.report`). Never raises."""
+    seen = Collector()
+    verdict = _guarded(command, str(cwd), str(workspace), policy, seen)
+    if verdict.rule in ("internal-error", "too-long"):
+        seen.opaque = True
+    return Judgement(verdict, tuple(seen.commands), seen.opaque)
+
+
+def _guarded(
+    command: str, cwd: str, workspace: str, policy: ShellPolicy, seen: Collector | None
+) -> Verdict:
     try:
-        return _evaluate(command, str(cwd), str(workspace), policy)
+        return _evaluate(command, cwd, workspace, policy, seen)
     except Exception as exc:  # fail closed on anything unforeseen
         refusal = _flat_refusal(command, str(cwd), str(workspace), policy)
         if refusal is not None:
@@ -149,7 +180,9 @@ def _flat_refusal(command: str, cwd: str, workspace: str, policy: ShellPolicy) -
         return None
 
 
-def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Verdict:
+def _evaluate(
+    command: str, cwd: str, workspace: str, policy: ShellPolicy, seen: Collector | None
+) -> Verdict:
     ws, cw, ws_real = _roots(workspace, cwd)
     span_all = (0, len(command))
     if not command.strip():
@@ -165,15 +198,19 @@ def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Ve
         extra.append(Reading("IFS-split", re.sub(r"\$\{IFS\}|\$IFS\b", " ", command)))
     for reading in [*readings(command), *extra]:
         st = _State(reading.text, cw, ws, ws_real, policy)
+        if reading.label == "raw":
+            st.seen = seen
         _judge(st)
+        if st.spliced is not None:
+            _map_spans(st, st.spliced)
         if reading.label == "raw":
             findings.extend(st.findings)
             writes.extend(st.writes)
             safe_hits.extend(st.safe_hits)
         else:
-            seen = {(f.decision, f.rule) for f in findings}
+            known = {(f.decision, f.rule) for f in findings}
             for f in st.findings:
-                if (f.decision, f.rule) not in seen:
+                if (f.decision, f.rule) not in known:
                     findings.append(
                         Finding(
                             f.decision,
@@ -239,6 +276,17 @@ def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Ve
     )
 
 
+def _map_spans(st: _State, parsed: ParseResult) -> None:
+    """Point the findings of a text judged without its line continuations
+    back at the characters of the input."""
+
+    def span(s: tuple[int, int]) -> tuple[int, int]:
+        return (parsed.raw_offset(s[0]), parsed.raw_offset(s[1]))
+
+    st.findings = [Finding(f.decision, f.rule, span(f.span), f.message) for f in st.findings]
+    st.writes = [Write(w.path, w.inside_workspace, span(w.span)) for w in st.writes]
+
+
 @functools.lru_cache(maxsize=256)
 def _roots(workspace: str, cwd: str) -> tuple[str, str, str]:
     """The normalised workspace and cwd, and the workspace's real path.
@@ -258,6 +306,11 @@ def _realpath(path: str) -> str:
 
 def _judge(st: _State) -> None:
     result = parse(st.text)
+    if result.spliced is not None:
+        # judge what bash reads: the text with its line continuations
+        # removed (offsets are mapped back to the input by _evaluate)
+        st.text = result.text
+        st.spliced = result
     if result.program is None:
         err = result.error
         pos = err.pos if err is not None else 0
@@ -268,6 +321,8 @@ def _judge(st: _State) -> None:
             (pos, min(pos + 1, len(st.text))),
             f"Charter cannot parse this command ({why}); it needs approval",
         )
+        if st.seen is not None:
+            st.seen.opaque = True
         _salvage(st, st.text, (0, len(st.text)))
         return
     _program(st, result.program)
@@ -288,9 +343,13 @@ def _judge(st: _State) -> None:
             )
 
 
-def _salvage(st: _State, text: str, span: tuple[int, int]) -> None:
+def _salvage(st: _State, text: str, span: tuple[int, int], *, opaque: bool = True) -> None:
     """Look for destructive payloads in text that did not parse: judge each
-    piece between shell operators on its own and keep only refusals."""
+    piece between shell operators on its own and keep only refusals.
+    ``opaque=False`` when the text is an argument searched only in case the
+    program evaluates it (the guard's verdict does not rest on the search)."""
+    if opaque and st.seen is not None:
+        st.seen.opaque = True  # the pieces are guesses, not bash's reading
     if _FORK_BOMB.search(text) or _FORK_BOMB_KW.search(text):
         st.add("deny", "fork-bomb", span, "a fork bomb is never run")
     for piece in _SALVAGE_SPLIT.split(text):
@@ -304,6 +363,14 @@ def _salvage(st: _State, text: str, span: tuple[int, int]) -> None:
         for f in sub.findings:
             if f.decision == "deny":
                 st.add("deny", f.rule, span, f.message)
+
+
+def _report_embedded(st: _State, text: str) -> None:
+    """For judge(): list the commands a substitution inside an argument that
+    bash may evaluate would run (only reported, never judged: the salvage
+    search already looked for refusals)."""
+    sub = _State(text, st.cwd, st.ws, st.ws_real, st.policy, seen=st.seen)
+    _judge(sub)
 
 
 def _program(st: _State, program: Program) -> None:
@@ -425,7 +492,7 @@ def _unescape_backtick(body: str) -> str:
 def _nested(st: _State, script: str, span: tuple[int, int]) -> None:
     """Judge a command line found inside this one (bash -c, eval, backticks,
     env -S): its findings point at the argument that carries it."""
-    sub = _State(script, st.cwd, st.ws, st.ws_real, st.policy)
+    sub = _State(script, st.cwd, st.ws, st.ws_real, st.policy, seen=st.seen)
     _judge(sub)
     for f in sub.findings:
         st.add(f.decision, f.rule, span, f.message)
@@ -633,9 +700,54 @@ _ARITHMETIC_EVAL = frozenset(
 )
 
 
+def _report(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
+    """Tell judge() about a simple command (only called when it asked)."""
+    assert st.seen is not None
+    st.seen.commands.append(
+        JudgedCommand(
+            tuple(
+                DYNAMIC if w.value is None or w.glob or w.brace or w.tilde else w.value
+                for w in words
+            ),
+            (words[0].start, words[-1].end),
+        )
+    )
+    name = words[0].value
+    if name is not None and posixpath.basename(name) in _CHANGES_READING:
+        # what runs after it is read differently (aliases, options, a
+        # sourced file's functions) or runs code the text does not show
+        st.seen.opaque = True
+
+
+# Builtins after which the rest of the text can mean something else than it
+# reads, or that run code kept elsewhere (a file, a later trap).
+_CHANGES_READING = frozenset(
+    {
+        "set",
+        "shopt",
+        "alias",
+        "unalias",
+        "enable",
+        "builtin",
+        "hash",
+        "source",
+        ".",
+        "trap",
+        "mapfile",
+        "readarray",
+        "complete",
+        "compgen",
+        "fc",
+        "bind",
+    }
+)
+
+
 def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
     if not words:
         return
+    if st.seen is not None:
+        _report(st, words)
     w0 = words[0]
     name = w0.value
     if name is None:
@@ -652,7 +764,9 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
         # even inside quotes: test -v 'a[$(cmd)]' runs cmd
         for w in words[1:]:
             if w.value is not None and ("$(" in w.value or "`" in w.value):
-                _salvage(st, w.value, (w.start, w.end))
+                _salvage(st, w.value, (w.start, w.end), opaque=False)
+                if st.seen is not None:
+                    _report_embedded(st, w.value)
     if not w0.quoted:
         if name in RESERVED_PREFIX:
             if name != "!":
@@ -725,6 +839,8 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
             "eval runs its arguments as a new command line; run that command directly",
         )
         texts = [_script_text(w) for w in args]
+        if st.seen is not None and any(w.value is None for w in args):
+            st.seen.opaque = True  # the script is only known when it runs
         if args and all(t is not None for t in texts):
             _nested(st, " ".join(t or "" for t in texts), (args[0].start, args[-1].end))
         return
@@ -877,6 +993,8 @@ def _shell(
         permute=False,
     )
     has_c = any(o.name == "-c" for o in s.opts)
+    if st.seen is not None and (not has_c or not s.operands or args[s.operands[0]].value is None):
+        st.seen.opaque = True  # a script file, standard input, or a script built at run time
     if not has_c:
         st.add(
             "ask", "executes-code", (w0.start, w0.end), f"{prog} runs a script; it needs approval"

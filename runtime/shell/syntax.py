@@ -25,10 +25,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from charter.runtime.datafiles import read_text
+from charter.runtime.shell.splice import Spliced, splice
 
 __all__ = [
     "EXPANSION_KINDS",
     "HereDoc",
+    "ParseResult",
     "Part",
     "Program",
     "Redirect",
@@ -213,6 +215,12 @@ class _Lexed:
     tokens: list[Tok]
     heredocs: dict[int, HereDoc]  # keyed by the redirect token's start
     comments: list[tuple[int, int]]
+    # the text the tokens index: the input with its line continuations removed
+    text: str = ""
+    spliced: Spliced | None = None
+    # literal values taken from the original text (a quote that held a
+    # backslash-newline, which is not a continuation there), by token start
+    values: dict[int, str] = field(default_factory=dict)
 
 
 def _skip_quoted_dq(text: str, i: int) -> int:
@@ -311,8 +319,16 @@ def _arith_end(text: str, i: int) -> int | None:
     return end if text[end - 2 : end] == "))" else None
 
 
-def tokenize(text: str) -> _Lexed:
-    """Split ``text`` into grammar tokens (see ``bash.lark``)."""
+def tokenize(raw: str) -> _Lexed:
+    """Split ``raw`` into grammar tokens (see ``bash.lark``), after removing
+    its line continuations as bash does (see :mod:`.splice`); the tokens
+    index the result's ``text``."""
+    sp = splice(raw)
+    return _tokenize(raw if sp is None else sp.text, sp)
+
+
+def _tokenize(text: str, sp: Spliced | None) -> _Lexed:
+    values: dict[int, str] = {}
     tokens: list[Tok] = []
     heredocs: dict[int, HereDoc] = {}
     comments: list[tuple[int, int]] = []
@@ -361,6 +377,17 @@ def tokenize(text: str) -> _Lexed:
         if c == "#" and (i == 0 or text[i - 1] in _COMMENT_AFTER):
             end = text.find("\n", i)
             end = n if end < 0 else end
+            cut = None if sp is None else sp.cut_between(i, end)
+            if cut is not None:
+                # a comment ends at the first newline of the original, even
+                # one that follows a backslash: bash reads comments verbatim
+                comments.append((i, cut))
+                tok("NEWLINE", cut, cut)
+                i = cut
+                if pending:
+                    i = _read_heredocs(text, i, pending, heredocs, sp)
+                    pending.clear()
+                continue
             comments.append((i, end))
             i = end
             continue
@@ -401,12 +428,16 @@ def tokenize(text: str) -> _Lexed:
             tok("NEWLINE", i, i + 1)
             i += 1
             if pending:
-                i = _read_heredocs(text, i, pending, heredocs)
+                i = _read_heredocs(text, i, pending, heredocs, sp)
                 pending.clear()
             continue
         if c == "$":
             j = _dollar(text, i, tok, modes, depths, in_dq=False)
             if j:
+                if sp is not None and tokens[-1][0] == "ANSIC" and sp.cut_between(i, j - 1):
+                    # inside $'...' a backslash-newline is kept (and decoded)
+                    body = sp.raw[sp.raw_at(i) + 2 : sp.raw_at(j - 1)]
+                    values[i] = decode_ansi_c(body)
                 i = j
                 continue
             tok("DOLLAR", i, i + 1)
@@ -417,6 +448,9 @@ def tokenize(text: str) -> _Lexed:
             if m is None:
                 raise ShellSyntaxError(i, "unterminated single quote")
             tok("SQ", i, m.end())
+            if sp is not None and sp.cut_between(i, m.end() - 1) is not None:
+                # inside single quotes a backslash-newline is two characters
+                values[i] = sp.raw[sp.raw_at(i) + 1 : sp.raw_at(m.end() - 1)]
             i = m.end()
             continue
         if c == '"':
@@ -457,7 +491,7 @@ def tokenize(text: str) -> _Lexed:
         # an empty body (the command is never allowed automatically anyway).
         for start, delim, quoted, _strip in pending:
             heredocs[start] = HereDoc(delim, quoted, "", False)
-    return _Lexed(tokens, heredocs, comments)
+    return _Lexed(tokens, heredocs, comments, text, sp, values)
 
 
 def _word_end(text: str, i: int) -> int:
@@ -498,23 +532,49 @@ def _unquote_delimiter(raw: str) -> str:
 
 
 def _read_heredocs(
-    text: str, i: int, pending: list[tuple[int, str, bool, bool]], heredocs: dict[int, HereDoc]
+    text: str,
+    i: int,
+    pending: list[tuple[int, str, bool, bool]],
+    heredocs: dict[int, HereDoc],
+    sp: Spliced | None,
+) -> int:
+    """Read the bodies of the pending here-documents from ``i``, the start
+    of the line after their command; return where the command text resumes.
+    An unquoted body is read like the rest of the text, continuations
+    removed (so a delimiter can be joined from two lines, as bash joins
+    it); a quoted one verbatim from the original text."""
+    for start, delim, quoted, strip in pending:
+        if quoted and sp is not None:
+            raw_end = _read_heredoc(sp.raw, sp.raw_at(i), start, delim, quoted, strip, heredocs)
+            i = sp.spliced_at(raw_end)
+        else:
+            i = _read_heredoc(text, i, start, delim, quoted, strip, heredocs)
+    return i
+
+
+def _read_heredoc(
+    text: str,
+    i: int,
+    start: int,
+    delim: str,
+    quoted: bool,
+    strip: bool,
+    heredocs: dict[int, HereDoc],
 ) -> int:
     n = len(text)
-    for start, delim, quoted, strip in pending:
-        body: list[str] = []
-        terminated = False
-        while i < n:
-            end = text.find("\n", i)
-            line_end = n if end < 0 else end
-            line = text[i:line_end]
-            i = n if end < 0 else end + 1
-            check = line.lstrip("\t") if strip else line
-            if check == delim:
-                terminated = True
-                break
-            body.append(line)
-        heredocs[start] = HereDoc(delim, quoted, "\n".join(body), terminated)
+    body: list[str] = []
+    terminated = False
+    while i < n:
+        end = text.find("\n", i)
+        line_end = n if end < 0 else end
+        line = text[i:line_end]
+        i = n if end < 0 else end + 1
+        check = line.lstrip("\t") if strip else line
+        if check == delim:
+            terminated = True
+            break
+        body.append(line)
+    heredocs[start] = HereDoc(delim, quoted, "\n".join(body), terminated)
     return i
 
 
@@ -652,15 +712,17 @@ def _decode_dq_text(raw: str) -> str:
     return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), raw)
 
 
-def _part_from_token(t: Tok, text: str) -> Part:
+def _part_from_token(t: Tok, text: str, values: dict[int, str] | None = None) -> Part:
     kind, start, end = t
     raw = text[start:end]
     if kind == "LIT":
         return _decode_lit(raw, start)
     if kind == "SQ":
-        return Part("sq", raw, start, end, raw[1:-1])
+        v = values.get(start) if values else None
+        return Part("sq", raw, start, end, raw[1:-1] if v is None else v)
     if kind == "ANSIC":
-        return Part("ansic", raw, start, end, decode_ansi_c(raw[2:-1]))
+        v = values.get(start) if values else None
+        return Part("ansic", raw, start, end, decode_ansi_c(raw[2:-1]) if v is None else v)
     if kind == "DQ_TEXT":
         return Part("dqtext", raw, start, end, _decode_dq_text(raw))
     return Part(_KIND_OF_TOKEN[kind], raw, start, end)
@@ -825,7 +887,7 @@ def _group(children: list[Any], text: str, ctx: _Ctx) -> tuple[list[Word], list[
                 raise ShellSyntaxError(c[1], "a redirect without a target")
             pending = c
             continue
-        p = c if type(c) is Part else _part_from_token(c, text)
+        p = c if type(c) is Part else _part_from_token(c, text, ctx.values)
         if current and current[-1].end != p.start:
             _flush(current, pending, words, redirects, text, ctx)
             current = []
@@ -858,9 +920,10 @@ def _flush(
 
 @dataclass(slots=True)
 class _Ctx:
-    """Tree-building context: the here-document bodies found by the lexer."""
+    """Tree-building context: what the lexer found beside the tokens."""
 
     heredocs: dict[int, HereDoc]
+    values: dict[int, str]
 
 
 _BUILDERS: dict[str, Any] = {
@@ -1015,15 +1078,25 @@ class ParseResult:
     program: Program | None
     error: ShellSyntaxError | None
     comments: tuple[tuple[int, int], ...] = ()
+    # The text every offset above indexes: the input with its line
+    # continuations removed (the input itself when it has none).
+    text: str = ""
+    spliced: Spliced | None = None
+
+    def raw_offset(self, pos: int) -> int:
+        """The input's offset for an offset into :attr:`text`."""
+        return pos if self.spliced is None else self.spliced.raw_at(pos)
 
 
-def parse(text: str) -> ParseResult:
-    """Parse ``text``; never raises on any input."""
+def parse(raw: str) -> ParseResult:
+    """Parse ``raw``; never raises on any input."""
+    sp = splice(raw)
+    text = raw if sp is None else sp.text
     try:
-        lexed = tokenize(text)
-        program = _drive(lexed.tokens, text, _Ctx(lexed.heredocs))
+        lexed = _tokenize(text, sp)
+        program = _drive(lexed.tokens, text, _Ctx(lexed.heredocs, lexed.values))
     except ShellSyntaxError as exc:
-        return ParseResult(None, exc)
+        return ParseResult(None, exc, (), text, sp)
     except RecursionError:
-        return ParseResult(None, ShellSyntaxError(0, "nesting too deep"))
-    return ParseResult(program, None, tuple(lexed.comments))
+        return ParseResult(None, ShellSyntaxError(0, "nesting too deep"), (), text, sp)
+    return ParseResult(program, None, tuple(lexed.comments), text, sp)
