@@ -404,16 +404,7 @@ def _simple(st: _State, cmd: SimpleCommand) -> None:
     # then the expansions inside words.
     st.commands += 1
     words = cmd.words
-    i = 0
-    while i < len(words) and _is_assignment(words[i]):
-        st.add(
-            "ask",
-            "inline-assignment",
-            (words[i].start, words[i].end),
-            "an inline VAR=value assignment changes the command's environment (PATH, "
-            "LD_PRELOAD and similar change what runs); drop it to run unprompted",
-        )
-        i += 1
+    i = _assignments(st, words)
     _argv(st, words[i:])
     for r in cmd.redirects:
         _redirect(st, r)
@@ -432,6 +423,22 @@ def _simple(st: _State, cmd: SimpleCommand) -> None:
                 _nested(st, r.target.value, (r.start, r.end))
             elif r.op in ("<<", "<<-") and r.heredoc is not None:
                 _nested(st, r.heredoc.body, (r.start, r.end))
+
+
+def _assignments(st: _State, words: tuple[Word, ...] | list[Word]) -> int:
+    """Report the VAR=value words that start a simple command (also after a
+    reserved word: `if a=1 ls`); return how many there are."""
+    i = 0
+    while i < len(words) and _is_assignment(words[i]):
+        st.add(
+            "ask",
+            "inline-assignment",
+            (words[i].start, words[i].end),
+            "an inline VAR=value assignment changes the command's environment (PATH, "
+            "LD_PRELOAD and similar change what runs); drop it to run unprompted",
+        )
+        i += 1
+    return i
 
 
 def _is_assignment(w: Word) -> bool:
@@ -771,7 +778,8 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
         if name in RESERVED_PREFIX:
             if name != "!":
                 st.add("ask", "control-structure", (w0.start, w0.end), _control_structure(name))
-            _argv(st, words[1:])
+            rest = words[1:]
+            _argv(st, rest[_assignments(st, rest) :])
             return
         if name == "coproc":
             # coproc CMD and coproc NAME { CMD; } run CMD in the background

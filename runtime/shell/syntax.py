@@ -675,6 +675,16 @@ def decode_ansi_c(body: str) -> str:
 
 
 _GLOB_CHARS = frozenset("*?[")
+_ASSIGNMENT_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
+_ESCAPED = re.compile(r"\\[\s\S]")
+
+
+def _brace_shape(plain: str) -> bool:
+    """An unquoted `{` before an unquoted `}` with a `,` or `..` between
+    (over-approximating bash's brace expansion, in linear time)."""
+    a = plain.find("{")
+    b = plain.rfind("}")
+    return 0 <= a < b and ("," in plain[a:b] or ".." in plain[a:b])
 
 
 def _decode_lit(raw: str, start: int) -> Part:
@@ -743,9 +753,10 @@ def _make_word(parts: list[Part], text: str) -> Word:
         # the common case: one unquoted literal run
         p = parts[0]
         raw = p.raw
-        return Word(
-            (p,), p.start, p.end, p.value, "\\" in raw, p.glob, p.brace, raw.startswith("~")
+        tilde = raw.startswith("~") or (
+            ("=~" in raw or ":~" in raw) and _ASSIGNMENT_WORD.match(raw) is not None
         )
+        return Word((p,), p.start, p.end, p.value, "\\" in raw, p.glob, p.brace, tilde)
     value_parts: list[str] = []
     literal = True
     quoted = False
@@ -764,6 +775,23 @@ def _make_word(parts: list[Part], text: str) -> Word:
             quoted = True
     first = parts[0]
     tilde = first.kind == "lit" and first.raw.startswith("~")
+    if first.kind == "lit" and _ASSIGNMENT_WORD.match(first.raw):
+        # bash expands a tilde after `=` or `:` in a word that looks like an
+        # assignment, even as a command's argument (`a=~/x`)
+        tilde = tilde or any(p.kind == "lit" and "~" in p.raw for p in parts)
+    if not (glob and brace):
+        # Brace expansion and globbing apply to the whole word, quotes and
+        # all: `{"a",b}` is two words and `x["y"]` a pattern, although no
+        # one fragment holds both brackets. Judge the word's unquoted
+        # characters together (a quoted or escaped one becomes NUL).
+        plain = "".join(
+            _ESCAPED.sub("\x00\x00", p.raw) if p.kind == "lit" else "\x00" * len(p.raw)
+            for p in parts
+        )
+        brace = brace or _brace_shape(plain)
+        if not glob:
+            k = plain.find("[")
+            glob = k >= 0 and "]" in "".join(p.raw for p in parts)[k:]
     return Word(
         tuple(parts),
         first.start,
@@ -870,6 +898,10 @@ def _build_proc_sub(children: list[Any], text: str, ctx: _Ctx) -> Part:
     return Part("procsub", text[start:end], start, end, None, body=body)
 
 
+# `{name}` right before a redirect operator names the descriptor bash opens
+_FD_VAR = re.compile(r"^\{[A-Za-z_][A-Za-z0-9_]*\}$")
+
+
 def _group(children: list[Any], text: str, ctx: _Ctx) -> tuple[list[Word], list[Redirect]]:
     """Glue adjacent fragments into words and attach each redirect operator
     to the word that follows it."""
@@ -877,24 +909,39 @@ def _group(children: list[Any], text: str, ctx: _Ctx) -> tuple[list[Word], list[
     redirects: list[Redirect] = []
     current: list[Part] = []
     pending: Tok | None = None
+    fd_var: str | None = None
     for c in children:
         if type(c) is tuple and c[0] == "REDIR":
-            if current:
-                _flush(current, pending, words, redirects, text, ctx)
+            if (
+                len(current) == 1
+                and current[0].end == c[1]
+                and current[0].kind == "lit"
+                and _FD_VAR.match(current[0].raw)
+                and pending is None
+                and text[c[1]] in "<>&"
+            ):
+                # `{name}>file`: bash opens a new descriptor and stores its
+                # number in $name; the braces are part of the redirect
+                fd_var = current[0].raw
                 current = []
-                pending = None
+                pending = c
+                continue
+            if current:
+                _flush(current, pending, words, redirects, text, ctx, fd_var)
+                current = []
+                pending = fd_var = None
             if pending is not None:
                 raise ShellSyntaxError(c[1], "a redirect without a target")
             pending = c
             continue
         p = c if type(c) is Part else _part_from_token(c, text, ctx.values)
         if current and current[-1].end != p.start:
-            _flush(current, pending, words, redirects, text, ctx)
+            _flush(current, pending, words, redirects, text, ctx, fd_var)
             current = []
-            pending = None
+            pending = fd_var = None
         current.append(p)
     if current:
-        _flush(current, pending, words, redirects, text, ctx)
+        _flush(current, pending, words, redirects, text, ctx, fd_var)
     elif pending is not None:
         raise ShellSyntaxError(pending[1], "a redirect without a target")
     return words, redirects
@@ -907,6 +954,7 @@ def _flush(
     redirects: list[Redirect],
     text: str,
     ctx: _Ctx,
+    fd_var: str | None = None,
 ) -> None:
     w = _make_word(parts, text)
     if pending is None:
@@ -915,7 +963,8 @@ def _flush(
     m = _REDIR.match(text, pending[1], pending[2])
     assert m is not None
     start = pending[1]
-    redirects.append(Redirect(m.group(2), m.group(1), w, start, w.end, ctx.heredocs.get(start)))
+    fd = fd_var if fd_var is not None else m.group(1)
+    redirects.append(Redirect(m.group(2), fd, w, start, w.end, ctx.heredocs.get(start)))
 
 
 @dataclass(slots=True)
