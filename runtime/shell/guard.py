@@ -451,6 +451,14 @@ def _word_expansions(st: _State, w: Word) -> None:
         _part(st, p)
         for q in p.inner:
             _part(st, q)
+    if w.tilde:
+        st.add(
+            "ask",
+            "parameter-expansion",
+            (w.start, w.end),
+            f"{_clip(w.raw)} has a ~ that the shell replaces with a home directory; write the "
+            "path out to run unprompted",
+        )
     if w.glob:
         st.add(
             "ask",

@@ -434,9 +434,9 @@ def _tokenize(text: str, sp: Spliced | None) -> _Lexed:
         if c == "$":
             j = _dollar(text, i, tok, modes, depths, in_dq=False)
             if j:
-                if sp is not None and tokens[-1][0] == "ANSIC" and sp.cut_between(i, j - 1):
+                if sp is not None and tokens[-1][0] == "ANSIC" and sp.cut_between(i + 1, j - 1):
                     # inside $'...' a backslash-newline is kept (and decoded)
-                    body = sp.raw[sp.raw_at(i) + 2 : sp.raw_at(j - 1)]
+                    body = sp.raw[sp.raw_at(i + 1) + 1 : sp.raw_at(j - 1)]
                     values[i] = decode_ansi_c(body)
                 i = j
                 continue
