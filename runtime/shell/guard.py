@@ -231,8 +231,8 @@ def _evaluate(
                 "ask",
                 "hidden-characters",
                 (pos, pos + 1),
-                f"the command contains an invisible or control character ({name}); "
-                "remove it to let the command be judged on what it shows",
+                f"the command contains a character a reviewer cannot see or would misread "
+                f"({name}); remove it to let the command be judged on what it shows",
             ),
         )
     if not (cw == ws or cw.startswith(ws.rstrip("/") + "/")):
