@@ -50,13 +50,26 @@ from charter.runtime.shell.syntax import (
     Part,
     Program,
     Redirect,
+    ShellTooLong,
     SimpleCommand,
     Word,
     parse,
 )
 from charter.runtime.workspace import is_sensitive
 
-__all__ = ["evaluate", "judge", "sensitive_path"]
+__all__ = ["MAX_COMMAND_CHARS", "MAX_TOKENS", "evaluate", "judge", "sensitive_path"]
+
+# The guard's size limits. A command line longer than MAX_COMMAND_CHARS is
+# "ask" (`too-long`) without being read; each reading of a shorter one may
+# lex at most MAX_TOKENS tokens in all (the command, and every nested script,
+# substitution and salvaged piece in it), past which it is "ask" too. Both
+# keep every decision within a small, linear time on any input; neither can
+# make a command allowed.
+MAX_COMMAND_CHARS = 65_536
+MAX_TOKENS = 3_000
+# What one parse costs beyond its tokens, in tokens: many tiny nested texts
+# (backticks, salvaged pieces) cost more than their tokens say.
+_PARSE_COST = 20
 
 _RANK = {"allow": 0, "ask": 1, "deny": 2}
 
@@ -74,13 +87,22 @@ _DISCARD = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}) | 
 )
 _FD_PATH = re.compile(r"^/dev/fd/[0-9]+$")
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
-_FORK_BOMB = re.compile(r"([^\s(){};|&<>]+)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*&?\s*\1(?![^\s;&|}])")
+# A function whose body pipes it into itself. Linear on any text: a name
+# starts at a name boundary and is never backtracked into (a possessive
+# run), and the body is bounded (a bound only limits what can be *denied*:
+# a function definition never parses, so it is never allowed).
+_FORK_BOMB = re.compile(
+    r"(?<![^\s(){};|&<>])([^\s(){};|&<>]++)\s*+\(\s*+\)\s*+\{[^}]{0,400}?"
+    r"\1\s*\|\s*&?\s*\1(?![^\s;&|}])"
+)
 # the same with the `function NAME` keyword form, which parses (as an opaque
 # control structure), so it is looked for in every command line
 _FORK_BOMB_KW = re.compile(
-    r"\bfunction\s+([^\s(){};|&<>]+)\s*(?:\(\s*\)\s*)?\{[^}]*?\1\s*\|\s*&?\s*\1(?![^\s;&|}])"
+    r"\bfunction\s++([^\s(){};|&<>]++)\s*+(?:\(\s*+\)\s*+)?\{[^}]{0,400}?"
+    r"\1\s*\|\s*&?\s*\1(?![^\s;&|}])"
 )
 _SALVAGE_SPLIT = re.compile(r"[;&|(){}\n`]|\$\(")
+_NAMES_SOMETHING = re.compile(r"[^\W_]")
 
 _EXPANSION_RULE = {
     "param": ("parameter-expansion", "expands a variable whose value is only known at run time"),
@@ -127,6 +149,14 @@ class _State:
     seen: Collector | None = None
     # the parse, when its text had line continuations: maps offsets back
     spliced: ParseResult | None = None
+    # tokens this reading may still lex (shared with every nested state)
+    budget: list[int] = field(default_factory=lambda: [MAX_TOKENS])
+
+    def sub(self, text: str) -> _State:
+        """A state for a text found inside this one (same places, budget, report)."""
+        return _State(
+            text, self.cwd, self.ws, self.ws_real, self.policy, seen=self.seen, budget=self.budget
+        )
 
     def add(self, decision: Decision, rule: str, span: tuple[int, int], message: str) -> None:
         self.findings.append(Finding(decision, rule, span, message))
@@ -185,6 +215,15 @@ def _evaluate(
 ) -> Verdict:
     ws, cw, ws_real = _roots(workspace, cwd)
     span_all = (0, len(command))
+    if len(command) > MAX_COMMAND_CHARS:
+        return Verdict(
+            "ask",
+            "too-long",
+            span_all,
+            f"the command is {len(command)} characters long, more than the guard reads "
+            f"({MAX_COMMAND_CHARS}); it needs approval every time",
+            ungrantable=True,
+        )
     if not command.strip():
         return Verdict("ask", "empty-command", span_all, "the command is empty")
     findings: list[Finding] = []
@@ -224,7 +263,7 @@ def _evaluate(
                     writes.append(Write(w.path, w.inside_workspace, span_all))
         ungrantable = ungrantable or st.ungrantable
         commands += st.commands
-    for pos, name in hidden_characters(command)[:1]:
+    for pos, name in hidden_characters(command, first=True):
         findings.insert(
             0,
             Finding(
@@ -305,7 +344,21 @@ def _realpath(path: str) -> str:
 
 
 def _judge(st: _State) -> None:
-    result = parse(st.text)
+    result = parse(st.text, max_tokens=st.budget[0])
+    st.budget[0] -= result.tokens + _PARSE_COST
+    if isinstance(result.error, ShellTooLong):
+        st.budget[0] = 0
+        st.ungrantable = True
+        st.add(
+            "ask",
+            "too-long",
+            (0, len(st.text)),
+            f"the command has more than {MAX_TOKENS} tokens, more than the guard reads; "
+            "it needs approval every time",
+        )
+        if st.seen is not None:
+            st.seen.opaque = True
+        return
     if result.spliced is not None:
         # judge what bash reads: the text with its line continuations
         # removed (offsets are mapped back to the input by _evaluate)
@@ -353,10 +406,13 @@ def _salvage(st: _State, text: str, span: tuple[int, int], *, opaque: bool = Tru
     if _FORK_BOMB.search(text) or _FORK_BOMB_KW.search(text):
         st.add("deny", "fork-bomb", span, "a fork bomb is never run")
     for piece in _SALVAGE_SPLIT.split(text):
-        if not piece.strip():
-            continue
-        sub = _State(piece, st.cwd, st.ws, st.ws_real, st.policy)
-        result = parse(piece)
+        if _NAMES_SOMETHING.search(piece) is None:
+            continue  # no letter or digit: it names no program
+        if st.budget[0] <= 0:
+            break  # the pieces are only searched for refusals: stopping never allows
+        sub = _State(piece, st.cwd, st.ws, st.ws_real, st.policy, budget=st.budget)
+        result = parse(piece, max_tokens=st.budget[0])
+        st.budget[0] -= result.tokens + _PARSE_COST
         if result.program is None:
             continue
         _program(sub, result.program)
@@ -369,7 +425,7 @@ def _report_embedded(st: _State, text: str) -> None:
     """For judge(): list the commands a substitution inside an argument that
     bash may evaluate would run (only reported, never judged: the salvage
     search already looked for refusals)."""
-    sub = _State(text, st.cwd, st.ws, st.ws_real, st.policy, seen=st.seen)
+    sub = st.sub(text)
     _judge(sub)
 
 
@@ -507,7 +563,7 @@ def _unescape_backtick(body: str) -> str:
 def _nested(st: _State, script: str, span: tuple[int, int]) -> None:
     """Judge a command line found inside this one (bash -c, eval, backticks,
     env -S): its findings point at the argument that carries it."""
-    sub = _State(script, st.cwd, st.ws, st.ws_real, st.policy, seen=st.seen)
+    sub = st.sub(script)
     _judge(sub)
     for f in sub.findings:
         st.add(f.decision, f.rule, span, f.message)
@@ -759,11 +815,21 @@ _CHANGES_READING = frozenset(
 
 
 def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
-    if not words:
-        return
-    if st.seen is not None:
-        _report(st, words)
-    w0 = words[0]
+    # Reserved words that only prefix a command (`if`, `then`, `do`, `{`,
+    # `!`, ...) are taken off in a loop, not by recursion, so a long run of
+    # them costs linear time and no stack.
+    while True:
+        if not words:
+            return
+        if st.seen is not None:
+            _report(st, words)
+        w0 = words[0]
+        if w0.quoted or w0.value not in RESERVED_PREFIX:
+            break
+        if w0.value != "!":
+            st.add("ask", "control-structure", (w0.start, w0.end), _control_structure(w0.value))
+        rest = words[1:]
+        words = rest[_assignments(st, rest) :]
     name = w0.value
     if name is None:
         _program_asks(
@@ -783,12 +849,6 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
                 if st.seen is not None:
                     _report_embedded(st, w.value)
     if not w0.quoted:
-        if name in RESERVED_PREFIX:
-            if name != "!":
-                st.add("ask", "control-structure", (w0.start, w0.end), _control_structure(name))
-            rest = words[1:]
-            _argv(st, rest[_assignments(st, rest) :])
-            return
         if name == "coproc":
             # coproc CMD and coproc NAME { CMD; } run CMD in the background
             st.add("ask", "control-structure", (w0.start, w0.end), _control_structure(name))
@@ -904,9 +964,17 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
     _generic_args(st, args, text_args)
 
 
-def _brace_words(text: str, limit: int = 64) -> list[str]:
+def _brace_words(text: str, limit: int = 64, budget: list[int] | None = None) -> list[str]:
     """The words bash's brace expansion makes of ``text`` (comma lists, nested;
-    at most ``limit``)."""
+    at most ``limit``, and at most 256 expansion steps: the variants are only
+    searched for a destructive payload, and a braced word is never allowed)."""
+    if budget is None:
+        if len(text) > 4096:
+            return []
+        budget = [256]
+    budget[0] -= 1
+    if budget[0] < 0:
+        return []
     depth = 0
     start = -1
     commas: list[int] = []
@@ -923,7 +991,8 @@ def _brace_words(text: str, limit: int = 64) -> list[str]:
                 bounds = [start, *commas, i]
                 out: list[str] = []
                 for a, b in zip(bounds, bounds[1:], strict=False):
-                    out.extend(_brace_words(text[:start] + text[a + 1 : b] + text[i + 1 :], limit))
+                    variant = text[:start] + text[a + 1 : b] + text[i + 1 :]
+                    out.extend(_brace_words(variant, limit, budget))
                     if len(out) >= limit:
                         break
                 return out[:limit]
@@ -1160,7 +1229,11 @@ def _outside(st: _State, value: str, tilde: bool, glob_word: bool = False) -> bo
 
 def _match_outside(st: _State, pattern: str) -> str | None:
     """The real path of the first existing match of ``pattern`` (at most
-    1,000 are looked at) that lies outside the workspace, if any."""
+    1,000 are looked at) that lies outside the workspace, if any. A pattern
+    too long to match in reasonable time (``fnmatch`` is quadratic in its
+    wildcards) counts as reaching outside: it asks, never allows."""
+    if len(pattern) > 1024:
+        return pattern
     for match in itertools.islice(glob.iglob(pattern), 1000):
         found = _realpath(match)
         if not _within(found, st.ws_real):

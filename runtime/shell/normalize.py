@@ -65,21 +65,56 @@ def _hidden(ch: str) -> bool:
     return unicodedata.category(ch) in _HIDDEN_CATEGORIES or _BLANK_OTHERS.match(ch) is not None
 
 
-def _invisible(ch: str) -> bool:
-    return (
-        unicodedata.category(ch) in _INVISIBLE_CATEGORIES or _BLANK_OTHERS.match(ch) is not None
-    )
+class _StripTable(dict[int, int | None]):
+    """A ``str.translate`` table that deletes invisible characters, filled
+    on first sight of each code point (so a long text costs C-speed lookups,
+    not a Python call per character)."""
+
+    def __missing__(self, code: int) -> int | None:
+        ch = chr(code)
+        keep = (
+            unicodedata.category(ch) not in _INVISIBLE_CATEGORIES
+            and _BLANK_OTHERS.match(ch) is None
+        )
+        value = code if keep else None
+        self[code] = value
+        return value
+
+
+_STRIP = _StripTable()
 
 
 def _strip_invisible(text: str) -> str:
-    return _UNUSUAL.sub(lambda m: "" if _invisible(m.group()) else m.group(), text)
+    return text.translate(_STRIP)
 
 
-def hidden_characters(text: str) -> list[tuple[int, str]]:
-    """Positions and names of the hidden characters in ``text`` (see above)."""
+class _MarkTable(dict[int, int]):
+    """A ``str.translate`` table that turns each hidden character into NUL
+    (itself hidden) and keeps every other, filled on first sight."""
+
+    def __missing__(self, code: int) -> int:
+        value = 0 if code > 0x7E and _hidden(chr(code)) else code
+        self[code] = value
+        return value
+
+
+_MARK = _MarkTable({c: (0 if c < 0x20 and c not in (9, 10) else c) for c in range(0x7F)})
+
+
+def hidden_characters(text: str, *, first: bool = False) -> list[tuple[int, str]]:
+    """Positions and names of the hidden characters in ``text`` (see above);
+    with ``first``, only the first one."""
     if _UNUSUAL.search(text) is None:
         return []
-    return [(m.start(), _name(m.group())) for m in _UNUSUAL.finditer(text) if _hidden(m.group())]
+    marked = text.translate(_MARK)  # one character for one: positions hold
+    found: list[tuple[int, str]] = []
+    pos = marked.find("\x00")
+    while pos >= 0:
+        found.append((pos, _name(text[pos])))
+        if first:
+            break
+        pos = marked.find("\x00", pos + 1)
+    return found
 
 
 def _name(ch: str) -> str:

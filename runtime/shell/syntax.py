@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,7 @@ __all__ = [
     "Program",
     "Redirect",
     "ShellSyntaxError",
+    "ShellTooLong",
     "SimpleCommand",
     "Subshell",
     "Word",
@@ -55,6 +57,10 @@ class ShellSyntaxError(Exception):
         super().__init__(message)
         self.pos = pos
         self.message = message
+
+
+class ShellTooLong(ShellSyntaxError):
+    """The text has more tokens than the caller's budget allows."""
 
 
 # --- the syntax tree ------------------------------------------------------------------------
@@ -266,36 +272,72 @@ def _skip_balanced(text: str, i: int, opener: str, closer: str, unclosed: str) -
     does not count. Inside ``${...}`` a nested ``$(`` is skipped whole, so a
     ``}`` inside a command substitution does not close the expansion; inside
     parentheses the depth count already covers ``$(`` without recursing.
+
+    Every opener the scan passes is matched by the same scan, so the result
+    for each is remembered (for the text being lexed): the lexer asks again
+    at each nested ``$((`` or ``${``, and without the memo a long run of
+    unclosed ones would cost quadratic time.
     """
+    memo = _memo(text)
+    known = memo.get((opener, i))
+    if known is not None:
+        if isinstance(known, ShellSyntaxError):
+            raise known
+        return known
     n = len(text)
-    depth = 0
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c == opener:
-            depth += 1
-        elif c == closer:
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        elif c == "'":
-            end = text.find("'", i + 1)
-            if end < 0:
-                raise ShellSyntaxError(i, "unterminated single quote")
-            i = end
-        elif c == '"':
-            i = _skip_quoted_dq(text, i)
-            continue
-        elif c == "`":
-            i = _skip_backtick(text, i)
-            continue
-        elif opener != "(" and c == "$" and text.startswith("$(", i):
-            i = _skip_parens(text, i + 1)
-            continue
-        i += 1
-    raise ShellSyntaxError(i, unclosed)
+    opened: list[int] = []  # positions of the openers not yet closed
+    try:
+        while i < n:
+            c = text[i]
+            if c == "\\":
+                i += 2
+                continue
+            if c == opener:
+                if opened:
+                    seen = memo.get((opener, i))
+                    if isinstance(seen, int):
+                        i = seen  # matched before: step over it whole
+                        continue
+                    if seen is not None:
+                        raise seen
+                opened.append(i)
+            elif c == closer:
+                memo[(opener, opened.pop())] = i + 1
+                if not opened:
+                    return i + 1
+            elif c == "'":
+                end = text.find("'", i + 1)
+                if end < 0:
+                    raise ShellSyntaxError(i, "unterminated single quote")
+                i = end
+            elif c == '"':
+                i = _skip_quoted_dq(text, i)
+                continue
+            elif c == "`":
+                i = _skip_backtick(text, i)
+                continue
+            elif opener != "(" and c == "$" and text.startswith("$(", i):
+                i = _skip_parens(text, i + 1)
+                continue
+            i += 1
+        raise ShellSyntaxError(i, unclosed)
+    except ShellSyntaxError as exc:
+        # every opener still open fails the same way from where it stands
+        for k in opened:
+            memo[(opener, k)] = exc
+        raise
+
+
+# The memo of _skip_balanced for the text being lexed (one per thread).
+_MEMO = threading.local()
+
+
+def _memo(text: str) -> dict[tuple[str, int], int | ShellSyntaxError]:
+    if getattr(_MEMO, "text", None) is not text:
+        _MEMO.text = text
+        _MEMO.table = {}
+    table: dict[tuple[str, int], int | ShellSyntaxError] = _MEMO.table
+    return table
 
 
 def _skip_parens(text: str, i: int) -> int:
@@ -327,7 +369,9 @@ def tokenize(raw: str) -> _Lexed:
     return _tokenize(raw if sp is None else sp.text, sp)
 
 
-def _tokenize(text: str, sp: Spliced | None) -> _Lexed:
+def _tokenize(text: str, sp: Spliced | None, max_tokens: int = -1) -> _Lexed:
+    if max_tokens < 0:
+        max_tokens = len(text) + 1  # a token holds at least one character
     values: dict[int, str] = {}
     tokens: list[Tok] = []
     heredocs: dict[int, HereDoc] = {}
@@ -341,12 +385,15 @@ def _tokenize(text: str, sp: Spliced | None) -> _Lexed:
     n = len(text)
     i = 0
     expect_delim: tuple[int, bool] | None = None  # (redirect start, strip tabs)
+    sub_close = -1  # the offset just after the `)` that closed a substitution
     append = tokens.append
 
     def tok(kind: str, start: int, end: int) -> None:
         append((kind, start, end))
 
     while i < n:
+        if len(tokens) > max_tokens:
+            raise ShellTooLong(i, f"more than {max_tokens} tokens")
         mode = modes[-1]
         c = text[i]
         if mode == "d":
@@ -374,7 +421,7 @@ def _tokenize(text: str, sp: Spliced | None) -> _Lexed:
             continue
 
         # command syntax
-        if c == "#" and (i == 0 or text[i - 1] in _COMMENT_AFTER):
+        if c == "#" and (i == 0 or (text[i - 1] in _COMMENT_AFTER and i != sub_close)):
             end = text.find("\n", i)
             end = n if end < 0 else end
             cut = None if sp is None else sp.cut_between(i, end)
@@ -476,6 +523,9 @@ def _tokenize(text: str, sp: Spliced | None) -> _Lexed:
                 if len(modes) > 1:
                     modes.pop()
                     depths.pop()
+                    # `$(...)` and `<(...)` are inside a word, which goes on:
+                    # a `#` right after them is a character, not a comment
+                    sub_close = i
                 # else a stray `)`: the parser reports it
             else:
                 depths[-1] -= 1
@@ -671,7 +721,11 @@ def decode_ansi_c(body: str) -> str:
             return chr(ord(ctrl) & 0x1F)
         return "\\" + other
 
-    return _ANSI_ESC.sub(one, body)
+    out = _ANSI_ESC.sub(one, body)
+    # bash builds the string in C: an escaped NUL (\0, \x00, \u0000, \c@)
+    # ends it, and the rest of the quote is dropped
+    nul = out.find("\x00")
+    return out if nul < 0 else out[:nul]
 
 
 _GLOB_CHARS = frozenset("*?[")
@@ -1131,21 +1185,23 @@ class ParseResult:
     # continuations removed (the input itself when it has none).
     text: str = ""
     spliced: Spliced | None = None
+    tokens: int = 0  # how many tokens the text had
 
     def raw_offset(self, pos: int) -> int:
         """The input's offset for an offset into :attr:`text`."""
         return pos if self.spliced is None else self.spliced.raw_at(pos)
 
 
-def parse(raw: str) -> ParseResult:
-    """Parse ``raw``; never raises on any input."""
+def parse(raw: str, *, max_tokens: int = -1) -> ParseResult:
+    """Parse ``raw``; never raises on any input. With ``max_tokens`` >= 0, a
+    text of more tokens is not parsed (the error is a :class:`ShellTooLong`)."""
     sp = splice(raw)
     text = raw if sp is None else sp.text
     try:
-        lexed = _tokenize(text, sp)
+        lexed = _tokenize(text, sp, max_tokens)
         program = _drive(lexed.tokens, text, _Ctx(lexed.heredocs, lexed.values))
     except ShellSyntaxError as exc:
         return ParseResult(None, exc, (), text, sp)
     except RecursionError:
         return ParseResult(None, ShellSyntaxError(0, "nesting too deep"), (), text, sp)
-    return ParseResult(program, None, tuple(lexed.comments), text, sp)
+    return ParseResult(program, None, tuple(lexed.comments), text, sp, len(lexed.tokens))
