@@ -65,8 +65,8 @@ __all__ = ["MAX_COMMAND_CHARS", "MAX_TOKENS", "evaluate", "judge", "sensitive_pa
 # substitution and salvaged piece in it), past which it is "ask" too. Both
 # keep every decision within a small, linear time on any input; neither can
 # make a command allowed.
-MAX_COMMAND_CHARS = 65_536
-MAX_TOKENS = 3_000
+MAX_COMMAND_CHARS = 32_768
+MAX_TOKENS = 12_000
 # What one parse costs beyond its tokens, in tokens: many tiny nested texts
 # (backticks, salvaged pieces) cost more than their tokens say.
 _PARSE_COST = 20
@@ -481,10 +481,10 @@ def _simple(st: _State, cmd: SimpleCommand) -> None:
                 _nested(st, r.heredoc.body, (r.start, r.end))
 
 
-def _assignments(st: _State, words: tuple[Word, ...] | list[Word]) -> int:
-    """Report the VAR=value words that start a simple command (also after a
-    reserved word: `if a=1 ls`); return how many there are."""
-    i = 0
+def _assignments(st: _State, words: tuple[Word, ...] | list[Word], i: int = 0) -> int:
+    """Report the VAR=value words from ``words[i]`` on, where a simple
+    command starts (also after a reserved word: `if a=1 ls`); return the
+    index of the first word that is not one."""
     while i < len(words) and _is_assignment(words[i]):
         st.add(
             "ask",
@@ -771,19 +771,20 @@ _ARITHMETIC_EVAL = frozenset(
 )
 
 
-def _report(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
-    """Tell judge() about a simple command (only called when it asked)."""
+def _report(st: _State, words: tuple[Word, ...] | list[Word], first: int = 0) -> None:
+    """Tell judge() about the simple command ``words[first:]`` (only called
+    when it asked)."""
     assert st.seen is not None
     st.seen.commands.append(
         JudgedCommand(
             tuple(
                 DYNAMIC if w.value is None or w.glob or w.brace or w.tilde else w.value
-                for w in words
+                for w in itertools.islice(words, first, None)
             ),
-            (words[0].start, words[-1].end),
+            (words[first].start, words[-1].end),
         )
     )
-    name = words[0].value
+    name = words[first].value
     if name is not None and posixpath.basename(name) in _CHANGES_READING:
         # what runs after it is read differently (aliases, options, a
         # sourced file's functions) or runs code the text does not show
@@ -818,18 +819,26 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
     # Reserved words that only prefix a command (`if`, `then`, `do`, `{`,
     # `!`, ...) are taken off in a loop, not by recursion, so a long run of
     # them costs linear time and no stack.
+    if not words:
+        return
+    if st.seen is not None:
+        _report(st, words)
+    first = 0
     while True:
-        if not words:
+        if first >= len(words):
             return
+        w0 = words[first]
+        prefix = w0.value
+        if w0.quoted or prefix not in RESERVED_PREFIX or prefix is None:
+            break
+        if prefix != "!":
+            st.add("ask", "control-structure", (w0.start, w0.end), _control_structure(prefix))
+        first = _assignments(st, words, first + 1)
+    if first:
+        # what bash runs once the reserved words are taken off
+        words = words[first:]
         if st.seen is not None:
             _report(st, words)
-        w0 = words[0]
-        if w0.quoted or w0.value not in RESERVED_PREFIX:
-            break
-        if w0.value != "!":
-            st.add("ask", "control-structure", (w0.start, w0.end), _control_structure(w0.value))
-        rest = words[1:]
-        words = rest[_assignments(st, rest) :]
     name = w0.value
     if name is None:
         _program_asks(

@@ -169,10 +169,12 @@ def has_unquoted_risk(s: str) -> bool:
 # the sandbox turns into a recorded program), and word material rich in the
 # constructs where a lexer can disagree with bash: every kind of quote,
 # escapes, line continuations in awkward places, expansions, comments,
-# here-documents, reserved words and separators.
+# here-documents, reserved words and separators. The grammar draws through a
+# small chooser, so the same grammar feeds hypothesis (``shell_text``) and a
+# plain seeded random generator for big runs (``random_shell_text``).
 
 PROGRAMS = ["ls", "cat", "echo", "rm", "id", "grep", "wc", "git", "sed", "head", "x", "printf"]
-_PLAIN = ["a", "b", "-n", "-rf", "~", "x.txt", "/", "..", "-", "--", "=", "a=b", "%s", "1"]
+_PLAIN = ["a", "b", "-n", "-rf", "~", "x.txt", "/", "..", "-", "--", "=", "a=b", "%s", "1", "-la"]
 _DQ_PIECES = [
     "a b",
     "$x",
@@ -198,99 +200,151 @@ _DQ_PIECES = [
     "\r",
 ]
 _SQ_PIECES = ["a b", "\\", "\\\n", '"', "$x", "$(id)", "`id`", "#", "\n", "*"]
-_ANSI_PIECES = ["a", "\\n", "\\x41", "\\'", "\\\\", "\\\n", "\\t", "\\101", "\\u0041", '"', "$x"]
+_ANSI_PIECES = ["a", "\\n", "\\x41", "\\'", "\\\\", "\\\n", "\\t", "\\101", "\\u0041", '"', "$x", "\\0"]
 _OPERATORS = ["; ", " && ", " || ", " | ", "\n", " & ", ";", "|", "&&", " ;\n", " |\n"]
 _REDIRECTS = ["> o", ">o", "2>&1", "< x.txt", ">> o", "2>/dev/null", "&>o", ">|o", "<<< w", "{fd}>o"]
+_QUOTED_LITERALS = ["'a b'", '"a b"', "\\ ", "\\a", "'#'", '"#"', "$'\\x41'", "'\\'", "\\\n", '""', "''"]
 
 
-def _fragment(draw: st.DrawFn, depth: int) -> str:
-    kind = draw(st.integers(min_value=0, max_value=15))
-    if kind <= 2:
-        return draw(st.sampled_from(_PLAIN + PROGRAMS))
-    if kind == 3:
-        return "'" + "".join(draw(st.lists(st.sampled_from(_SQ_PIECES), max_size=3))) + "'"
-    if kind == 4:
-        return '"' + "".join(draw(st.lists(st.sampled_from(_DQ_PIECES), max_size=3))) + '"'
-    if kind == 5:
-        return "$'" + "".join(draw(st.lists(st.sampled_from(_ANSI_PIECES), max_size=3))) + "'"
-    if kind == 6:
-        return '$"' + "".join(draw(st.lists(st.sampled_from(_DQ_PIECES[:6]), max_size=2))) + '"'
-    if kind == 7 and depth < 2:
-        return "$(" + _program(draw, depth + 1) + ")"
-    if kind == 8 and depth < 2:
-        inner = _program(draw, depth + 1).replace("\\", "\\\\").replace("`", "\\`")
-        return "`" + inner + "`"
+class Chooser:
+    """Where the grammar's choices come from."""
+
+    def one(self, options: list[str]) -> str:
+        raise NotImplementedError
+
+    def number(self, low: int, high: int) -> int:
+        raise NotImplementedError
+
+    def some(self, options: list[str], most: int) -> str:
+        return "".join(self.one(options) for _ in range(self.number(0, most)))
+
+
+class _Drawn(Chooser):
+    def __init__(self, draw: st.DrawFn) -> None:
+        self.draw = draw
+
+    def one(self, options: list[str]) -> str:
+        return self.draw(st.sampled_from(options))
+
+    def number(self, low: int, high: int) -> int:
+        return self.draw(st.integers(min_value=low, max_value=high))
+
+
+class RandomChooser(Chooser):
+    """Choices from a seeded ``random.Random`` (fast, for a benchmark)."""
+
+    def __init__(self, seed: int) -> None:
+        import random
+
+        self.rng = random.Random(seed)
+
+    def one(self, options: list[str]) -> str:
+        return options[self.rng.randrange(len(options))]
+
+    def number(self, low: int, high: int) -> int:
+        return self.rng.randint(low, high)
+
+
+def _fragment(c: Chooser, depth: int) -> str:
+    kind = c.number(0, 19)
+    if kind <= 5:
+        return c.one(_PLAIN + PROGRAMS)
+    if kind <= 7:
+        return c.one(_QUOTED_LITERALS)
+    if kind == 8:
+        return "'" + c.some(_SQ_PIECES, 3) + "'"
     if kind == 9:
-        return draw(st.sampled_from(["$x", "${x}", "$1", "$@", "$#", "${x#a}", "$((x+1))", "$[1]"]))
+        return '"' + c.some(_DQ_PIECES, 3) + '"'
     if kind == 10:
-        return "\\" + draw(st.sampled_from([" ", "\n", "$", "'", '"', "\\", "a", "#", ";", "|", "("]))
+        return "$'" + c.some(_ANSI_PIECES, 3) + "'"
     if kind == 11:
-        return draw(st.sampled_from(["*", "?", "[ab]", "{a,b}", "{1..2}", "{}", "{a}", "~/x", "a=~"]))
-    if kind == 12:
-        return draw(st.sampled_from(["<(id)", ">(id)", "$(<x.txt)", "$( (id) )", "$((id))"]))
-    if kind == 13:
-        return draw(st.sampled_from(["#", "a#b", "#c", "\r", "\t", " "]))
-    return draw(st.sampled_from(PROGRAMS))
+        return '$"' + c.some(_DQ_PIECES[:6], 2) + '"'
+    if kind == 12 and depth < 1:
+        return "$(" + _program(c, depth + 1) + ")"
+    if kind == 13 and depth < 1:
+        inner = _program(c, depth + 1).replace("\\", "\\\\").replace("`", "\\`")
+        return "`" + inner + "`"
+    if kind == 14:
+        return c.one(["$x", "${x}", "$1", "$@", "$#", "${x#a}", "$((x+1))", "$[1]"])
+    if kind == 15:
+        return "\\" + c.one([" ", "\n", "$", "'", '"', "\\", "a", "#", ";", "|", "("])
+    if kind == 16:
+        return c.one(["*", "?", "[ab]", "{a,b}", "{1..2}", "{}", "{a}", "~/x", "a=~"])
+    if kind == 17:
+        return c.one(["<(id)", ">(id)", "$(<x.txt)", "$( (id) )", "$((id))"])
+    if kind == 18:
+        return c.one(["#", "a#b", "#c", "\r", "\t", " "])
+    return c.one(PROGRAMS)
 
 
-def _word(draw: st.DrawFn, depth: int) -> str:
-    n = draw(st.integers(min_value=1, max_value=3))
-    return "".join(_fragment(draw, depth) for _ in range(n))
+def _word(c: Chooser, depth: int) -> str:
+    return "".join(_fragment(c, depth) for _ in range(c.number(1, 3)))
 
 
-def _simple(draw: st.DrawFn, depth: int) -> str:
+def _simple(c: Chooser, depth: int) -> str:
     out: list[str] = []
-    if draw(st.integers(min_value=0, max_value=9)) == 0:
-        out.append(draw(st.sampled_from(["x=1", "x='a b'", "x=$(id)", "x=ls"])))
-    out.append(draw(st.sampled_from(PROGRAMS)) if draw(st.booleans()) else _word(draw, depth))
-    for _ in range(draw(st.integers(min_value=0, max_value=3))):
-        out.append(_word(draw, depth))
-    if draw(st.integers(min_value=0, max_value=5)) == 0:
-        out.append(draw(st.sampled_from(_REDIRECTS)))
+    if c.number(0, 9) == 0:
+        out.append(c.one(["x=1", "x='a b'", "x=$(id)", "x=ls"]))
+    out.append(c.one(PROGRAMS) if c.number(0, 2) else _word(c, depth))
+    for _ in range(c.number(0, 3 if depth == 0 else 1)):
+        out.append(_word(c, depth))
+    if c.number(0, 5) == 0:
+        out.append(c.one(_REDIRECTS))
     return " ".join(out)
 
 
-def _command(draw: st.DrawFn, depth: int) -> str:
-    kind = draw(st.integers(min_value=0, max_value=14))
+def _command(c: Chooser, depth: int) -> str:
+    kind = c.number(0, 14)
     if kind == 0 and depth < 2:
-        return "( " + _program(draw, depth + 1) + " )"
+        return "( " + _program(c, depth + 1) + " )"
     if kind == 1 and depth < 2:
-        return "{ " + _program(draw, depth + 1) + "; }"
+        return "{ " + _program(c, depth + 1) + "; }"
     if kind == 2 and depth < 2:
-        return "if " + _simple(draw, depth) + "; then " + _program(draw, depth + 1) + "; fi"
+        return "if " + _simple(c, depth) + "; then " + _program(c, depth + 1) + "; fi"
     if kind == 3 and depth < 2:
-        return "for v in a b; do " + _simple(draw, depth) + " $v; done"
+        return "for v in a b; do " + _simple(c, depth) + " $v; done"
     if kind == 4:
-        delim = draw(st.sampled_from(["E", "'E'", '"E"', "\\E", "E\\\n"]))
-        dash = draw(st.sampled_from(["<<", "<<-"]))
-        body = "".join(draw(st.lists(st.sampled_from(_DQ_PIECES + ["\n", "E", "\tE"]), max_size=4)))
-        return f"{_simple(draw, depth)} {dash}{delim}\n{body}\nE"
+        delim = c.one(["E", "'E'", '"E"', "\\E", "E\\\n"])
+        dash = c.one(["<<", "<<-"])
+        body = c.some(_DQ_PIECES + ["\n", "E", "\tE"], 4)
+        return f"{_simple(c, depth)} {dash}{delim}\n{body}\nE"
     if kind == 5:
-        return "[[ " + _word(draw, depth) + " == " + _word(draw, depth) + " ]]"
+        return "[[ " + _word(c, depth) + " == " + _word(c, depth) + " ]]"
     if kind == 6:
-        return "! " + _simple(draw, depth)
+        return "! " + _simple(c, depth)
     if kind == 7:
-        return _simple(draw, depth) + " # " + _word(draw, depth)
-    return _simple(draw, depth)
+        return _simple(c, depth) + " # " + _word(c, depth)
+    return _simple(c, depth)
 
 
-def _program(draw: st.DrawFn, depth: int) -> str:
-    n = draw(st.integers(min_value=1, max_value=3 if depth else 4))
-    out = [_command(draw, depth)]
-    for _ in range(n - 1):
-        out.append(draw(st.sampled_from(_OPERATORS)))
-        out.append(_command(draw, depth))
+def _program(c: Chooser, depth: int) -> str:
+    out = [_command(c, depth)]
+    for _ in range(c.number(1, 2 if depth else 3) - 1):
+        out.append(c.one(_OPERATORS))
+        out.append(_command(c, depth))
     return "".join(out)
+
+
+def grammar_text(c: Chooser) -> str:
+    """A command line from the grammar above, then mutated: line
+    continuations, carriage returns, backslashes and quotes put at arbitrary
+    offsets (bash removes a backslash-newline before it reads anything,
+    except inside single quotes, `$'...'`, comments and quoted here-document
+    bodies)."""
+    text = _program(c, 0)
+    for _ in range(c.number(0, 2)):
+        at = c.number(0, len(text))
+        text = text[:at] + c.one(["\\\n", "\\\n", "\r", "\\", "'", '"']) + text[at:]
+    return text
 
 
 @st.composite
 def shell_text(draw: st.DrawFn) -> str:
-    """A command line from the grammar above, then mutated: line
-    continuations and carriage returns put at arbitrary offsets (bash removes
-    a backslash-newline before it reads anything, except inside single
-    quotes, `$'...'`, comments and quoted here-document bodies)."""
-    text = _program(draw, 0)
-    for _ in range(draw(st.integers(min_value=0, max_value=2))):
-        at = draw(st.integers(min_value=0, max_value=len(text)))
-        text = text[:at] + draw(st.sampled_from(["\\\n", "\\\n", "\r", "\\", "'", '"'])) + text[at:]
-    return text
+    """Hypothesis strategy: :func:`grammar_text` drawn by hypothesis."""
+    return grammar_text(_Drawn(draw))
+
+
+def random_shell_text(count: int, seed: int) -> list[str]:
+    """``count`` command lines of :func:`grammar_text` from a seeded generator."""
+    chooser = RandomChooser(seed)
+    return [grammar_text(chooser) for _ in range(count)]

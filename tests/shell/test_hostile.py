@@ -43,7 +43,7 @@ def test_past_the_cap_nothing_is_read(name: str) -> None:
 def test_the_token_budget_covers_nested_texts() -> None:
     # each `eval` re-reads the rest of the line: without one budget for all
     # nested readings this would be quadratic
-    command = "eval " * (MAX_TOKENS * 2 // 3) + "ls"
+    command = "eval " * min(MAX_TOKENS * 2 // 3, MAX_COMMAND_CHARS // 6) + "ls"
     v = evaluate(command, cwd=WS, workspace=WS, policy=ShellPolicy())
     assert (v.decision, v.rule) == ("ask", "shell-eval")
     assert any(f.rule == "too-long" for f in v.findings)
