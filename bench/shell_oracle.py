@@ -78,8 +78,10 @@ def main() -> int:
     allowed = sum(1 for _, j in judged if j.verdict.decision == "allow")
     opaque = sum(1 for _, j in judged if j.opaque)
     print(f"generated: {len(commands)} commands in {t_gen:.1f} s (seed {args.seed})")
-    print(f"judged: {t_judge:.1f} s; denied (not run): {denied}; allowed: {allowed}; "
-          f"asked: {len(judged) - allowed} (of which not fully read: {opaque})")
+    print(
+        f"judged: {t_judge:.1f} s; denied (not run): {denied}; allowed: {allowed}; "
+        f"asked: {len(judged) - allowed} (of which not fully read: {opaque})"
+    )
     print(f"run in bash: {len(judged)}; timeouts: {timeouts}")
     print(f"mismatches: {len(bad)}; rate: {len(bad) / max(1, len(judged)):.6f}")
     print(f"wall time: {wall:.1f} s")

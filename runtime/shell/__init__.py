@@ -2,9 +2,9 @@
 
 ``evaluate`` judges one command line (allow, ask or deny, with a rule key, a
 span and a message), ``judge`` adds the simple commands the guard read to
-reach that verdict (what the bash differential oracle checks), ``combine`` meets that verdict with the shell tool's
-permission, and ``fingerprint`` names one execution shape for approvals.
-See ``docs/shell-guard.md``.
+reach that verdict (what the bash differential oracle checks), ``combine``
+meets that verdict with the shell tool's permission, and ``fingerprint``
+names one execution shape for approvals. See ``docs/shell-guard.md``.
 """
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ __all__ = ["MAX_COMMAND_CHARS", "MAX_TOKENS", "evaluate", "judge", "sensitive_pa
 # substitution and salvaged piece in it), past which it is "ask" too. Both
 # keep every decision within a small, linear time on any input; neither can
 # make a command allowed.
-MAX_COMMAND_CHARS = 32_768
+MAX_COMMAND_CHARS = 65_536
 MAX_TOKENS = 12_000
 # What one parse costs beyond its tokens, in tokens: many tiny nested texts
 # (backticks, salvaged pieces) cost more than their tokens say.
@@ -344,9 +344,9 @@ def _realpath(path: str) -> str:
 
 
 def _judge(st: _State) -> None:
-    result = parse(st.text, max_tokens=st.budget[0])
+    result = parse(st.text, max_tokens=max(0, st.budget[0]))
     st.budget[0] -= result.tokens + _PARSE_COST
-    if isinstance(result.error, ShellTooLong):
+    if isinstance(result.error, ShellTooLong) or st.budget[0] < 0:
         st.budget[0] = 0
         st.ungrantable = True
         st.add(

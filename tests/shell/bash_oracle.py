@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from charter.runtime.shell import DYNAMIC, Judgement, JudgedCommand
+from charter.runtime.shell import DYNAMIC, JudgedCommand, Judgement
 
 __all__ = ["Execution", "available", "mismatches", "run_in_bash", "unavailable_reason"]
 

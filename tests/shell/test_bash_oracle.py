@@ -97,7 +97,7 @@ def test_the_oracle_sees_what_bash_runs() -> None:
     # the sandbox records externals, disabled builtins and code-running
     # builtins with exact words, and runs nested bash for real
     out = bash_oracle.run_in_bash(
-        ["ls 'a b' c", "echo \"$\\\n(id -u)\"", "eval 'cat x'", "bash -c 'wc -l'", "x=1; : $x"]
+        ["ls 'a b' c", 'echo "$\\\n(id -u)"', "eval 'cat x'", "bash -c 'wc -l'", "x=1; : $x"]
     )
     assert out[0].records == (("ls", "a b", "c"),)
     assert set(out[1].records) == {("id", "-u"), ("echo", "")}
@@ -128,7 +128,10 @@ def test_mismatch_definition() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from(["a", "b", DYNAMIC]), max_size=5), st.lists(st.sampled_from("ab"), max_size=5))
+@given(
+    st.lists(st.sampled_from(["a", "b", DYNAMIC]), max_size=5),
+    st.lists(st.sampled_from("ab"), max_size=5),
+)
 def test_matching_is_a_glob_over_words(pattern: list[object], argv: list[str]) -> None:
     import re
 
