@@ -169,7 +169,9 @@ def make_word(parts: list[Part], text: str) -> Word:
         # bash expands a tilde after `=` or `:` in a word that looks like an
         # assignment, even as a command's argument (`a=~/x`)
         tilde = tilde or any(p.kind == "lit" and "~" in p.raw for p in parts)
-    if not (glob and brace):
+    if not (glob and brace) and any(
+        p.kind == "lit" and ("{" in p.raw or "[" in p.raw) for p in parts
+    ):
         # Brace expansion and globbing apply to the whole word, quotes and
         # all: `{"a",b}` is two words and `x["y"]` a pattern, although no
         # one fragment holds both brackets. Judge the word's unquoted
