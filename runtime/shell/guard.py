@@ -224,7 +224,8 @@ def _evaluate(
             f"({MAX_COMMAND_CHARS}); it needs approval every time",
             ungrantable=True,
         )
-    if not command.strip():
+    if not command.strip(" \t\n"):
+        # (only these are blanks to bash: `\r` or a no-break space is a word)
         return Verdict("ask", "empty-command", span_all, "the command is empty")
     findings: list[Finding] = []
     writes: list[Write] = []
@@ -425,8 +426,13 @@ def _report_embedded(st: _State, text: str) -> None:
     """For judge(): list the commands a substitution inside an argument that
     bash may evaluate would run (only reported, never judged: the salvage
     search already looked for refusals)."""
+    assert st.seen is not None
     sub = st.sub(text)
+    # a text that does not parse as shell does not make the command unread:
+    # it is only listed in case the program evaluates it
+    sub.seen = Collector()
     _judge(sub)
+    st.seen.commands.extend(sub.seen.commands)
 
 
 def _program(st: _State, program: Program) -> None:
@@ -543,6 +549,11 @@ def _part(st: _State, p: Part) -> None:
         f"{_clip(p.raw)} {rule[1]}; write the value literally to run unprompted",
     )
     if p.body is not None:
+        if st.seen is not None and "<<" in p.raw:
+            # bash 5.2 reads the text after a here-document inside `$(...)`
+            # differently from its own grammar (a `;` can be lost), so what
+            # follows cannot be listed with certainty
+            st.seen.opaque = True
         saved = st.cwd
         _program(st, p.body)
         st.cwd = saved

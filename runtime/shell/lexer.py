@@ -51,6 +51,20 @@ _NORMAL = re.compile(
     r"|(?P<O>;;|;&|&&|\|\||\|&|\||;|&)"
     r"|(?P<L>(?:[^ \t\n'\"\\$`|&;()<>]|\\[\s\S])+)"
 )
+# Tokens that end inside a word: digits right after one are not a descriptor.
+_WORD_PART_TOKENS = frozenset(
+    {
+        "SQ",
+        "ANSIC",
+        "DQ_CLOSE",
+        "PARAM",
+        "PARAM_BRACE",
+        "ARITH",
+        "LEGACY_ARITH",
+        "BACKTICK",
+        "DOLLAR",
+    }
+)
 # Where `#` may start a comment: at the start, or after a blank or operator.
 _COMMENT_AFTER = frozenset(" \t\n;&|()<>")
 
@@ -296,7 +310,22 @@ def lex(text: str, sp: Spliced | None, max_tokens: int = -1) -> Lexed:
                 append(("LIT", i, j))
                 i = j
             elif group == "R":
-                append(("REDIR", i, j))
+                k = i
+                if (
+                    text[i].isdigit()
+                    and tokens
+                    and tokens[-1][2] == i
+                    and (
+                        tokens[-1][0] in _WORD_PART_TOKENS
+                        or (tokens[-1][0] == "RPAREN" and i == sub_close)
+                    )
+                ):
+                    # digits glued to a quote or expansion (`""2>x`) are part
+                    # of that word, not a descriptor number
+                    k = i + len(m.group()) - len(m.group("rop"))
+                    append(("LIT", i, k))
+                append(("REDIR", k, j))
+                i = k
                 if m.group("rop") in ("<<", "<<-"):
                     expect_delim = (i, m.group("rop") == "<<-")
                 i = j
