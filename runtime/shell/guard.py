@@ -237,6 +237,10 @@ def _evaluate(
         # rm${IFS}-rf${IFS}/ is rm -rf / once the shell splits the words
         extra.append(Reading("IFS-split", re.sub(r"\$\{IFS\}|\$IFS\b", " ", command)))
     for reading in [*readings(command), *extra]:
+        if reading.label != "raw" and ungrantable and any(f.rule == "too-long" for f in findings):
+            # the raw text was too long to read to its end: the other
+            # readings could only add refusals, at the same cost again
+            break
         st = _State(reading.text, cw, ws, ws_real, policy)
         if reading.label == "raw":
             st.seen = seen
