@@ -102,7 +102,7 @@ def main() -> int:
             continue
         t1 = counter()
         try:
-            _drive(lexed.tokens, c, _Ctx(lexed.heredocs))
+            _drive(lexed.tokens, lexed.text, _Ctx(lexed.heredocs, lexed.values))
         except Exception:
             continue
         t2 = counter()

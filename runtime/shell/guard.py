@@ -48,10 +48,13 @@ from charter.runtime.shell.programs import (
     unwrap,
 )
 from charter.runtime.shell.programs.base import Walk
+from charter.runtime.shell.report import DYNAMIC, Collector, JudgedCommand, Judgement
 from charter.runtime.shell.syntax import (
+    ParseResult,
     Part,
     Program,
     Redirect,
+    ShellTooLong,
     SimpleCommand,
     Subshell,
     Word,
@@ -67,7 +70,19 @@ from charter.runtime.workspace import (
     protection,
 )
 
-__all__ = ["evaluate", "sensitive_path"]
+__all__ = ["MAX_COMMAND_CHARS", "MAX_TOKENS", "evaluate", "judge", "sensitive_path"]
+
+# The guard's size limits. A command line longer than MAX_COMMAND_CHARS is
+# "ask" (`too-long`) without being read; each reading of a shorter one may
+# lex at most MAX_TOKENS tokens in all (the command, and every nested script,
+# substitution and salvaged piece in it), past which it is "ask" too. Both
+# keep every decision within a small, linear time on any input; neither can
+# make a command allowed.
+MAX_COMMAND_CHARS = 65_536
+MAX_TOKENS = 12_000
+# What one parse costs beyond its tokens, in tokens: many tiny nested texts
+# (backticks, salvaged pieces) cost more than their tokens say.
+_PARSE_COST = 20
 
 _RANK = {"allow": 0, "ask": 1, "deny": 2}
 
@@ -102,13 +117,22 @@ _DEVICES = frozenset(
     }
 )
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
-_FORK_BOMB = re.compile(r"([^\s(){};|&<>]+)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*&?\s*\1(?![^\s;&|}])")
+# A function whose body pipes it into itself. Linear on any text: a name
+# starts at a name boundary and is never backtracked into (a possessive
+# run), and the body is bounded (a bound only limits what can be *denied*:
+# a function definition never parses, so it is never allowed).
+_FORK_BOMB = re.compile(
+    r"(?<![^\s(){};|&<>])([^\s(){};|&<>]++)\s*+\(\s*+\)\s*+\{[^}]{0,400}?"
+    r"\1\s*\|\s*&?\s*\1(?![^\s;&|}])"
+)
 # the same with the `function NAME` keyword form, which parses (as an opaque
 # control structure), so it is looked for in every command line
 _FORK_BOMB_KW = re.compile(
-    r"\bfunction\s+([^\s(){};|&<>]+)\s*(?:\(\s*\)\s*)?\{[^}]*?\1\s*\|\s*&?\s*\1(?![^\s;&|}])"
+    r"\bfunction\s++([^\s(){};|&<>]++)\s*+(?:\(\s*+\)\s*+)?\{[^}]{0,400}?"
+    r"\1\s*\|\s*&?\s*\1(?![^\s;&|}])"
 )
 _SALVAGE_SPLIT = re.compile(r"[;&|(){}\n`]|\$\(")
+_NAMES_SOMETHING = re.compile(r"[^\W_]")
 
 _EXPANSION_RULE = {
     "param": ("parameter-expansion", "expands a variable whose value is only known at run time"),
@@ -181,6 +205,23 @@ class _State:
 
     def restore(self, saved: tuple[str | None, str | None, str | None]) -> None:
         self.cwd, self.home_cwd, self.prev_cwd = saved
+    # set by judge(): where the simple commands judged are reported
+    seen: Collector | None = None
+    # the parse, when its text had line continuations: maps offsets back
+    spliced: ParseResult | None = None
+    # tokens this reading may still lex (shared with every nested state)
+    budget: list[int] = field(default_factory=lambda: [MAX_TOKENS])
+
+    def sub(self, text: str) -> _State:
+        """A state for a text found inside this one: the same places (the
+        working directory and what is known of cd and $PWD), the same token
+        budget and the same report."""
+        sub = _State(
+            text, self.cwd, self.ws, self.ws_real, self.policy, seen=self.seen, budget=self.budget
+        )
+        sub.home_cwd, sub.prev_cwd, sub.root = self.home_cwd, self.prev_cwd, self.root
+        sub.cd_trusted, sub.pwd_trusted = self.cd_trusted, self.pwd_trusted
+        return sub
 
     def add(self, decision: Decision, rule: str, span: tuple[int, int], message: str) -> None:
         self.findings.append(Finding(decision, rule, span, message))
@@ -190,8 +231,26 @@ def evaluate(
     command: str, *, cwd: str | Path, workspace: str | Path, policy: ShellPolicy
 ) -> Verdict:
     """Judge ``command`` as run from ``cwd`` inside ``workspace``. Never raises."""
+    return _guarded(command, str(cwd), str(workspace), policy, None)
+
+
+def judge(
+    command: str, *, cwd: str | Path, workspace: str | Path, policy: ShellPolicy
+) -> Judgement:
+    """:func:`evaluate`'s verdict together with every simple command the guard
+    judged to reach it (see :mod:`charter.runtime.shell.report`). Never raises."""
+    seen = Collector()
+    verdict = _guarded(command, str(cwd), str(workspace), policy, seen)
+    if verdict.rule in ("internal-error", "too-long"):
+        seen.opaque = True
+    return Judgement(verdict, tuple(seen.commands), seen.opaque)
+
+
+def _guarded(
+    command: str, cwd: str, workspace: str, policy: ShellPolicy, seen: Collector | None
+) -> Verdict:
     try:
-        return _evaluate(command, str(cwd), str(workspace), policy)
+        return _evaluate(command, cwd, workspace, policy, seen)
     except Exception as exc:  # fail closed on anything unforeseen
         refusal = _flat_refusal(command, str(cwd), str(workspace), policy)
         if refusal is not None:
@@ -217,10 +276,22 @@ def _flat_refusal(command: str, cwd: str, workspace: str, policy: ShellPolicy) -
         return None
 
 
-def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Verdict:
+def _evaluate(
+    command: str, cwd: str, workspace: str, policy: ShellPolicy, seen: Collector | None
+) -> Verdict:
     ws, cw, ws_real = _roots(workspace, cwd)
     span_all = (0, len(command))
-    if not command.strip():
+    if len(command) > MAX_COMMAND_CHARS:
+        return Verdict(
+            "ask",
+            "too-long",
+            span_all,
+            f"the command is {len(command)} characters long, more than the guard reads "
+            f"({MAX_COMMAND_CHARS}); it needs approval every time",
+            ungrantable=True,
+        )
+    if not command.strip(" \t\n"):
+        # (only these are blanks to bash: `\r` or a no-break space is a word)
         return Verdict("ask", "empty-command", span_all, "the command is empty")
     findings: list[Finding] = []
     writes: list[Write] = []
@@ -232,17 +303,25 @@ def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Ve
         # rm${IFS}-rf${IFS}/ is rm -rf / once the shell splits the words
         extra.append(Reading("IFS-split", re.sub(r"\$\{IFS\}|\$IFS\b", " ", command)))
     for reading in [*readings(command), *extra]:
+        if reading.label != "raw" and ungrantable and any(f.rule == "too-long" for f in findings):
+            # the raw text was too long to read to its end: the other
+            # readings could only add refusals, at the same cost again
+            break
         st = _State(reading.text, cw, ws, ws_real, policy)
         st.root = command
+        if reading.label == "raw":
+            st.seen = seen
         _judge(st)
+        if st.spliced is not None:
+            _map_spans(st, st.spliced)
         if reading.label == "raw":
             findings.extend(st.findings)
             writes.extend(st.writes)
             safe_hits.extend(st.safe_hits)
         else:
-            seen = {(f.decision, f.rule) for f in findings}
+            known = {(f.decision, f.rule) for f in findings}
             for f in st.findings:
-                if (f.decision, f.rule) not in seen:
+                if (f.decision, f.rule) not in known:
                     findings.append(
                         Finding(
                             f.decision,
@@ -256,15 +335,15 @@ def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Ve
                     writes.append(Write(w.path, w.inside_workspace, span_all))
         ungrantable = ungrantable or st.ungrantable
         commands += st.commands
-    for pos, name in hidden_characters(command)[:1]:
+    for pos, name in hidden_characters(command, first=True):
         findings.insert(
             0,
             Finding(
                 "ask",
                 "hidden-characters",
                 (pos, pos + 1),
-                f"the command contains an invisible or control character ({name}); "
-                "remove it to let the command be judged on what it shows",
+                f"the command contains a character a reviewer cannot see or would misread "
+                f"({name}); remove it to let the command be judged on what it shows",
             ),
         )
     if not (cw == ws or cw.startswith(ws.rstrip("/") + "/")):
@@ -313,6 +392,17 @@ def _evaluate(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Ve
     )
 
 
+def _map_spans(st: _State, parsed: ParseResult) -> None:
+    """Point the findings of a text judged without its line continuations
+    back at the characters of the input."""
+
+    def span(s: tuple[int, int]) -> tuple[int, int]:
+        return (parsed.raw_offset(s[0]), parsed.raw_offset(s[1]))
+
+    st.findings = [Finding(f.decision, f.rule, span(f.span), f.message) for f in st.findings]
+    st.writes = [Write(w.path, w.inside_workspace, span(w.span)) for w in st.writes]
+
+
 @functools.lru_cache(maxsize=256)
 def _roots(workspace: str, cwd: str) -> tuple[str, str, str]:
     """The normalised workspace and cwd, and the workspace's real path.
@@ -331,7 +421,26 @@ def _realpath(path: str) -> str:
 
 
 def _judge(st: _State) -> None:
-    result = parse(st.text)
+    result = parse(st.text, max_tokens=max(0, st.budget[0]))
+    st.budget[0] -= result.tokens + _PARSE_COST
+    if isinstance(result.error, ShellTooLong) or st.budget[0] < 0:
+        st.budget[0] = 0
+        st.ungrantable = True
+        st.add(
+            "ask",
+            "too-long",
+            (0, len(st.text)),
+            f"the command has more than {MAX_TOKENS} tokens, more than the guard reads; "
+            "it needs approval every time",
+        )
+        if st.seen is not None:
+            st.seen.opaque = True
+        return
+    if result.spliced is not None:
+        # judge what bash reads: the text with its line continuations
+        # removed (offsets are mapped back to the input by _evaluate)
+        st.text = result.text
+        st.spliced = result
     if result.program is None:
         err = result.error
         pos = err.pos if err is not None else 0
@@ -342,6 +451,8 @@ def _judge(st: _State) -> None:
             (pos, min(pos + 1, len(st.text))),
             f"Charter cannot parse this command ({why}); it needs approval",
         )
+        if st.seen is not None:
+            st.seen.opaque = True
         _salvage(st, st.text, (0, len(st.text)))
         return
     _program(st, result.program)
@@ -362,17 +473,24 @@ def _judge(st: _State) -> None:
             )
 
 
-def _salvage(st: _State, text: str, span: tuple[int, int]) -> None:
+def _salvage(st: _State, text: str, span: tuple[int, int], *, opaque: bool = True) -> None:
     """Look for destructive payloads in text that did not parse: judge each
-    piece between shell operators on its own and keep only refusals."""
+    piece between shell operators on its own and keep only refusals.
+    ``opaque=False`` when the text is an argument searched only in case the
+    program evaluates it (the guard's verdict does not rest on the search)."""
+    if opaque and st.seen is not None:
+        st.seen.opaque = True  # the pieces are guesses, not bash's reading
     if _FORK_BOMB.search(text) or _FORK_BOMB_KW.search(text):
         st.add("deny", "fork-bomb", span, "a fork bomb is never run")
     for piece in _SALVAGE_SPLIT.split(text):
-        if not piece.strip():
-            continue
-        sub = _State(piece, st.cwd, st.ws, st.ws_real, st.policy)
-        sub.home_cwd, sub.prev_cwd, sub.root = st.home_cwd, st.prev_cwd, st.root
-        result = parse(piece)
+        if _NAMES_SOMETHING.search(piece) is None:
+            continue  # no letter or digit: it names no program
+        if st.budget[0] <= 0:
+            break  # the pieces are only searched for refusals: stopping never allows
+        sub = st.sub(piece)
+        sub.seen = None  # the pieces are only searched, never reported
+        result = parse(piece, max_tokens=st.budget[0])
+        st.budget[0] -= result.tokens + _PARSE_COST
         if result.program is None:
             continue
         _program(sub, result.program)
@@ -386,6 +504,19 @@ def _salvage(st: _State, text: str, span: tuple[int, int]) -> None:
 # the guard stops tracking the directory there.
 _OPENERS = frozenset({"{", "if", "while", "until", "for", "case", "select", "coproc", "function"})
 _CLOSERS = frozenset({"}", "fi", "done", "esac"})
+
+
+def _report_embedded(st: _State, text: str) -> None:
+    """For judge(): list the commands a substitution inside an argument that
+    bash may evaluate would run (only reported, never judged: the salvage
+    search already looked for refusals)."""
+    assert st.seen is not None
+    sub = st.sub(text)
+    # a text that does not parse as shell does not make the command unread:
+    # it is only listed in case the program evaluates it
+    sub.seen = Collector()
+    _judge(sub)
+    st.seen.commands.extend(sub.seen.commands)
 
 
 def _program(st: _State, program: Program) -> None:
@@ -431,16 +562,7 @@ def _simple(st: _State, cmd: SimpleCommand) -> None:
     # then the expansions inside words.
     st.commands += 1
     words = cmd.words
-    i = 0
-    while i < len(words) and _is_assignment(words[i]):
-        st.add(
-            "ask",
-            "inline-assignment",
-            (words[i].start, words[i].end),
-            "an inline VAR=value assignment changes the command's environment (PATH, "
-            "LD_PRELOAD and similar change what runs); drop it to run unprompted",
-        )
-        i += 1
+    i = _assignments(st, words)
     _argv(st, words[i:])
     for r in cmd.redirects:
         _redirect(st, r)
@@ -461,6 +583,22 @@ def _simple(st: _State, cmd: SimpleCommand) -> None:
                 _nested(st, r.heredoc.body, (r.start, r.end))
 
 
+def _assignments(st: _State, words: tuple[Word, ...] | list[Word], i: int = 0) -> int:
+    """Report the VAR=value words from ``words[i]`` on, where a simple
+    command starts (also after a reserved word: `if a=1 ls`); return the
+    index of the first word that is not one."""
+    while i < len(words) and _is_assignment(words[i]):
+        st.add(
+            "ask",
+            "inline-assignment",
+            (words[i].start, words[i].end),
+            "an inline VAR=value assignment changes the command's environment (PATH, "
+            "LD_PRELOAD and similar change what runs); drop it to run unprompted",
+        )
+        i += 1
+    return i
+
+
 def _is_assignment(w: Word) -> bool:
     first = w.parts[0]
     return first.kind == "lit" and _ASSIGNMENT.match(first.raw) is not None
@@ -471,6 +609,14 @@ def _word_expansions(st: _State, w: Word) -> None:
         _part(st, p)
         for q in p.inner:
             _part(st, q)
+    if w.tilde:
+        st.add(
+            "ask",
+            "parameter-expansion",
+            (w.start, w.end),
+            f"{_clip(w.raw)} has a ~ that the shell replaces with a home directory; write the "
+            "path out to run unprompted",
+        )
     if w.glob:
         st.add(
             "ask",
@@ -499,6 +645,11 @@ def _part(st: _State, p: Part) -> None:
         f"{_clip(p.raw)} {rule[1]}; write the value literally to run unprompted",
     )
     if p.body is not None:
+        if st.seen is not None and "<<" in p.raw:
+            # bash 5.2 reads the text after a here-document inside `$(...)`
+            # differently from its own grammar (a `;` can be lost), so what
+            # follows cannot be listed with certainty
+            st.seen.opaque = True
         saved = st.location()  # a substitution runs in a subshell
         _program(st, p.body)
         st.restore(saved)
@@ -520,9 +671,7 @@ def _nested(st: _State, script: str, span: tuple[int, int]) -> _State:
     """Judge a command line found inside this one (bash -c, eval, backticks,
     env -S): its findings point at the argument that carries it. Returns the
     inner state (eval runs in this shell: its `cd` is this shell's)."""
-    sub = _State(script, st.cwd, st.ws, st.ws_real, st.policy)
-    sub.home_cwd, sub.prev_cwd = st.home_cwd, st.prev_cwd
-    sub.root, sub.cd_trusted, sub.pwd_trusted = st.root, st.cd_trusted, st.pwd_trusted
+    sub = st.sub(script)
     _judge(sub)
     for f in sub.findings:
         st.add(f.decision, f.rule, span, f.message)
@@ -1049,10 +1198,74 @@ _ARITHMETIC_EVAL = frozenset(
 )
 
 
+def _report(st: _State, words: tuple[Word, ...] | list[Word], first: int = 0) -> None:
+    """Tell judge() about the simple command ``words[first:]`` (only called
+    when it asked)."""
+    assert st.seen is not None
+    st.seen.commands.append(
+        JudgedCommand(
+            tuple(
+                DYNAMIC if w.value is None or w.glob or w.brace or w.tilde else w.value
+                for w in itertools.islice(words, first, None)
+            ),
+            (words[first].start, words[-1].end),
+        )
+    )
+    name = words[first].value
+    if name is not None and posixpath.basename(name) in _CHANGES_READING:
+        # what runs after it is read differently (aliases, options, a
+        # sourced file's functions) or runs code the text does not show
+        st.seen.opaque = True
+
+
+# Builtins after which the rest of the text can mean something else than it
+# reads, or that run code kept elsewhere (a file, a later trap).
+_CHANGES_READING = frozenset(
+    {
+        "set",
+        "shopt",
+        "alias",
+        "unalias",
+        "enable",
+        "builtin",
+        "hash",
+        "source",
+        ".",
+        "trap",
+        "mapfile",
+        "readarray",
+        "complete",
+        "compgen",
+        "fc",
+        "bind",
+    }
+)
+
+
 def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
+    # Reserved words that only prefix a command (`if`, `then`, `do`, `{`,
+    # `!`, ...) are taken off in a loop, not by recursion, so a long run of
+    # them costs linear time and no stack.
     if not words:
         return
-    w0 = words[0]
+    if st.seen is not None:
+        _report(st, words)
+    first = 0
+    while True:
+        if first >= len(words):
+            return
+        w0 = words[first]
+        prefix = w0.value
+        if w0.quoted or prefix not in RESERVED_PREFIX or prefix is None:
+            break
+        if prefix != "!":
+            st.add("ask", "control-structure", (w0.start, w0.end), _control_structure(prefix))
+        first = _assignments(st, words, first + 1)
+    if first:
+        # what bash runs once the reserved words are taken off
+        words = words[first:]
+        if st.seen is not None:
+            _report(st, words)
     name = w0.value
     if name is None:
         # it may be cd, or eval, or a function: the directory is unknown after it
@@ -1070,13 +1283,10 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
         # even inside quotes: test -v 'a[$(cmd)]' runs cmd
         for w in words[1:]:
             if w.value is not None and ("$(" in w.value or "`" in w.value):
-                _salvage(st, w.value, (w.start, w.end))
+                _salvage(st, w.value, (w.start, w.end), opaque=False)
+                if st.seen is not None:
+                    _report_embedded(st, w.value)
     if not w0.quoted:
-        if name in RESERVED_PREFIX:
-            if name != "!":
-                st.add("ask", "control-structure", (w0.start, w0.end), _control_structure(name))
-            _argv(st, words[1:])
-            return
         if name == "coproc":
             # coproc CMD and coproc NAME { CMD; } run CMD in the background
             st.add("ask", "control-structure", (w0.start, w0.end), _control_structure(name))
@@ -1148,6 +1358,8 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
             "eval runs its arguments as a new command line; run that command directly",
         )
         texts = [_script_text(w) for w in args]
+        if st.seen is not None and any(w.value is None for w in args):
+            st.seen.opaque = True  # the script is only known when it runs
         if args and all(t is not None for t in texts):
             sub = _nested(st, " ".join(t or "" for t in texts), (args[0].start, args[-1].end))
             if sub.cd_trusted is False:
@@ -1226,9 +1438,17 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
     _generic_args(st, args, text_args, paths, probe=safe is not None and checker is None)
 
 
-def _brace_words(text: str, limit: int = 64) -> list[str]:
+def _brace_words(text: str, limit: int = 64, budget: list[int] | None = None) -> list[str]:
     """The words bash's brace expansion makes of ``text`` (comma lists, nested;
-    at most ``limit``)."""
+    at most ``limit``, and at most 256 expansion steps: the variants are only
+    searched for a destructive payload, and a braced word is never allowed)."""
+    if budget is None:
+        if len(text) > 4096:
+            return []
+        budget = [256]
+    budget[0] -= 1
+    if budget[0] < 0:
+        return []
     depth = 0
     start = -1
     commas: list[int] = []
@@ -1245,7 +1465,8 @@ def _brace_words(text: str, limit: int = 64) -> list[str]:
                 bounds = [start, *commas, i]
                 out: list[str] = []
                 for a, b in zip(bounds, bounds[1:], strict=False):
-                    out.extend(_brace_words(text[:start] + text[a + 1 : b] + text[i + 1 :], limit))
+                    variant = text[:start] + text[a + 1 : b] + text[i + 1 :]
+                    out.extend(_brace_words(variant, limit, budget))
                     if len(out) >= limit:
                         break
                 return out[:limit]
@@ -1377,6 +1598,8 @@ def _shell(
         permute=False,
     )
     has_c = any(o.name == "-c" for o in s.opts)
+    if st.seen is not None and (not has_c or not s.operands or args[s.operands[0]].value is None):
+        st.seen.opaque = True  # a script file, standard input, or a script built at run time
     if not has_c:
         st.add(
             "ask", "executes-code", (w0.start, w0.end), f"{prog} runs a script; it needs approval"
@@ -1742,7 +1965,11 @@ def _path_problem(
 
 def _match_outside(st: _State, pattern: str) -> str | None:
     """The real path of the first existing match of ``pattern`` (at most
-    1,000 are looked at) that lies outside the workspace, if any."""
+    1,000 are looked at) that lies outside the workspace, if any. A pattern
+    too long to match in reasonable time (``fnmatch`` is quadratic in its
+    wildcards) counts as reaching outside: it asks, never allows."""
+    if len(pattern) > 1024:
+        return pattern
     for match in itertools.islice(glob.iglob(pattern), 1000):
         found = _realpath(match)
         if not _within(found, st.ws_real):

@@ -2,11 +2,26 @@
 
 The shell executes the raw text, so the raw text is always judged. Two more
 readings are judged beside it: the text with ANSI escape sequences removed
-(what a person sees in a terminal), and that text NFKC-folded with zero-width
-and bidirectional control characters removed (what a person reads, and what
-catches full-width ``ｒｍ`` or ``＄（...）``). The strictest reading wins, so
+(what a person sees in a terminal), and that text NFKC-folded with its
+invisible characters removed (what a person reads, and what catches
+full-width ``ｒｍ`` or ``＄（...）``). The strictest reading wins, so
 normalisation can only add findings. Any hidden character is also a finding
 of its own.
+
+A character is *hidden* when a reviewer reading the command cannot see it,
+or sees something bash does not read:
+
+* every control character but tab and newline (``Cc``: escape sequences,
+  ``\\r``, NUL, C1 controls);
+* every format character (``Cf``: zero-width and bidi controls, the Unicode
+  tag characters U+E0000-U+E007F, the soft hyphen, ...);
+* line and paragraph separators (``Zl``, ``Zp``) and every space but U+0020
+  (``Zs``): they look like a word or line break, and bash reads neither;
+* private-use, unassigned and surrogate code points (``Co``, ``Cn``,
+  ``Cs``): no font shows them reliably, and a later Unicode version may give
+  an unassigned one any meaning;
+* the variation selectors, combining grapheme joiner and Mongolian free
+  variation selectors, and the blank letters (Hangul fillers, U+2800).
 """
 
 from __future__ import annotations
@@ -26,12 +41,15 @@ _ANSI = re.compile(
     r"|\x1b[@-Z\\-_]"  # two-byte sequences
     r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
 )
-# Zero-width and bidirectional controls: invisible, or they reorder what is shown.
-_INVISIBLE = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
-    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff9-\ufffb]"
+# Invisible characters whose general category does not say so.
+_BLANK_OTHERS = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\ufe00-\ufe0f\uffa0"
+    "\U000e0100-\U000e01ef]"
 )
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cn", "Cs", "Zl", "Zp", "Zs"})
+# Removed for the reading a person sees. Controls stay: escape sequences
+# are removed on their own, and a `\r` is a finding as it stands.
+_INVISIBLE_CATEGORIES = frozenset({"Cf", "Co", "Cn", "Cs"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,16 +60,60 @@ class Reading:
     text: str
 
 
-def hidden_characters(text: str) -> list[tuple[int, str]]:
-    """Positions and names of control, escape, zero-width and bidi characters."""
+def _hidden(ch: str) -> bool:
+    # only called for characters outside printable ASCII, tab and newline
+    return unicodedata.category(ch) in _HIDDEN_CATEGORIES or _BLANK_OTHERS.match(ch) is not None
+
+
+class _StripTable(dict[int, int | None]):
+    """A ``str.translate`` table that deletes invisible characters, filled
+    on first sight of each code point (so a long text costs C-speed lookups,
+    not a Python call per character)."""
+
+    def __missing__(self, code: int) -> int | None:
+        ch = chr(code)
+        keep = (
+            unicodedata.category(ch) not in _INVISIBLE_CATEGORIES
+            and _BLANK_OTHERS.match(ch) is None
+        )
+        value = code if keep else None
+        self[code] = value
+        return value
+
+
+_STRIP = _StripTable()
+
+
+def _strip_invisible(text: str) -> str:
+    return text.translate(_STRIP)
+
+
+class _MarkTable(dict[int, int]):
+    """A ``str.translate`` table that turns each hidden character into NUL
+    (itself hidden) and keeps every other, filled on first sight."""
+
+    def __missing__(self, code: int) -> int:
+        value = 0 if code > 0x7E and _hidden(chr(code)) else code
+        self[code] = value
+        return value
+
+
+_MARK = _MarkTable({c: (0 if c < 0x20 and c not in (9, 10) else c) for c in range(0x7F)})
+
+
+def hidden_characters(text: str, *, first: bool = False) -> list[tuple[int, str]]:
+    """Positions and names of the hidden characters in ``text`` (see above);
+    with ``first``, only the first one."""
     if _UNUSUAL.search(text) is None:
         return []
+    marked = text.translate(_MARK)  # one character for one: positions hold
     found: list[tuple[int, str]] = []
-    for m in _CONTROL.finditer(text):
-        found.append((m.start(), _name(m.group())))
-    for m in _INVISIBLE.finditer(text):
-        found.append((m.start(), _name(m.group())))
-    found.sort()
+    pos = marked.find("\x00")
+    while pos >= 0:
+        found.append((pos, _name(text[pos])))
+        if first:
+            break
+        pos = marked.find("\x00", pos + 1)
     return found
 
 
@@ -67,10 +129,10 @@ def readings(text: str) -> list[Reading]:
     stripped = _ANSI.sub("", text)
     if stripped != text:
         out.append(Reading("ansi-stripped", stripped))
-    folded = unicodedata.normalize("NFKC", _INVISIBLE.sub("", stripped))
+    folded = unicodedata.normalize("NFKC", _strip_invisible(stripped))
     # NFKC can itself produce characters worth removing (and never removes
     # them), so strip once more after folding.
-    folded = _INVISIBLE.sub("", folded)
+    folded = _strip_invisible(folded)
     if folded not in (text, stripped):
         out.append(Reading("nfkc", folded))
     return out

@@ -273,6 +273,7 @@ RULE_KEYS: dict[str, Decision] = {
     "hidden-characters": "ask",
     "comment-expansion": "ask",
     "internal-error": "ask",
+    "too-long": "ask",
     # ask: structure
     "subshell": "ask",
     "control-structure": "ask",
