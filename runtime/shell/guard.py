@@ -254,13 +254,22 @@ def _guarded(
     except Exception as exc:  # fail closed on anything unforeseen
         refusal = _flat_refusal(command, str(cwd), str(workspace), policy)
         if refusal is not None:
-            return Verdict("deny", refusal.rule, refusal.span, refusal.message)
-        return Verdict(
+            return _single("deny", refusal.rule, refusal.span, refusal.message)
+        return _single(
             "ask",
             "internal-error",
             (0, len(command)),
             f"the guard could not judge this command ({type(exc).__name__}); it needs approval",
         )
+
+
+def _single(
+    decision: Decision, rule: str, span: tuple[int, int], message: str, *, ungrantable: bool = False
+) -> Verdict:
+    """A verdict resting on one finding, which it also lists: what a verdict
+    holds is judged from its findings (``person_only`` among them)."""
+    finding = Finding(decision, rule, span, message)
+    return Verdict(decision, rule, span, message, ungrantable=ungrantable, findings=(finding,))
 
 
 def _flat_refusal(command: str, cwd: str, workspace: str, policy: ShellPolicy) -> Finding | None:
@@ -282,7 +291,7 @@ def _evaluate(
     ws, cw, ws_real = _roots(workspace, cwd)
     span_all = (0, len(command))
     if len(command) > MAX_COMMAND_CHARS:
-        return Verdict(
+        return _single(
             "ask",
             "too-long",
             span_all,
@@ -292,7 +301,7 @@ def _evaluate(
         )
     if not command.strip(" \t\n"):
         # (only these are blanks to bash: `\r` or a no-break space is a word)
-        return Verdict("ask", "empty-command", span_all, "the command is empty")
+        return _single("ask", "empty-command", span_all, "the command is empty")
     findings: list[Finding] = []
     writes: list[Write] = []
     ungrantable = False

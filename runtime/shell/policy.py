@@ -145,6 +145,11 @@ PERSON_ONLY_RULES: frozenset[str] = frozenset(
         # text the guard cannot read: what it writes cannot be named either
         "unparseable",
         "internal-error",
+        # a bound the guard stopped at (a command too long to read, a tree too
+        # large to walk for credentials): a bound is never a way to allow, so
+        # a launch flag does not lift it either
+        "too-long",
+        "tree-too-large",
     }
 )
 

@@ -430,6 +430,11 @@ def test_the_decision_log_redacts_secrets(serve: Any, tmp_path: Path, workspace:
     }
     status, body = running.post("/v1/hooks/claude-code", json.dumps(event).encode())
     assert status == 200
+    # The server queues the line after it has answered, so the answer can
+    # arrive before the line is queued: wait for it before closing the log.
+    deadline = time.monotonic() + 30
+    while '"decision"' not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.02)
     running.log.close()  # flushes the queue
     running.log = None
     lines = [json.loads(line) for line in log.read_text().splitlines()]

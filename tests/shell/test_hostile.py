@@ -45,8 +45,10 @@ def test_the_token_budget_covers_nested_texts() -> None:
     # nested readings this would be quadratic
     command = "eval " * min(MAX_TOKENS * 2 // 3, MAX_COMMAND_CHARS // 6) + "ls"
     v = evaluate(command, cwd=WS, workspace=WS, policy=ShellPolicy())
-    assert (v.decision, v.rule) == ("ask", "shell-eval")
-    assert any(f.rule == "too-long" for f in v.findings)
+    # the reading stopped at the budget: that names the verdict, since no
+    # launch flag may run text the guard did not read
+    assert (v.decision, v.rule) == ("ask", "too-long")
+    assert any(f.rule == "shell-eval" for f in v.findings)
     # a long plain list under the cap is still read to its end
     v = evaluate("ls; " * 500 + "rm -rf /", cwd=WS, workspace=WS, policy=ShellPolicy())
     assert (v.decision, v.rule) == ("deny", "destructive-rm")
@@ -55,3 +57,14 @@ def test_the_token_budget_covers_nested_texts() -> None:
 def test_lone_surrogates_are_hidden() -> None:
     v = evaluate("ls \ud800", cwd=WS, workspace=WS, policy=ShellPolicy())
     assert (v.decision, v.rule) == ("ask", "hidden-characters")
+
+
+def test_no_launch_flag_runs_a_command_the_guard_did_not_read() -> None:
+    # Past the cap the guard reads nothing: --yolo / --allow shell must not
+    # turn that into a run (a bound is never a way to allow).
+    from charter.runtime.shell import combine
+
+    v = evaluate("ls " + "x" * MAX_COMMAND_CHARS, cwd=WS, workspace=WS, policy=ShellPolicy())
+    assert v.rule == "too-long" and v.person_only is not None
+    decision, _ = combine("ask", v, "ask", lifted_by_flag=True)
+    assert decision == "ask"
