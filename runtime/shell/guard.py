@@ -1380,6 +1380,8 @@ def _argv(st: _State, words: tuple[Word, ...] | list[Word]) -> None:
         else:
             st.restore((None, None, None))  # it may change directory to anywhere
         return
+    if prog == "trap":
+        _trap_action(st, args)
     if prog == "find":
         _find_exec(st, args, vals)
 
@@ -1628,6 +1630,28 @@ def _shell(
     if script is None:
         return  # its expansions are already findings
     _nested(st, script, (script_word.start, script_word.end))
+
+
+def _trap_action(st: _State, args: tuple[Word, ...] | list[Word]) -> None:
+    """``trap ACTION SIGNAL...`` keeps ACTION to run later in this shell (on
+    exit, on a signal): it is judged as a command line now, so a destructive
+    action is refused like the same command typed directly. (``trap`` itself
+    asks anyway: what runs, and when, is decided by signals.)"""
+    rest = list(args)
+    while rest and rest[0].value in ("-l", "-p", "-lp", "-pl"):
+        rest = rest[1:]
+    if rest and rest[0].value == "--":
+        rest = rest[1:]
+    if len(rest) < 2:
+        return  # listing, or resetting one signal: no action to run
+    text = _script_text(rest[0])
+    if text is None:
+        if st.seen is not None:
+            st.seen.opaque = True  # the action is only known when it runs
+        return
+    if text.strip() in ("", "-"):
+        return
+    _nested(st, text, (rest[0].start, rest[0].end))
 
 
 def _find_exec(st: _State, args: tuple[Word, ...] | list[Word], vals: list[str]) -> None:
