@@ -218,6 +218,17 @@ def _run(
     except OSError as exc:
         return _refuse(f"cannot create the run directory {run_dir}: {exc.strerror or exc}")
 
+    from charter.runtime.sandbox.containment import ContainmentRefused, prepare_for_run
+
+    # Every command runs in the sandbox its stage's profile declares; a run
+    # that would have to run them uncontained without the user's say refuses.
+    try:
+        containment = prepare_for_run(
+            plan, workspace=workdir, run_dir=run_dir, home=home, unattended=bool(args.yolo or args.allow)
+        )
+    except ContainmentRefused as exc:
+        events_file.close()
+        return _refuse(str(exc))
     redactor = Redactor()
     # Credentials in the environment (OPENAI_API_KEY and the like) are hidden
     # from every view of the run, whoever prints them.
@@ -255,6 +266,7 @@ def _run(
         prompter=prompter,
         cancel=prompter.cancel,
         project_root=project.resolve() if project is not None else None,
+        containment=containment,
     )
     shown_model = spec if not spec.startswith("script:") else f"script:{Path(spec[7:]).name}"
     bus.emit(
@@ -270,6 +282,9 @@ def _run(
         allow=sorted(options.allow),
     )
     audit.write("run_started", run=run_id, agent=found.name, plan=plan.digest, model=shown_model)
+    for line in containment.notices:
+        bus.emit("notice", "main", message=line)
+        audit.write("sandbox", run=run_id, notice=line)
     output_path: Path | None = None
     code = EXIT_NO_OUTPUT
     answer: str | None = None
@@ -315,6 +330,7 @@ def _run(
             exit_code=code,
         )
     finally:
+        containment.close()
         audit.close()
         bus.close()
     if code == EXIT_OK and not args.json and answer is not None:

@@ -152,6 +152,9 @@ class McpHost:
     environ: Mapping[str, str]  # the allowlist and ${VAR} values are read from here
     url_policy: UrlPolicy = field(default_factory=UrlPolicy)
     resolver: Resolver | None = None  # None: the system resolver
+    # Rewrites a stdio server's launch to start it inside the agent's sandbox
+    # (charter run with a sandbox in force); None starts it as declared.
+    contain: Callable[[Launch], Launch] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -538,6 +541,8 @@ class McpPool:
             agent_dir=self.host.agent_dir,
             workspace=self.host.workspace,
         )
+        if self.host.contain is not None and launch.transport == "stdio":
+            launch = self.host.contain(launch)
         if launch.url is not None:
             decision = self.host.url_policy.check(launch.url)
             if self._record is not None:

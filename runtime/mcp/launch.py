@@ -11,14 +11,17 @@ Pure functions over the plan's :class:`~charter.runtime.plan.McpServerPlan`:
   unapproved manifest cannot make the runtime read a variable at all);
 * the child's environment: the shared allowlist plus the manifest's own
   ``env`` entries, nothing else from the parent;
-* ``cwd``, which must resolve (symlinks followed) inside the workspace.
+* ``cwd``, which must resolve (symlinks followed) inside the workspace;
+* in a run with a sandbox, the command line that starts the server inside
+  it (:func:`contain_launch`): the same server, wrapped.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,7 @@ __all__ = [
     "LaunchError",
     "Launch",
     "child_env",
+    "contain_launch",
     "expand",
     "launch_identity",
     "preview",
@@ -193,3 +197,13 @@ def resolve_launch(
         if sensitive_name(name) and name in env:
             redactor.add(env[name], name, "env")
     return Launch(plan.server, plan.transport, command, args, env, cwd, url, headers, redactor)
+
+
+def contain_launch(launch: Launch, wrap: Callable[[list[str]], list[str]]) -> Launch:
+    """``launch`` with its command line replaced by ``wrap(command line)``,
+    which starts the same server inside the agent's sandbox (an HTTP server
+    is not started by Charter and is returned unchanged)."""
+    if launch.transport != "stdio" or launch.command is None:
+        return launch
+    argv = wrap([launch.command, *launch.args])
+    return dataclasses.replace(launch, command=argv[0], args=tuple(argv[1:]))

@@ -95,6 +95,10 @@ class ChildPlan:
     cgroup_procs: bytes | None = None  # a pids cgroup's cgroup.procs, joined by the relay
     # Descriptors to become 0, 1 and 2 (the helper receives them over a socket).
     stdio: tuple[int, int, int] | None = None
+    # The relay dies with the process that started it. Only safe when that
+    # process forked from its main thread: the kernel sends the signal when
+    # the forking *thread* ends (the MCP wrapper sets it; the runtime does not).
+    die_with_parent: bool = False
     _libc: ctypes.CDLL | None = field(default=None, repr=False)
 
     def __getstate__(self) -> dict[str, object]:
@@ -173,6 +177,8 @@ class ChildPlan:
             _close_except(keep)  # also Popen's error pipe: Popen returns now
             stage = "signals"
             _default_signals(self._libc)
+            if self.die_with_parent:
+                kernel.set_parent_death_signal(signal.SIGKILL)
             lay = self.layout
             if self.cgroup_procs is not None:
                 stage = "cgroup"

@@ -158,6 +158,14 @@ class ContainerSandbox:
         self.complete = True
         self._n = 0
 
+    @property
+    def private_tmp(self) -> Path:
+        return self.private / "tmp"
+
+    @property
+    def inside_tmp(self) -> str:
+        return "/tmp"
+
     def describe(self) -> str:
         return (
             f"sandbox: container ({self.engine}, image {self.profile.image})\n"

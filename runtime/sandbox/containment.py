@@ -37,7 +37,7 @@ from typing import Any
 from charter.runtime.plan import AgentPlan, SandboxProfile, canonical_json
 from charter.runtime.sandbox.spec import HostFacts
 
-__all__ = ["Containment", "ContainmentRefused", "StageContainment", "prepare"]
+__all__ = ["Containment", "ContainmentRefused", "StageContainment", "prepare", "prepare_for_run"]
 
 
 class ContainmentRefused(Exception):
@@ -89,6 +89,47 @@ class Containment:
 
     def agent(self, agent: str) -> StageContainment:
         return self._agents.get(agent) or StageContainment(None)
+
+    def mcp_contain(self, agent: AgentPlan) -> Any:
+        """How the agent's stdio MCP servers start inside its sandbox: a
+        function rewriting a launch (see ``charter.runtime.mcp.launch.
+        contain_launch``), or None when the agent runs uncontained."""
+        where = self.agent(agent.name)
+        sb = where.sandbox
+        if sb is None or where.profile is None:
+            return None
+        from charter.runtime.mcp.launch import contain_launch
+
+        if not hasattr(sb, "layout"):  # a container: the server runs in one too
+            from charter.runtime.sandbox.container import container_argv
+
+            def in_container(argv: list[str]) -> list[str]:
+                return container_argv(
+                    sb.engine,
+                    sb.profile,
+                    argv,
+                    workspace=sb.workspace,
+                    cwd=sb.workspace,
+                    private_tmp=sb.private_tmp,
+                    env={},
+                    home=Path.home(),
+                    name=f"charter-mcp-{len(self._built)}",
+                )
+
+            return lambda launch: contain_launch(launch, in_container)
+        from dataclasses import asdict
+
+        from charter.runtime.sandbox.exec import wrapper_argv
+
+        spec = {
+            "profile": where.profile.model_dump(mode="json"),
+            "workspace": str(self.workspace),
+            "private": str(self._private()),
+            "home": str(sb.place.home),
+            "host": {**asdict(self.host), "reasons": list(self.host.reasons)},
+            "allow_local_network": agent.allow_local_network,
+        }
+        return lambda launch: contain_launch(launch, lambda argv: wrapper_argv(spec, argv))
 
     def close(self) -> None:
         for sb in self._built:
@@ -251,3 +292,17 @@ def prepare(
             + ", home hidden); see charter show for the profile"
         )
     return c
+
+
+def prepare_for_run(
+    plan: Any, *, workspace: Path, run_dir: Path, home: Path, unattended: bool
+) -> Containment:
+    """:func:`prepare` for ``charter run``: every agent of ``plan``, the
+    run's private directories under ``run_dir``."""
+    return prepare(
+        plan.body.agents,
+        workspace=workspace,
+        private_root=run_dir / "sandbox",
+        env_home=home,
+        unattended=unattended,
+    )

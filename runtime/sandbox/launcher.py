@@ -303,6 +303,9 @@ class Sandbox:
         host: HostFacts | None = None,
         url_check: Callable[[str, int], tuple[bool, str]] | None = None,
         home: Path | None = None,
+        launch: str | None = None,
+        allow_local_network: bool = False,
+        die_with_parent: bool = False,
     ) -> None:
         from charter.runtime.sandbox.probe import host_facts
 
@@ -321,6 +324,8 @@ class Sandbox:
             empty.write_bytes(b"")
             empty.chmod(0o400)
         self._url_check = url_check
+        self.allow_local_network = allow_local_network
+        self.die_with_parent = die_with_parent
         self._lock = threading.Lock()
         self._host_proxy: Any = None
         proxy_port: int | None = None
@@ -346,7 +351,8 @@ class Sandbox:
 
         # The launch helper, unless this machine's clone call is unknown or
         # the caller asked for the runtime to fork itself.
-        self.use_helper = clone_supported() and os.environ.get("CHARTER_SANDBOX_LAUNCH") != "fork"
+        wanted = launch or os.environ.get("CHARTER_SANDBOX_LAUNCH") or "helper"
+        self.use_helper = clone_supported() and wanted != "fork"
         self._last_cap = kernel.cap_last_cap()
         self._drop_caps = self.layout.namespaces != 0 or os.geteuid() == 0
         # The kernel exempts root from RLIMIT_NPROC, even in a user namespace:
@@ -438,10 +444,24 @@ class Sandbox:
                 self._ruleset_cache[key] = rs
             return rs
 
-    def _hosts_check(self) -> Callable[[str, int], tuple[bool, str]]:
+    def _hosts_check(self) -> Any:
         from charter.runtime.sandbox.proxy import host_checker
 
-        return host_checker(self.profile.allow_hosts, self._url_check)
+        return host_checker(
+            self.profile.allow_hosts,
+            self._url_check,
+            allow_local_network=self.allow_local_network,
+        )
+
+    @property
+    def private_tmp(self) -> Path:
+        """The private temporary directory, on the host."""
+        return self.private / "tmp"
+
+    @property
+    def inside_tmp(self) -> str:
+        """The same directory as the command sees it."""
+        return dict(self.layout.env).get("TMPDIR", str(self.private_tmp))
 
     def command_env(self, env: Mapping[str, str]) -> dict[str, str]:
         """The environment a command sees inside: ``env`` with the sandbox's
@@ -484,6 +504,7 @@ class Sandbox:
             gid=os.getgid(),
             last_cap=self._last_cap if self._drop_caps else -1,
             ruleset=self._ruleset(layout),
+            die_with_parent=self.die_with_parent,
             _libc=kernel._lib(),
         )
         if not self._drop_caps:

@@ -45,9 +45,15 @@ def _probe() -> HostFacts:
     reasons: list[str] = []
     if abi == 0:
         reasons.append("Landlock is not enabled in this kernel (needs Linux 5.13+ with lsm=landlock)")
-    if os.environ.get("CHARTER_SANDBOX_FAKE_HOST") == "none":
-        # For tests and demonstrations of a host that cannot sandbox.
-        return HostFacts(reasons=("CHARTER_SANDBOX_FAKE_HOST=none",))
+    # Pretend the host lacks features, to see how a run behaves there (tests,
+    # demonstrations): "none" (no namespaces and no Landlock), "no-namespaces".
+    fake = os.environ.get("CHARTER_SANDBOX_FAKE_HOST", "")
+    if fake == "none":
+        return HostFacts(reasons=("CHARTER_SANDBOX_FAKE_HOST=none: no namespaces, no Landlock",))
+    if fake == "no-namespaces":
+        return HostFacts(
+            landlock_abi=abi, reasons=("CHARTER_SANDBOX_FAKE_HOST=no-namespaces",)
+        )
     if not os.path.exists(_SHELL):
         reasons.append(f"{_SHELL} is missing, so namespaces could not be tried")
         return HostFacts(landlock_abi=abi, reasons=tuple(reasons))

@@ -39,6 +39,7 @@ from charter.runtime.tools.paths import path_args
 
 if TYPE_CHECKING:
     from charter.runtime.plan import OutputSpec
+    from charter.runtime.sandbox.launcher import Sandbox
 
 __all__ = [
     "IMPLEMENTATIONS",
@@ -79,6 +80,9 @@ class ToolRuntime:
     # objects with ``role`` and ``content``; None when the host keeps none.
     history: Callable[[], Sequence[Any]] | None = None
     web: web.WebConfig | None = None  # network settings for the web tools (None: defaults)
+    # The OS sandbox the stage's commands run in (charter.runtime.sandbox);
+    # None runs them uncontained (charter check, hooks, tests, kind = "none").
+    sandbox: Sandbox | None = None
 
 
 class Implementation(Protocol):
