@@ -49,6 +49,29 @@ def rows(plan: Any, agent_filter: str | None = None) -> list[dict[str, Any]]:
     return out
 
 
+def sandbox_rows(plan: Any, agent_filter: str | None = None) -> list[dict[str, Any]]:
+    """One row per (agent, stage): where its commands run."""
+    from charter.runtime.sandbox.profile import summary
+
+    out: list[dict[str, Any]] = []
+    for agent in plan.body.agents:
+        if agent_filter and agent.name != agent_filter:
+            continue
+        for stage in agent.stages:
+            p = stage.sandbox
+            if p is None:
+                continue
+            out.append(
+                {
+                    "agent": agent.name,
+                    "stage": stage.name,
+                    "summary": summary(p),
+                    "profile": p.model_dump(mode="json"),
+                }
+            )
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from charter.runtime.loader import PlanError, load_plan
 
@@ -64,9 +87,15 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     data = rows(plan, args.agent)
+    boxes = sandbox_rows(plan, args.agent)
     fmt = args.format or ("table" if sys.stdout.isatty() else "text")
     if fmt == "json":
-        json.dump({"digest": plan.digest, "rows": data}, sys.stdout, indent=2, sort_keys=True)
+        json.dump(
+            {"digest": plan.digest, "rows": data, "sandboxes": boxes},
+            sys.stdout,
+            indent=2,
+            sort_keys=True,
+        )
         sys.stdout.write("\n")
         return 0
     if fmt == "text":
@@ -79,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
                 f"{r['agent']}/{r['stage']}\t{r['tool']}\t{r['source']}\t{r['capability'] or '-'}"
                 f"\t{r['decision']}\t{flags.strip() or '-'}\t{r['why']}"
             )
+        for b in boxes:
+            print(f"{b['agent']}/{b['stage']}\tsandbox\t{b['summary']}")
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -98,5 +129,13 @@ def run(args: argparse.Namespace) -> int:
             "yes" if r["liftable"] else "no",
             r["why"],
         )
-    Console().print(table)
+    console = Console()
+    console.print(table)
+    if boxes:
+        sandboxes = Table(title="where commands run (sandbox)", show_lines=False)
+        for col in ("agent", "stage", "sandbox"):
+            sandboxes.add_column(col, overflow="fold")
+        for b in boxes:
+            sandboxes.add_row(b["agent"], b["stage"], b["summary"])
+        console.print(sandboxes)
     return 0

@@ -318,7 +318,7 @@ class Sandbox:
             private_dir = Path(tempfile.mkdtemp(prefix="charter-sandbox-"))
         self.private = private_dir
         for sub in ("tmp", "home"):
-            (private_dir / sub).mkdir(mode=0o700, exist_ok=True)
+            (private_dir / sub).mkdir(mode=0o700, parents=True, exist_ok=True)
         empty = private_dir / "empty"
         if not empty.exists():
             empty.write_bytes(b"")
