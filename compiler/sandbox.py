@@ -359,7 +359,9 @@ def _covered(pattern: str, ceiling: Sequence[str]) -> bool:
     return host_matches(pattern, ceiling)
 
 
-def _check(acc: _Acc, declared: Sequence[Declared], diags: list[Diagnostic]) -> None:
+def _check(
+    acc: _Acc, declared: Sequence[Declared], diags: list[Diagnostic], ceiling_network: str
+) -> None:
     """A profile that cannot be met is an error where it was asked for."""
     kind_from = next((d for d in reversed(declared) if d.table.kind is not None), None)
     if acc.kind == "container" and not acc.image and kind_from is not None:
@@ -381,7 +383,9 @@ def _check(acc: _Acc, declared: Sequence[Declared], diags: list[Diagnostic]) -> 
                 key_path=kind_from.key_path("kind"),
             )
         )
-    if acc.network == "none":
+    # Hosts no stage could ever reach: the user's own network is none (a
+    # blueprint narrowing the network for one stage is not a mistake).
+    if ceiling_network == "none":
         for d in declared:
             if d.table.allow_hosts:
                 diags.append(
@@ -437,10 +441,11 @@ def resolve_profile(
         user = Declared(config.sandbox, "config", config_smap, ("sandbox",))
         declared.append(user)
         _apply_user(acc, user, diags)
+    ceiling_network = acc.network
     for d in tables:
         declared.append(d)
         _tighten(acc, d, diags)
-    _check(acc, declared, diags)
+    _check(acc, declared, diags, ceiling_network)
     return _finish(acc), diags
 
 
