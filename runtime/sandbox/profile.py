@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from charter.runtime.plan import SandboxProfile
+from charter.runtime.sandbox.contained import GROUPS
 
 __all__ = ["compare", "summary"]
 
@@ -81,7 +82,12 @@ def compare(old: SandboxProfile | None, new: SandboxProfile | None) -> list[dict
     for key in ("allow_hosts", "contained_allow"):
         a, b = set(getattr(old, key)), set(getattr(new, key))
         if a != b:
-            out.append(_change(key, sorted(a), sorted(b), bool(b - a)))
+            added = b - a
+            if key == "contained_allow" and new.network == "none":
+                # Network asks are answered because there is no network: taking
+                # the network away is what added them, and that tightens.
+                added -= set(GROUPS["network"])
+            out.append(_change(key, sorted(a), sorted(b), bool(added)))
     for key in ("hidden", "read_only"):
         a, b = set(getattr(old, key)), set(getattr(new, key))
         if a != b:
