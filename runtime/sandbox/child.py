@@ -51,7 +51,7 @@ from charter.runtime.sandbox import kernel
 from charter.runtime.sandbox.landlock import Ruleset
 from charter.runtime.sandbox.spec import PROXY_PORT, Layout, Mount
 
-__all__ = ["ChildPlan", "EXIT_SETUP", "EXIT_EXEC"]
+__all__ = ["EXIT_EXEC", "EXIT_SETUP", "ChildPlan", "make_shared_namespaces", "send_listener"]
 
 EXIT_SETUP = 126  # the sandbox could not be built; the command did not run
 EXIT_EXEC = 127  # the sandbox was built but the program could not be executed
@@ -109,9 +109,11 @@ class ChildPlan:
 
     # -- from the launch helper ----------------------------------------------
 
-    def run_cloned(self) -> None:
+    def run_cloned(self, *, joined: bool = False) -> None:
         """The child the helper cloned. With namespaces it is already inside
-        them (and pid 1); without, it becomes the relay. Never returns."""
+        them (and pid 1); ``joined``: its user and network namespaces are
+        the sandbox's shared ones, set up once (ids mapped, loopback up).
+        Without namespaces it becomes the relay. Never returns."""
         stage = "prepare"
         try:
             gc.disable()
@@ -120,9 +122,11 @@ class ChildPlan:
             if not self.layout.namespaces:
                 self.run_first(entered=True)
             _close_except({0, 1, 2, self.status_fd, self.proxy_fd} - {-1})
+            # The helper's dispositions are the defaults already; only the mask.
             stage = "signals"
-            _default_signals(self._libc)
-            self._enter_namespaces(unshare=False)
+            signal.pthread_sigmask(signal.SIG_SETMASK, set())
+            if not joined:
+                self._enter_namespaces(unshare=False)
         except BaseException as exc:  # noqa: BLE001 - reported through the pipe
             self._fail(stage if stage != "prepare" else "namespaces", exc, EXIT_SETUP)
         self._contain_and_exec()
@@ -209,14 +213,7 @@ class ChildPlan:
         self._relay(leader, alive_w)
 
     def _send_listener(self) -> None:
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", PROXY_PORT))
-        listener.listen(64)
-        carrier = socket.socket(fileno=self.proxy_fd)
-        socket.send_fds(carrier, [b"L"], [listener.fileno()])
-        carrier.detach()
-        listener.close()
+        send_listener(self.proxy_fd)
 
     def _relay(self, leader: int, alive_w: int) -> None:
         """Wait for the leader and exit as it did. A signal that would end
@@ -316,6 +313,30 @@ class ChildPlan:
 
 
 # -- helpers (child side) ----------------------------------------------------------
+
+
+def send_listener(carrier_fd: int) -> None:
+    """Listen on the proxy's port in the current network namespace and hand
+    the socket to whoever holds the other end of ``carrier_fd``."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", PROXY_PORT))
+    listener.listen(64)
+    carrier = socket.socket(fileno=carrier_fd)
+    socket.send_fds(carrier, [b"L"], [listener.fileno()])
+    carrier.detach()
+    listener.close()
+
+
+def make_shared_namespaces(uid: int, gid: int, carrier_fd: int) -> None:
+    """In a fresh process: enter a new user and network namespace, map our
+    ids, bring loopback up and (with ``carrier_fd``) hand back a proxy
+    listener. The launch helper keeps both namespaces open afterwards."""
+    kernel.unshare(kernel.CLONE_NEWUSER | kernel.CLONE_NEWNET)
+    _write_maps(uid, gid)
+    _loopback_up()
+    if carrier_fd >= 0:
+        send_listener(carrier_fd)
 
 
 def _close_except(keep: set[int]) -> None:

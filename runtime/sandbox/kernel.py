@@ -47,6 +47,7 @@ __all__ = [
     "no_new_privs",
     "prctl",
     "set_parent_death_signal",
+    "setns",
     "unshare",
 ]
 
@@ -147,6 +148,7 @@ def _lib() -> ctypes.CDLL:
         lib = ctypes.CDLL(name, use_errno=True)
         lib.syscall.restype = ctypes.c_long
         lib.unshare.argtypes = [ctypes.c_int]
+        lib.setns.argtypes = [ctypes.c_int, ctypes.c_int]
         lib.mount.argtypes = [
             ctypes.c_char_p,
             ctypes.c_char_p,
@@ -182,6 +184,10 @@ def _check(result: int, what: str) -> int:
 
 def unshare(flags: int) -> None:
     _check(_lib().unshare(flags), "unshare")
+
+
+def setns(fd: int, nstype: int) -> None:
+    _check(_lib().setns(fd, nstype), "setns")
 
 
 def mount(

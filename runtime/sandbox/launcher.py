@@ -178,6 +178,8 @@ def _launch_helper(
     plan: ChildPlan,
     argv: Sequence[str],
     *,
+    key: str,
+    spaces: str | None,
     stdin: Any,
     stdout: Any,
     stderr: Any,
@@ -203,7 +205,7 @@ def _launch_helper(
         if want_listener:
             carrier = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             fds.append(carrier[1].fileno())
-        pid = Zygote.shared().spawn(plan, fds)
+        pid = Zygote.shared().spawn(plan, fds, key, spaces)
     except BaseException:
         for fd in (*opened, *(p for p in parents if p is not None)):
             os.close(fd)
@@ -347,16 +349,20 @@ class Sandbox:
         self.layout = plan_layout(profile, self.host, self.place)
         self._layouts: dict[Path | None, Layout] = {env_home: self.layout}
         self._ruleset_cache: dict[int, Ruleset] = {}
+        self._keys: dict[int, str] = {}  # layouts (kept alive in _layouts) -> helper keys
+        self._spaces: str | None = None
+        self._space_proxy: Any = None
         from charter.runtime.sandbox.zygote import clone_supported
 
         # The launch helper, unless this machine's clone call is unknown or
         # the caller asked for the runtime to fork itself.
         wanted = launch or os.environ.get("CHARTER_SANDBOX_LAUNCH") or "helper"
         self.use_helper = clone_supported() and wanted != "fork"
+        if self.use_helper and self.layout.namespaces:
+            self._share_namespaces()
         self._last_cap = kernel.cap_last_cap()
         self._drop_caps = self.layout.namespaces != 0 or os.geteuid() == 0
-        # The kernel exempts root from RLIMIT_NPROC, even in a user namespace:
-        # for root the process limit needs a pids cgroup.
+        # The kernel exempts root from RLIMIT_NPROC, even in a user namespace.
         # A pid namespace with its own pid_max binds root too (Linux 6.14+);
         # elsewhere root needs a pids cgroup, whose migration costs tens of
         # milliseconds per command on cgroup v1, so it is the last resort.
@@ -408,7 +414,43 @@ class Sandbox:
                 text += f"\n  contained: at most {limit} processes (RLIMIT_NPROC)"
         return text
 
+    def _share_namespaces(self) -> None:
+        """One user and one network namespace for all of this sandbox's
+        commands (made once by the launch helper): creating and tearing down
+        a network namespace per command is most of what containment costs.
+        The commands still get their own mount, pid, IPC and UTS namespaces.
+        With the proxy, its listener lives in that network namespace for the
+        sandbox's life. On any failure commands make their own, as before."""
+        import uuid
+
+        from charter.runtime.sandbox.proxy import ProxyServer
+        from charter.runtime.sandbox.zygote import Zygote
+
+        key = uuid.uuid4().hex
+        carrier = socket.socketpair() if self.layout.proxy else None
+        try:
+            Zygote.shared().make_spaces(key, carrier[1].fileno() if carrier else None)
+            if carrier is not None:
+                self._space_proxy = ProxyServer(
+                    _receive_listener(carrier[0]), self._hosts_check()
+                )
+            self._spaces = key
+        except (OSError, EOFError, SandboxError):
+            self._spaces = None
+        finally:
+            if carrier is not None:
+                carrier[0].close()
+                carrier[1].close()
+
     def close(self) -> None:
+        if self._spaces is not None:
+            from charter.runtime.sandbox.zygote import Zygote
+
+            Zygote.shared().drop_spaces(self._spaces)
+            self._spaces = None
+        if self._space_proxy is not None:
+            self._space_proxy.close()
+            self._space_proxy = None
         if self._host_proxy is not None:
             self._host_proxy.close()
             self._host_proxy = None
@@ -432,6 +474,15 @@ class Sandbox:
                 found = plan_layout(self.profile, self.host, place)
                 self._layouts[env_home] = found
             return found
+
+    def _key(self, layout: Layout) -> str:
+        with self._lock:
+            key = self._keys.get(id(layout))
+            if key is None:
+                import uuid
+
+                key = self._keys[id(layout)] = uuid.uuid4().hex
+            return key
 
     def _ruleset(self, layout: Layout) -> Ruleset | None:
         if layout.ruleset is None:
@@ -526,14 +577,17 @@ class Sandbox:
                     proc, listener = _launch_helper(
                         plan,
                         argv,
+                        key=self._key(layout),
+                        spaces=self._spaces,
                         stdin=stdin,
                         stdout=stdout,
                         stderr=stderr,
-                        want_listener=layout.proxy,
+                        want_listener=layout.proxy and self._spaces is None,
                     )
-                except OSError as exc:
+                except (OSError, EOFError) as exc:
                     # The helper could not be reached: fork the runtime instead.
                     self.use_helper = False
+                    self._spaces = None
                     raise _Retry from exc
             else:
                 proc, listener = _launch(

@@ -178,8 +178,12 @@ def _visible(profile: SandboxProfile, place: Place) -> list[tuple[Path, bool]]:
         p = expand(m.path, home=place.home, workspace=ws)
         if p.exists():
             out.append((_real(p), m.writable))
-    for r in place.runtime:
-        out.append((r, False))
+    # The runtime's own files, read-only: only the outermost of nested paths
+    # (one bind covers what is below it), never the workspace itself.
+    runtime = [r for r in place.runtime if r != ws]
+    for r in runtime:
+        if not any(q != r and _under(r, q) for q in runtime):
+            out.append((r, False))
     return out
 
 
