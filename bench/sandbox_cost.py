@@ -88,9 +88,11 @@ def main() -> int:
     load = os.getloadavg()
     mode = "fork" if args.fork or not sb.use_helper else "launch helper"
     print(f"command: {args.command!r}, {args.rounds} rounds, start: {mode}")
-    print(f"host: Landlock ABI {facts.landlock_abi}, namespaces, pid_max per namespace "
-          f"{'yes' if facts.pid_max else 'no'}; {os.cpu_count()} CPUs, load average "
-          f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    print(
+        f"host: Landlock ABI {facts.landlock_abi}, namespaces, pid_max per namespace "
+        f"{'yes' if facts.pid_max else 'no'}; {os.cpu_count()} CPUs, load average "
+        f"{load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+    )
     print(f"uncontained  {_ms(plain)}")
     print(f"contained    {_ms(contained)}")
     print(f"added        {_ms(added)}")

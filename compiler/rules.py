@@ -515,7 +515,7 @@ _r(
     "a mount, more hosts, higher limits, on_unavailable warn, more auto_allow groups).",
     "A downloaded blueprint must not widen what its commands can reach; the value is clamped "
     "to the user's, so the agent runs with less than its author expected.",
-    '[sandbox]\nnetwork = true   # the user\'s config gives no network\n',
+    "[sandbox]\nnetwork = true   # the user's config gives no network\n",
     "Drop the key, or grant it in your own config.toml [sandbox] if you trust the agent.",
 )
 _r(
@@ -536,7 +536,7 @@ _r(
     "with the proxy network).",
     "A run would refuse to start every time, or quietly run with a different sandbox.",
     '[sandbox]\nkind = "container"   # no image\n',
-    "Give the container an image, or use kind = \"namespace\".",
+    'Give the container an image, or use kind = "namespace".',
 )
 _r(
     "CH473",
@@ -544,8 +544,7 @@ _r(
     E,
     "A [sandbox] mount names the host's control surface (/, /etc, /proc, /sys, /dev, /run, a "
     "socket), a relative path or '..'.",
-    "Mounting /var/run/docker.sock or / into the sandbox would make the containment "
-    "decorative.",
+    "Mounting /var/run/docker.sock or / into the sandbox would make the containment decorative.",
     '[sandbox]\nmounts = ["/var/run/docker.sock"]\n',
     "Mount only the data or toolchain directories the commands need, by absolute path.",
 )

@@ -86,9 +86,7 @@ class _Acc:
     read_only: list[str] = field(default_factory=lambda: list(defaults.READ_ONLY))
     hidden: list[str] = field(default_factory=lambda: list(defaults.HIDDEN))
     mounts: dict[str, bool] = field(default_factory=dict)  # path -> writable
-    limits: dict[str, int | None] = field(
-        default_factory=lambda: SandboxLimits().model_dump()
-    )
+    limits: dict[str, int | None] = field(default_factory=lambda: SandboxLimits().model_dump())
     on_unavailable: str = "error"
     image: str | None = None
     image_pinned: bool = False
@@ -118,7 +116,7 @@ def _mount(entry: str) -> tuple[str, bool]:
 
 
 def _mount_problem(path: str) -> str | None:
-    if not (path.startswith("/") or path == "~" or path.startswith("~/")):
+    if not (path.startswith(("/", "~/")) or path == "~"):
         return "a mount must be an absolute path or start with ~/"
     if ".." in path.split("/"):
         return "a mount may not contain '..'"
@@ -235,13 +233,14 @@ def _tighten(acc: _Acc, d: Declared, diags: list[Diagnostic]) -> None:
             _record(acc, d, "network", wanted)
         else:
             _record(acc, d, "network", wanted, "ignored: your config gives no network")
+            shown = str(t.network).lower() if isinstance(t.network, bool) else repr(t.network)
             _loosen(
                 diags,
                 d,
                 "network",
-                f"network = {str(t.network).lower() if isinstance(t.network, bool) else repr(t.network)} "
-                "asks for network access your config does not give; commands stay without network "
-                "(set [sandbox] network = \"proxy\" in your config.toml to allow it)",
+                f"network = {shown} asks for network access your config does not give; commands "
+                "stay without network "
+                '(set [sandbox] network = "proxy" in your config.toml to allow it)',
             )
     if t.allow_hosts is not None:
         kept = [h for h in t.allow_hosts if _covered(h, acc.allow_hosts)]
@@ -261,7 +260,9 @@ def _tighten(acc: _Acc, d: Declared, diags: list[Diagnostic]) -> None:
             acc.workspace = t.workspace if t.workspace == "read" else acc.workspace
             _record(acc, d, "workspace", t.workspace)
         else:
-            _loosen(diags, d, "workspace", "workspace = 'write' would loosen your read-only workspace")
+            _loosen(
+                diags, d, "workspace", "workspace = 'write' would loosen your read-only workspace"
+            )
     for key in ("mount", "mounts"):
         for i, entry in enumerate(getattr(t, key)):
             path, writable = _mount(entry)
@@ -355,7 +356,9 @@ def _covered(pattern: str, ceiling: Sequence[str]) -> bool:
     if pattern == "*":
         return False
     if pattern.startswith("*."):
-        return any(c == pattern or (c.startswith("*.") and pattern.endswith(c[1:])) for c in ceiling)
+        return any(
+            c == pattern or (c.startswith("*.") and pattern.endswith(c[1:])) for c in ceiling
+        )
     return host_matches(pattern, ceiling)
 
 
@@ -392,7 +395,7 @@ def _check(
                     diag(
                         "sandbox-hosts-without-network",
                         "allow_hosts has no effect: this sandbox has no network (set network = "
-                        "\"proxy\" to reach these hosts through Charter's proxy)",
+                        '"proxy" to reach these hosts through Charter\'s proxy)',
                         d.span("allow_hosts"),
                         key_path=d.key_path("allow_hosts"),
                     )
@@ -406,15 +409,15 @@ def default_profile() -> SandboxProfile:
 
 def _finish(acc: _Acc) -> SandboxProfile:
     return SandboxProfile(
-        kind=acc.kind,  # type: ignore[arg-type]
-        workspace=acc.workspace,  # type: ignore[arg-type]
-        network=acc.network,  # type: ignore[arg-type]
+        kind=acc.kind,
+        workspace=acc.workspace,
+        network=acc.network,
         allow_hosts=tuple(acc.allow_hosts),
         read_only=tuple(acc.read_only),
         hidden=tuple(acc.hidden),
         mounts=tuple(SandboxMount(path=p, writable=w) for p, w in sorted(acc.mounts.items())),
         limits=SandboxLimits(**acc.limits),
-        on_unavailable=acc.on_unavailable,  # type: ignore[arg-type]
+        on_unavailable=acc.on_unavailable,
         image=acc.image,
         engine=acc.engine,
         persist=acc.persist,
@@ -502,7 +505,5 @@ def plan_sandboxes(
             )
         )
     agent_profile, per_stage, diags = stage_profiles(config, config_smap, agent_table, tables)
-    out = [
-        s.model_copy(update={"sandbox": per_stage.get(s.name, agent_profile)}) for s in compiled
-    ]
+    out = [s.model_copy(update={"sandbox": per_stage.get(s.name, agent_profile)}) for s in compiled]
     return out, agent_profile, diags

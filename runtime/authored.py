@@ -59,7 +59,7 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from charter.runtime.capabilities import is_granted
 from charter.runtime.redact import Redactor, redacted_views
@@ -640,9 +640,12 @@ def _run_contained(
             redactor.discover(content)
         except Exception:  # noqa: BLE001 - discovery is best effort
             pass
-    status = answer.get("status")
-    status = status if status in ("ok", "error", "timeout") else "error"
-    data_out = answer.get("data") if isinstance(answer.get("data"), dict) else {}
+    said = answer.get("status")
+    status: Literal["ok", "error", "timeout"] = (
+        said if said in ("ok", "error", "timeout") else "error"
+    )
+    raw_data = answer.get("data")
+    data_out: dict[str, Any] = raw_data if isinstance(raw_data, dict) else {}
     display = answer.get("display")
     result = ToolResult(
         status,

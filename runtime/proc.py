@@ -82,8 +82,6 @@ _HAS_PROC = Path("/proc/self/stat").exists()
 _SPACE = re.compile(r"\s")
 
 
-
-
 class _Process(Protocol):
     """What run_command needs of a started process: a ``Popen``, or a
     command the sandbox's launch helper started (also our child)."""

@@ -113,8 +113,13 @@ def compare_sandboxes(old: Any, new: Any) -> list[dict[str, Any]]:
                 continue
             for c in compare_profiles(before[key], stage.sandbox):
                 out.append(
-                    {"agent": agent.name, "stage": stage.name, "tool": "(sandbox)", **c,
-                     "change": "sandbox"}
+                    {
+                        "agent": agent.name,
+                        "stage": stage.name,
+                        "tool": "(sandbox)",
+                        **c,
+                        "change": "sandbox",
+                    }
                 )
     return out
 

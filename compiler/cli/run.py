@@ -224,7 +224,11 @@ def _run(
     # that would have to run them uncontained without the user's say refuses.
     try:
         containment = prepare_for_run(
-            plan, workspace=workdir, run_dir=run_dir, home=home, unattended=bool(args.yolo or args.allow)
+            plan,
+            workspace=workdir,
+            run_dir=run_dir,
+            home=home,
+            unattended=bool(args.yolo or args.allow),
         )
     except ContainmentRefused as exc:
         events_file.close()

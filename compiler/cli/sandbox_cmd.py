@@ -34,9 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--workdir", type=Path, help="the workspace (default: the current directory)")
     p.add_argument("--config", type=Path, help="the user config.toml used to compile a project")
     p.add_argument("--no-user-config", action="store_true", help="ignore the user's config")
-    p.add_argument(
-        "--describe", action="store_true", help="print what is contained, run nothing"
-    )
+    p.add_argument("--describe", action="store_true", help="print what is contained, run nothing")
     # Filled from everything after "--" (see charter.compiler.cli.main).
     p.set_defaults(command=[])
 
@@ -122,23 +120,27 @@ def run(args: argparse.Namespace) -> int:
             print(sb.describe() if sb is not None else "sandbox: none (commands are not contained)")
             return 0
         if sb is None:
-            return _fail("this profile contains nothing (kind = none); not running", EXIT_NOT_CONTAINED)
+            return _fail(
+                "this profile contains nothing (kind = none); not running", EXIT_NOT_CONTAINED
+            )
         env = build_env(os.environ, home=home)
         from charter.runtime.sandbox.launcher import SandboxError, SandboxUnavailable
 
         try:
-            launched = sb.popen(command, cwd=Path.cwd(), env=env, stdin=None, stdout=None, stderr=None)
+            launched = sb.popen(
+                command, cwd=Path.cwd(), env=env, stdin=None, stdout=None, stderr=None
+            )
         except (SandboxError, SandboxUnavailable) as exc:
             if isinstance(exc, SandboxError) and exc.stage == "exec":
                 return _fail(f"{command[0]}: {exc.message}", 127)
             return _fail(f"the sandbox could not be built: {exc}", EXIT_NOT_CONTAINED)
         try:
-            code = launched.proc.wait()
+            code = int(launched.proc.wait())
         except KeyboardInterrupt:
             import signal
 
             os.killpg(launched.proc.pid, signal.SIGKILL)
-            code = launched.proc.wait()
+            code = int(launched.proc.wait())
         finally:
             launched.close()
         return code if code >= 0 else 128 - code

@@ -56,8 +56,11 @@ def main(request_path: str) -> int:
     path = Path(req["module_path"])
     answer: dict[str, Any]
     if hashlib.sha256(data).hexdigest() != req["digest"]:
-        answer = {"status": "error", "content": "[error] the module changed before it ran",
-                  "rule": "authored-module-changed"}
+        answer = {
+            "status": "error",
+            "content": "[error] the module changed before it ran",
+            "rule": "authored-module-changed",
+        }
     else:
         output = ToolOutput()
         ctx = ToolContext(
@@ -70,21 +73,35 @@ def main(request_path: str) -> int:
             cancelled=threading.Event(),
         )
         outcome = _Outcome()
-        _worker_in(outcome, path, data, req["digest"], req["tool_id"], req["entrypoint"], ctx,
-                   req["args"])
+        _worker_in(
+            outcome, path, data, req["digest"], req["tool_id"], req["entrypoint"], ctx, req["args"]
+        )
         if outcome.error is not None:
             rule, model_text, operator_text = _error_text(req["name"], outcome.error, path)
-            answer = {"status": "error", "content": f"[error] {model_text}",
-                      "display": f"[error] {operator_text}", "rule": rule, "raised": True}
+            answer = {
+                "status": "error",
+                "content": f"[error] {model_text}",
+                "display": f"[error] {operator_text}",
+                "rule": rule,
+                "raised": True,
+            }
         else:
             try:
                 result = convert_result(outcome.value)
-                answer = {"status": result.status, "content": result.content,
-                          "display": result.display, "rule": result.rule, "data": result.data}
+                answer = {
+                    "status": result.status,
+                    "content": result.content,
+                    "display": result.display,
+                    "rule": result.rule,
+                    "data": result.data,
+                }
             except Exception as exc:  # noqa: BLE001 - reported as the answer
-                answer = {"status": "error", "rule": "authored-result-invalid",
-                          "content": f"[error] {req['name']} returned a value that cannot be "
-                          f"shown ({type(exc).__name__})"}
+                answer = {
+                    "status": "error",
+                    "rule": "authored-result-invalid",
+                    "content": f"[error] {req['name']} returned a value that cannot be "
+                    f"shown ({type(exc).__name__})",
+                }
         answer["progress"] = list(output.messages)
         answer["dropped"] = output.dropped
     text = json.dumps(answer, ensure_ascii=False, default=str).encode("utf-8")

@@ -24,6 +24,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from charter.runtime.plan import SandboxProfile
 from charter.runtime.sandbox.layout import expand
@@ -181,10 +182,10 @@ class ContainerSandbox:
         *,
         cwd: str | Path,
         env: Mapping[str, str],
-        stdin: object = subprocess.DEVNULL,
-        stdout: object = subprocess.PIPE,
-        stderr: object = subprocess.PIPE,
-    ) -> object:
+        stdin: Any = subprocess.DEVNULL,
+        stdout: Any = subprocess.PIPE,
+        stderr: Any = subprocess.PIPE,
+    ) -> Any:
         from charter.runtime.sandbox.launcher import Launched
 
         self._n += 1
@@ -202,9 +203,9 @@ class ContainerSandbox:
         proc = subprocess.Popen(  # noqa: S603 - the engine command line built above
             full,
             env={**env, "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
-            stdin=stdin,  # type: ignore[arg-type]
-            stdout=stdout,  # type: ignore[arg-type]
-            stderr=stderr,  # type: ignore[arg-type]
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
             start_new_session=True,
         )
         return Launched(proc)

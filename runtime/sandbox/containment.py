@@ -172,7 +172,7 @@ class Containment:
     def _build(self, profile: SandboxProfile, where: str) -> StageContainment:
         if profile.kind == "none":
             self._notice(
-                "commands are NOT contained: your config sets [sandbox] kind = \"none\"; every "
+                'commands are NOT contained: your config sets [sandbox] kind = "none"; every '
                 "command Charter runs has your full access"
             )
             return StageContainment(profile)
@@ -182,14 +182,14 @@ class Containment:
 
             status = engine_status(profile.engine)
             if status.available and status.engine is not None and profile.image:
-                sb = ContainerSandbox(
+                box = ContainerSandbox(
                     profile,
                     workspace=self.workspace,
                     private_dir=self._private(),
                     engine=status.engine,
                 )
-                self._built.append(sb)
-                return StageContainment(profile, sb)
+                self._built.append(box)
+                return StageContainment(profile, box)
             missing = (
                 "no container image is set"
                 if not profile.image
@@ -221,7 +221,7 @@ class Containment:
                 else "commands are NOT contained at all"
             )
             origin = (
-                "your config sets on_unavailable = \"warn\""
+                'your config sets on_unavailable = "warn"'
                 if warn
                 else "no sandbox is configured and this run is attended"
             )
@@ -234,12 +234,12 @@ class Containment:
             raise ContainmentRefused(
                 f"this host cannot contain the commands of {where} ({missing}), and an unattended "
                 "run (--yolo or --allow) does not start uncontained. Run it attended, or say in "
-                "your config.toml that you accept it: [sandbox] on_unavailable = \"warn\" (falls "
-                "back to what this host can build) or kind = \"none\" (no sandbox at all)"
+                'your config.toml that you accept it: [sandbox] on_unavailable = "warn" (falls '
+                'back to what this host can build) or kind = "none" (no sandbox at all)'
             )
         raise ContainmentRefused(
             f"the sandbox for {where} cannot be built on this host ({missing}) and its "
-            "on_unavailable is \"error\"; set on_unavailable = \"warn\" in your config.toml to "
+            'on_unavailable is "error"; set on_unavailable = "warn" in your config.toml to '
             "fall back instead"
         )
 

@@ -389,9 +389,7 @@ class Sandbox:
         """Whether everything the profile asks for is in place (namespaces,
         Landlock, a fresh /proc)."""
         return (
-            self.layout.mode == "namespace"
-            and self.host.landlock_abi >= 1
-            and self.host.fresh_proc
+            self.layout.mode == "namespace" and self.host.landlock_abi >= 1 and self.host.fresh_proc
         )
 
     def describe(self) -> str:
@@ -431,9 +429,7 @@ class Sandbox:
         try:
             Zygote.shared().make_spaces(key, carrier[1].fileno() if carrier else None)
             if carrier is not None:
-                self._space_proxy = ProxyServer(
-                    _receive_listener(carrier[0]), self._hosts_check()
-                )
+                self._space_proxy = ProxyServer(_receive_listener(carrier[0]), self._hosts_check())
             self._spaces = key
         except (OSError, EOFError, SandboxError):
             self._spaces = None

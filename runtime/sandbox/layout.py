@@ -301,7 +301,9 @@ def _namespace_layout(profile: SandboxProfile, host: HostFacts, place: Place) ->
     if not host.fresh_proc:
         notes_not.append("a fresh /proc cannot be mounted here: /proc is empty inside")
     missing_protected = [
-        n for n in profile.read_only if not os.path.lexists(expand(n, home=place.home, workspace=ws))
+        n
+        for n in profile.read_only
+        if not os.path.lexists(expand(n, home=place.home, workspace=ws))
     ]
     if profile.workspace == "write" and missing_protected:
         notes_not.append(
@@ -332,7 +334,6 @@ def _existing(paths: Iterable[str | Path]) -> list[str]:
 
 
 def _landlock_layout(profile: SandboxProfile, host: HostFacts, place: Place) -> Layout:
-    ws = place.workspace
     private_tmp = place.private / "tmp"
     fs, net, scoped, dropped = rights_for(host.landlock_abi, net=True, scopes=True)
     read = fs & FS_READ
@@ -364,7 +365,7 @@ def _landlock_layout(profile: SandboxProfile, host: HostFacts, place: Place) -> 
         ports=ports,
         dropped=tuple(dropped),
     )
-    writable = [str(p) for p, w in visible if w] + [str(private_tmp)]
+    writable_roots = [str(p) for p, w in visible if w] + [str(private_tmp)]
     not_contained = [
         "no user namespaces here (" + "; ".join(host.reasons or ("not reported",)) + "): "
         "Landlock alone contains the command",
@@ -383,7 +384,7 @@ def _landlock_layout(profile: SandboxProfile, host: HostFacts, place: Place) -> 
     contained = [
         f"Landlock ABI {host.landlock_abi}: reading only the system trees, the workspace and "
         "the runtime; the home and other paths are not readable",
-        "writable: " + ", ".join(writable),
+        "writable: " + ", ".join(writable_roots),
         "TCP: " + ("only the proxy's port" if ports else "none") if net else "TCP: not restricted",
         "no new privileges",
     ]
@@ -394,7 +395,7 @@ def _landlock_layout(profile: SandboxProfile, host: HostFacts, place: Place) -> 
         env=_env(place, str(private_tmp), place.proxy_port if profile.network == "proxy" else None),
         contained=tuple(contained),
         not_contained=tuple(not_contained),
-        writable=tuple(writable),
+        writable=tuple(writable_roots),
     )
 
 

@@ -44,16 +44,16 @@ def _probe() -> HostFacts:
     abi = kernel.landlock_abi()
     reasons: list[str] = []
     if abi == 0:
-        reasons.append("Landlock is not enabled in this kernel (needs Linux 5.13+ with lsm=landlock)")
+        reasons.append(
+            "Landlock is not enabled in this kernel (needs Linux 5.13+ with lsm=landlock)"
+        )
     # Pretend the host lacks features, to see how a run behaves there (tests,
     # demonstrations): "none" (no namespaces and no Landlock), "no-namespaces".
     fake = os.environ.get("CHARTER_SANDBOX_FAKE_HOST", "")
     if fake == "none":
         return HostFacts(reasons=("CHARTER_SANDBOX_FAKE_HOST=none: no namespaces, no Landlock",))
     if fake == "no-namespaces":
-        return HostFacts(
-            landlock_abi=abi, reasons=("CHARTER_SANDBOX_FAKE_HOST=no-namespaces",)
-        )
+        return HostFacts(landlock_abi=abi, reasons=("CHARTER_SANDBOX_FAKE_HOST=no-namespaces",))
     if not os.path.exists(_SHELL):
         reasons.append(f"{_SHELL} is missing, so namespaces could not be tried")
         return HostFacts(landlock_abi=abi, reasons=tuple(reasons))

@@ -74,10 +74,14 @@ def compare(old: SandboxProfile | None, new: SandboxProfile | None) -> list[dict
     if old.kind != new.kind:
         out.append(_change("kind", old.kind, new.kind, _KIND[new.kind] < _KIND[old.kind]))
     if old.network != new.network:
-        out.append(_change("network", old.network, new.network, _NET[new.network] > _NET[old.network]))
+        out.append(
+            _change("network", old.network, new.network, _NET[new.network] > _NET[old.network])
+        )
     if old.workspace != new.workspace:
         out.append(
-            _change("workspace", old.workspace, new.workspace, _WS[new.workspace] > _WS[old.workspace])
+            _change(
+                "workspace", old.workspace, new.workspace, _WS[new.workspace] > _WS[old.workspace]
+            )
         )
     for key in ("allow_hosts", "contained_allow"):
         a, b = set(getattr(old, key)), set(getattr(new, key))
@@ -105,7 +109,10 @@ def compare(old: SandboxProfile | None, new: SandboxProfile | None) -> list[dict
     if old.on_unavailable != new.on_unavailable:
         out.append(
             _change(
-                "on_unavailable", old.on_unavailable, new.on_unavailable, new.on_unavailable == "warn"
+                "on_unavailable",
+                old.on_unavailable,
+                new.on_unavailable,
+                new.on_unavailable == "warn",
             )
         )
     for key in ("image", "engine", "persist"):

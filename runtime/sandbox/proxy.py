@@ -82,7 +82,9 @@ def host_checker(
         shown = f"[{bare}]" if ":" in bare else bare
         decision = policy.check(f"https://{shown}:{port}/", resolver)
         if not decision.allowed:
-            return HostCheck(False, f"the URL policy refuses it: {decision.reason} ({decision.detail})")
+            return HostCheck(
+                False, f"the URL policy refuses it: {decision.reason} ({decision.detail})"
+            )
         if policy_check is not None:
             ok, why = policy_check(bare, port)
             if not ok:
@@ -198,8 +200,13 @@ class ProxyServer:
         verdict = self._check(host, port)
         if self._record is not None:
             self._record(
-                {"host": host, "port": port, "method": method, "allowed": verdict.allowed,
-                 "reason": verdict.reason}
+                {
+                    "host": host,
+                    "port": port,
+                    "method": method,
+                    "allowed": verdict.allowed,
+                    "reason": verdict.reason,
+                }
             )
         if not verdict.allowed:
             _answer(conn, 403, f"Charter's sandbox refused {host}:{port}: {verdict.reason}")
@@ -240,8 +247,13 @@ def _read_head(conn: socket.socket) -> tuple[bytes | None, bytes]:
 
 
 def _answer(conn: socket.socket, code: int, text: str) -> None:
-    reasons = {400: "Bad Request", 403: "Forbidden", 431: "Request Header Fields Too Large",
-               502: "Bad Gateway", 503: "Service Unavailable"}
+    reasons = {
+        400: "Bad Request",
+        403: "Forbidden",
+        431: "Request Header Fields Too Large",
+        502: "Bad Gateway",
+        503: "Service Unavailable",
+    }
     body = (text + "\n").encode("utf-8", "replace")
     head = (
         f"HTTP/1.1 {code} {reasons.get(code, 'Error')}\r\nContent-Type: text/plain; "

@@ -141,7 +141,9 @@ def _run_joined(
     if mid < 0:
         raise OSError(ctypes.get_errno(), "clone")
     if not said or said.startswith("E"):
-        raise OSError(0, f"the sandbox's namespaces could not be joined ({said[1:] or 'no answer'})")
+        raise OSError(
+            0, f"the sandbox's namespaces could not be joined ({said[1:] or 'no answer'})"
+        )
     return int(said), mid
 
 

@@ -9,16 +9,17 @@ from typing import Any
 
 import pytest
 import tomli_w
+from _support.sandbox import need_full_sandbox
 
 from charter.compiler.cli import main
 from charter.runtime.sandbox import probe
 
-from _support.sandbox import need_full_sandbox
-
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _plan(tmp_path: Path, capsys: Any, config: dict[str, Any] | None = None, name: str = "p") -> Path:
+def _plan(
+    tmp_path: Path, capsys: Any, config: dict[str, Any] | None = None, name: str = "p"
+) -> Path:
     src = tmp_path / f"coder-{name}"
     if not src.exists():
         shutil.copytree(REPO / "blueprints" / "coder", src)
@@ -45,8 +46,18 @@ def test_sandbox_runs_the_command_contained_and_returns_its_exit_code(
     monkeypatch.chdir(ws)
     outside = tmp_path / "outside.txt"
     code = main(
-        ["sandbox", str(plan), "--agent", "coder", "--stage", "implement", "--",
-         "sh", "-c", f"echo in > made.txt; echo out > {outside}; touch .git/x; exit 7"]
+        [
+            "sandbox",
+            str(plan),
+            "--agent",
+            "coder",
+            "--stage",
+            "implement",
+            "--",
+            "sh",
+            "-c",
+            f"echo in > made.txt; echo out > {outside}; touch .git/x; exit 7",
+        ]
     )
     assert code == 7
     assert (ws / "made.txt").read_text() == "in\n"

@@ -73,7 +73,9 @@ def coder_plan(tmp_path: Path, capsys: Any) -> Path:
     return plan
 
 
-def test_only_a_session_with_the_sandbox_in_force_lifts_the_ask(coder_plan: Path, tmp_path: Path) -> None:
+def test_only_a_session_with_the_sandbox_in_force_lifts_the_ask(
+    coder_plan: Path, tmp_path: Path
+) -> None:
     from charter.runtime.loader import load_plan
 
     plan = load_plan(coder_plan)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 import tomli_w
+from _support.sandbox import facts, need_full_sandbox, profile
 
 from charter.compiler.compile import CompileOptions, compile_project
 from charter.compiler.frontends.project import load_project
@@ -16,14 +17,14 @@ from charter.runtime.sandbox.container import container_argv, engine_status
 from charter.runtime.sandbox.containment import ContainmentRefused, prepare
 from charter.runtime.sandbox.spec import HostFacts
 
-from _support.sandbox import facts, need_full_sandbox, profile
-
 REPO = Path(__file__).resolve().parents[2]
 NOTHING = HostFacts(reasons=("no user namespaces, no Landlock",))
 LANDLOCK_ONLY = HostFacts(landlock_abi=6, reasons=("no user namespaces",))
 
 
-def _agents(tmp_path: Path, sandbox: dict[str, Any] | None = None, stage: dict[str, Any] | None = None) -> Any:
+def _agents(
+    tmp_path: Path, sandbox: dict[str, Any] | None = None, stage: dict[str, Any] | None = None
+) -> Any:
     src = tmp_path / "coder"
     shutil.copytree(REPO / "blueprints" / "coder", src)
     if stage is not None:

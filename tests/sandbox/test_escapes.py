@@ -28,16 +28,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from _support.sandbox import need_full_sandbox, profile
 
 from charter.runtime.plan import SandboxLimits
 from charter.runtime.proc import run_command
 from charter.runtime.sandbox.launcher import Sandbox
 
-from _support.sandbox import need_full_sandbox, profile
-
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "sandbox"
-SECRETS = ("SECRET-SSH-KEY-0451", "SECRET-AWS-7781", "SECRET-NETRC-1234", "SECRET-PRIVATE-NOTES-9",
-           "SECRET-ENV-5150")
+SECRETS = (
+    "SECRET-SSH-KEY-0451",
+    "SECRET-AWS-7781",
+    "SECRET-NETRC-1234",
+    "SECRET-PRIVATE-NOTES-9",
+    "SECRET-ENV-5150",
+)
 LEFTOVER = "charter-leftover"
 SLEEPER = f"bash -c 'exec -a {LEFTOVER} sleep 873'"
 
@@ -108,7 +112,7 @@ class Canaries:
                         conn, addr = sock.accept()
                         self.arrived.append(f"{what} connection from {addr}")
                         conn.close()
-                except (TimeoutError, socket.timeout):
+                except TimeoutError:
                     continue
                 except OSError:
                     return
@@ -233,7 +237,11 @@ def _make_world(root: Path) -> World:
         [sys.executable, "-c", "import time; time.sleep(900)"],
         env={**os.environ, "CHARTER_TEST_CANARY": "SECRET-ENV-5150"},
     )
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(run_home), "LANG": "C.UTF-8"}
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(run_home),
+        "LANG": "C.UTF-8",
+    }
     return World(sb, ws, home, outside, env, canaries, victim, _host_ip())
 
 
@@ -306,8 +314,16 @@ def test_attack_changes_nothing_outside(world: World, name: str, command: str) -
 
 # Attacks that only touch the scratch world: run uncontained, each one must be
 # caught, or the suite above would pass without a sandbox too.
-_CONTROL = ("rm-rf-outside", "python-writes-outside", "tcp-loopback", "cat-ssh-key",
-            "git-hooks", "symlink-dir", "setsid-child", "abstract-unix")
+_CONTROL = (
+    "rm-rf-outside",
+    "python-writes-outside",
+    "tcp-loopback",
+    "cat-ssh-key",
+    "git-hooks",
+    "symlink-dir",
+    "setsid-child",
+    "abstract-unix",
+)
 
 
 def test_the_suite_detects_these_attacks_without_a_sandbox(

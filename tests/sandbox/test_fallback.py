@@ -13,12 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from _support.sandbox import facts, need_landlock, profile
 
 from charter.runtime.proc import run_command
 from charter.runtime.sandbox.launcher import Sandbox
 from charter.runtime.sandbox.spec import HostFacts
-
-from _support.sandbox import facts, need_landlock, profile
 
 
 @pytest.fixture
@@ -38,14 +37,22 @@ def fallback(tmp_path: Path) -> Sandbox:
 
 
 def _run(sb: Sandbox, command: str) -> str:
-    env = sb.command_env({"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(sb.workspace)})
-    proc = run_command(["/bin/bash", "-c", command], cwd=sb.workspace, env=env, timeout_s=20, sandbox=sb)
+    env = sb.command_env(
+        {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(sb.workspace)}
+    )
+    proc = run_command(
+        ["/bin/bash", "-c", command], cwd=sb.workspace, env=env, timeout_s=20, sandbox=sb
+    )
     assert proc.error is None, proc.error
     return proc.stdout + proc.stderr
 
 
 def test_writes_stay_in_the_writable_roots(fallback: Sandbox, tmp_path: Path) -> None:
-    out = _run(fallback, f"echo x > {tmp_path}/outside/x; echo in > inside; echo t > $TMPDIR/t; cat inside $TMPDIR/t")
+    out = _run(
+        fallback,
+        f"echo x > {tmp_path}/outside/x; echo in > inside; echo t > $TMPDIR/t; "
+        "cat inside $TMPDIR/t",
+    )
     assert not (tmp_path / "outside" / "x").exists()
     assert "in\nt" in out
 
@@ -72,7 +79,11 @@ def test_tcp_reaches_nothing(fallback: Sandbox) -> None:
             pass  # closed by the test, nothing arrived
 
     threading.Thread(target=accept, daemon=True).start()
-    out = _run(fallback, f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\"")
+    out = _run(
+        fallback,
+        f"{sys.executable} -c \"import socket; "
+        f"socket.create_connection(('127.0.0.1', {port}), 2)\"",
+    )
     time.sleep(0.3)
     listener.close()
     assert not got and "PermissionError" in out

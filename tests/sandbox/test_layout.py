@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from _support.sandbox import profile
+
 from charter.runtime.plan import SandboxMount
 from charter.runtime.sandbox.landlock import (
     FS_READ,
@@ -18,8 +20,6 @@ from charter.runtime.sandbox.landlock import (
 )
 from charter.runtime.sandbox.layout import plan_layout
 from charter.runtime.sandbox.spec import HostFacts, Place
-
-from _support.sandbox import profile
 
 FULL = HostFacts(landlock_abi=7, namespaces=True, fresh_proc=True, pid_max=True)
 LANDLOCK_ONLY = HostFacts(landlock_abi=7, reasons=("no user namespaces",))

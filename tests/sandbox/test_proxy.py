@@ -12,12 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support.sandbox import need_full_sandbox, profile
 
 from charter.runtime.proc import run_command
 from charter.runtime.sandbox.launcher import Sandbox
 from charter.runtime.sandbox.proxy import host_matches
-
-from _support.sandbox import need_full_sandbox, profile
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -78,7 +77,9 @@ def test_an_allowed_host_is_reached_through_the_proxy(tmp_path: Path, server: in
     sb = _sandbox(tmp_path, ("127.0.0.1",), local=True)
     try:
         assert "hello from the host" in _curl(sb, f"http://127.0.0.1:{server}/plain")
-        assert "hello from the host" in _curl(sb, "--proxytunnel", f"http://127.0.0.1:{server}/tunnel")
+        assert "hello from the host" in _curl(
+            sb, "--proxytunnel", f"http://127.0.0.1:{server}/tunnel"
+        )
     finally:
         sb.close()
     assert _Handler.seen == ["/plain", "/tunnel"]

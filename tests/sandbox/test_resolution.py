@@ -35,7 +35,9 @@ def _compile(tmp_path: Path, case: dict[str, Any]) -> tuple[Any, list[str]]:
         config.write_text(tomli_w.dumps({"sandbox": case["config"]}), encoding="utf-8")
     loaded = load_project(project, config=config, use_default_config=False)
     result = compile_project(loaded, CompileOptions(render_descriptions=False))
-    codes = [d.code for d in (*loaded.diagnostics, *result.diagnostics) if d.code.startswith("CH47")]
+    codes = [
+        d.code for d in (*loaded.diagnostics, *result.diagnostics) if d.code.startswith("CH47")
+    ]
     agents = {a.name: a for a in result.agents}
     stage = agents["a"].stage("s") if "a" in agents else None
     return stage, codes

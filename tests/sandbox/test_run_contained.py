@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 import tomli_w
+from _support.sandbox import facts, need_full_sandbox, profile
 
 from charter.compiler.cli import main
 from charter.compiler.compile import CompileOptions, compile_project
@@ -26,8 +27,6 @@ from charter.runtime.redact import Redactor
 from charter.runtime.sandbox.containment import prepare
 from charter.runtime.sandbox.launcher import Sandbox
 from charter.runtime.tools.registry import ToolRuntime
-
-from _support.sandbox import facts, need_full_sandbox, profile
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "sandbox"
 BLUEPRINT = """\
@@ -59,19 +58,36 @@ max_iterations = 2
 """
 
 
-def _run(tmp_path: Path, calls: list[dict[str, Any]], *extra: str, config: dict[str, Any] | None = None) -> tuple[int, list[dict[str, Any]], str]:
+def _run(
+    tmp_path: Path, calls: list[dict[str, Any]], *extra: str, config: dict[str, Any] | None = None
+) -> tuple[int, list[dict[str, Any]], str]:
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
     (project / "agent.leviath").write_text(BLUEPRINT)
     turns = [{"stage": "work", "tool_calls": [c]} for c in calls]
     turns.append({"stage": "work", "text": "done", "edge": "report"})
-    turns.append({"stage": "report", "tool_calls": [{"name": "submit_output", "arguments": {"content": "{}"}}]})
+    turns.append(
+        {
+            "stage": "report",
+            "tool_calls": [{"name": "submit_output", "arguments": {"content": "{}"}}],
+        }
+    )
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"turns": turns}))
     ws = tmp_path / "ws"
     ws.mkdir(exist_ok=True)
-    argv = ["run", str(project), "--agent", "probe", "--model", f"script:{script}",
-            "--workdir", str(ws), "--json", *extra]
+    argv = [
+        "run",
+        str(project),
+        "--agent",
+        "probe",
+        "--model",
+        f"script:{script}",
+        "--workdir",
+        str(ws),
+        "--json",
+        *extra,
+    ]
     if config is not None:
         cfg = tmp_path / "config.toml"
         cfg.write_text(tomli_w.dumps(config))
@@ -103,18 +119,33 @@ def test_a_yolo_run_contains_its_commands(tmp_path: Path) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     calls = [
-        {"name": "shell", "arguments": {"command": f"{sys.executable} -c \"open('{outside}/pwned', 'w')\"; echo rc=$?"}},
-        {"name": "shell", "arguments": {"command": f"cat {secret_dir}/key; ls /proc | grep -c '^[0-9]'"}},
-        {"name": "terminal", "arguments": {"command": "setsid sleep 871 & echo bg", "background": True}},
+        {
+            "name": "shell",
+            "arguments": {
+                "command": f"{sys.executable} -c \"open('{outside}/pwned', 'w')\"; echo rc=$?"
+            },
+        },
+        {
+            "name": "shell",
+            "arguments": {"command": f"cat {secret_dir}/key; ls /proc | grep -c '^[0-9]'"},
+        },
+        {
+            "name": "terminal",
+            "arguments": {"command": "setsid sleep 871 & echo bg", "background": True},
+        },
         {"name": "shell", "arguments": {"command": "echo made > inside.txt && cat inside.txt"}},
     ]
-    code, events, _ = _run(tmp_path, calls, "--yolo", config={"sandbox": {"hide": [str(secret_dir)]}})
+    code, events, _ = _run(
+        tmp_path, calls, "--yolo", config={"sandbox": {"hide": [str(secret_dir)]}}
+    )
     assert code == 0, events[-3:]
     shown = " ".join(e.get("result", "") for e in _results(events))
     assert not (outside / "pwned").exists()
     assert "SECRET-RUN-3141" not in shown
     assert (tmp_path / "ws" / "inside.txt").read_text() == "made\n"
-    assert any("commands run contained" in e.get("message", "") for e in events if e["kind"] == "notice")
+    assert any(
+        "commands run contained" in e.get("message", "") for e in events if e["kind"] == "notice"
+    )
     time.sleep(0.3)
     leftovers = subprocess.run(["pgrep", "-f", "sleep 871"], capture_output=True, text=True).stdout
     assert leftovers.strip() == "", "a background task's child outlived the run"
@@ -123,7 +154,10 @@ def test_a_yolo_run_contains_its_commands(tmp_path: Path) -> None:
 def test_an_attended_run_does_not_ask_about_what_the_sandbox_answers(tmp_path: Path) -> None:
     need_full_sandbox()
     calls = [
-        {"name": "shell", "arguments": {"command": "curl -sS -m 2 http://127.0.0.1:9/ || echo unreachable"}},
+        {
+            "name": "shell",
+            "arguments": {"command": "curl -sS -m 2 http://127.0.0.1:9/ || echo unreachable"},
+        },
         {"name": "shell", "arguments": {"command": "rm -f nothing.txt"}},
     ]
     code, events, _ = _run(tmp_path, calls)
@@ -146,7 +180,9 @@ def test_the_run_refuses_to_start_unattended_where_nothing_can_be_contained(
     try:
         err = io.StringIO()
         monkeypatch.setattr(sys, "stderr", err)
-        code, events, _ = _run(tmp_path, [{"name": "shell", "arguments": {"command": "true"}}], "--yolo")
+        code, events, _ = _run(
+            tmp_path, [{"name": "shell", "arguments": {"command": "true"}}], "--yolo"
+        )
         assert code == 2 and not events
         assert "does not start uncontained" in err.getvalue()
         # The user's own fallback lets it run, and it says what is missing.
@@ -228,7 +264,9 @@ def test_an_authored_tool_runs_in_a_contained_child(tmp_path: Path) -> None:
             sandbox=sb,
         )
         contained = run_authored(entry, {"outside": str(outside)}, rt)
-        plain = run_authored(entry, {"outside": str(outside)}, ToolRuntime(workspace=ws, project_root=root))
+        plain = run_authored(
+            entry, {"outside": str(outside)}, ToolRuntime(workspace=ws, project_root=root)
+        )
     finally:
         sb.close()
     assert contained.ok and contained.data.get("contained") is True, contained.content
@@ -259,23 +297,40 @@ def test_an_mcp_stdio_server_starts_inside_the_agents_sandbox(tmp_path: Path) ->
     ws.mkdir()
     outside = tmp_path / "outside"
     outside.mkdir()
-    c = prepare(plan.body.agents, workspace=ws, private_root=tmp_path / "private", env_home=None,
-                unattended=True, host=facts())
+    c = prepare(
+        plan.body.agents,
+        workspace=ws,
+        private_root=tmp_path / "private",
+        env_home=None,
+        unattended=True,
+        host=facts(),
+    )
     try:
         wrap = c.mcp_contain(plan.body.agents[0])
         assert wrap is not None
-        launch = Launch("probe", "stdio", sys.executable, (str(DATA / "probe_server.py"),),
-                        {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "mcp-home")}, ws,
-                        None, {}, Redactor())
+        launch = Launch(
+            "probe",
+            "stdio",
+            sys.executable,
+            (str(DATA / "probe_server.py"),),
+            {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "mcp-home")},
+            ws,
+            None,
+            {},
+            Redactor(),
+        )
         (tmp_path / "mcp-home").mkdir()
         contained = wrap(launch)
 
         async def talk() -> tuple[str, str, str]:
             params = StdioServerParameters(
-                command=contained.command or "", args=list(contained.args),
-                env=dict(contained.env), cwd=str(ws),
+                command=contained.command or "",
+                args=list(contained.args),
+                env=dict(contained.env),
+                cwd=str(ws),
             )
             async with Client(stdio_client(params)) as client:
+
                 async def call(name: str, **args: Any) -> str:
                     r = await client.call_tool(name, args)
                     return "".join(getattr(p, "text", "") for p in r.content)
@@ -292,4 +347,6 @@ def test_an_mcp_stdio_server_starts_inside_the_agents_sandbox(tmp_path: Path) ->
     assert int(processes) <= 3, processes  # its own pid namespace
     assert outside_write.startswith("error") and not (outside / "mcp.txt").exists()
     assert inside_write == "ok" and (ws / "mcp.txt").exists()
-    assert contained.command == sys.executable and "charter.runtime.sandbox.exec" in " ".join(contained.args)
+    assert contained.command == sys.executable and "charter.runtime.sandbox.exec" in " ".join(
+        contained.args
+    )
