@@ -48,7 +48,7 @@ from charter.runtime.plan import (
 )
 from charter.runtime.sandbox import defaults
 from charter.runtime.sandbox.contained import rules_for_groups
-from charter.runtime.sandbox.proxy import host_matches
+from charter.runtime.sandbox.hosts import host_matches
 
 __all__ = ["DEFAULT_AUTO_ALLOW", "Declared", "default_profile", "resolve_profile"]
 

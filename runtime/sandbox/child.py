@@ -125,6 +125,11 @@ class ChildPlan:
             # The helper's dispositions are the defaults already; only the mask.
             stage = "signals"
             signal.pthread_sigmask(signal.SIG_SETMASK, set())
+            if self.cgroup_procs is not None:
+                # Before the new view hides the host's cgroup file system;
+                # "0" is the writer itself, whatever its pid namespace.
+                stage = "cgroup"
+                _join_cgroup(self.cgroup_procs, 0)
             if not joined:
                 self._enter_namespaces(unshare=False)
         except BaseException as exc:  # noqa: BLE001 - reported through the pipe
@@ -186,11 +191,7 @@ class ChildPlan:
             lay = self.layout
             if self.cgroup_procs is not None:
                 stage = "cgroup"
-                fd = os.open(self.cgroup_procs, os.O_WRONLY)
-                try:
-                    os.write(fd, str(os.getpid()).encode())
-                finally:
-                    os.close(fd)
+                _join_cgroup(self.cgroup_procs, os.getpid())
             if lay.namespaces and not entered:
                 self._enter_namespaces(unshare=True)
             else:
@@ -337,6 +338,14 @@ def make_shared_namespaces(uid: int, gid: int, carrier_fd: int) -> None:
     _loopback_up()
     if carrier_fd >= 0:
         send_listener(carrier_fd)
+
+
+def _join_cgroup(procs: bytes, pid: int) -> None:
+    fd = os.open(procs, os.O_WRONLY)
+    try:
+        os.write(fd, str(pid).encode())
+    finally:
+        os.close(fd)
 
 
 def _close_except(keep: set[int]) -> None:

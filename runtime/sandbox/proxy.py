@@ -33,6 +33,8 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from charter.runtime.sandbox.hosts import host_matches
+
 __all__ = ["HostCheck", "ProxyServer", "host_checker", "host_matches"]
 
 _HEAD_LIMIT = 64 * 1024
@@ -46,20 +48,6 @@ class HostCheck:
     allowed: bool
     reason: str
     addresses: tuple[str, ...] = ()
-
-
-def host_matches(host: str, patterns: Sequence[str]) -> bool:
-    host = host.lower().rstrip(".")
-    for raw in patterns:
-        p = raw.lower().rstrip(".")
-        if p == "*":
-            return True
-        if p.startswith("*."):
-            if host.endswith(p[1:]) and host != p[2:]:
-                return True
-        elif host == p:
-            return True
-    return False
 
 
 def host_checker(

@@ -107,3 +107,26 @@ def test_charter_check_contains_nothing_and_keeps_asking(coder_plan: Path, capsy
     out = capsys.readouterr()
     assert code == 3, out  # ask
     assert "sandbox-contained" not in out.out + out.err
+
+
+def test_the_claude_code_hook_contains_nothing_and_keeps_asking(
+    coder_plan: Path, tmp_path: Path
+) -> None:
+    import json
+
+    from charter.runtime.hooks.claude_code import decide_event
+
+    event = {
+        "session_id": "s",
+        "cwd": str(tmp_path),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "curl -sS https://example.com"},
+        "tool_use_id": "t1",
+    }
+    answer = decide_event(
+        json.dumps(event).encode(), plan_path=coder_plan, agent="coder", stage="implement"
+    )
+    out = answer["hookSpecificOutput"]
+    assert out["permissionDecision"] == "ask", out
+    assert "sandbox-contained" not in out["permissionDecisionReason"]

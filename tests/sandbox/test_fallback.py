@@ -81,7 +81,7 @@ def test_tcp_reaches_nothing(fallback: Sandbox) -> None:
     threading.Thread(target=accept, daemon=True).start()
     out = _run(
         fallback,
-        f"{sys.executable} -c \"import socket; "
+        f'{sys.executable} -c "import socket; '
         f"socket.create_connection(('127.0.0.1', {port}), 2)\"",
     )
     time.sleep(0.3)
@@ -100,3 +100,37 @@ def test_it_says_what_is_not_contained(fallback: Sandbox) -> None:
     text = fallback.describe()
     for missing in ("no pid namespace", "writable: Landlock cannot take a subtree", "UDP"):
         assert missing in text
+
+
+def test_without_a_per_namespace_pid_max_root_is_bounded_by_a_pids_cgroup(
+    tmp_path: Path,
+) -> None:
+    """Older kernels (before 6.14) have no pid_max per pid namespace, and the
+    kernel exempts root from RLIMIT_NPROC; a writable pids cgroup is then the
+    process limit."""
+    from _support.sandbox import need_full_sandbox
+
+    from charter.runtime.plan import SandboxLimits
+    from charter.runtime.sandbox.cgroup import find_pids_root
+
+    need_full_sandbox()
+    if os.geteuid() != 0:
+        pytest.skip("only root is exempt from RLIMIT_NPROC; other users need no cgroup")
+    if find_pids_root() is None:
+        pytest.skip("no writable pids cgroup on this host")
+    f = facts()
+    older = HostFacts(landlock_abi=f.landlock_abi, namespaces=True, fresh_proc=True, pid_max=False)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    sb = Sandbox(
+        profile(limits=SandboxLimits(processes=20)),
+        workspace=ws,
+        private_dir=tmp_path / "private",
+        host=older,
+    )
+    try:
+        assert sb.process_limit == "cgroup" and "pids cgroup" in sb.describe()
+        out = _run(sb, "for i in $(seq 60); do sleep 1 & done 2>&1 | tail -1; jobs -p | wc -l")
+    finally:
+        sb.close()
+    assert "retry: Resource temporarily unavailable" in out or "Cannot fork" in out, out

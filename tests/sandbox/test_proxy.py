@@ -15,8 +15,8 @@ import pytest
 from _support.sandbox import need_full_sandbox, profile
 
 from charter.runtime.proc import run_command
+from charter.runtime.sandbox.hosts import host_matches
 from charter.runtime.sandbox.launcher import Sandbox
-from charter.runtime.sandbox.proxy import host_matches
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
