@@ -230,7 +230,9 @@ def _namespace_layout(profile: SandboxProfile, host: HostFacts, place: Place) ->
     add(0, Mount("/sys", "sys"))
     replaced = [*hidden_dirs, *tmp_targets]
     home_target: Path | None = None
-    if place.env_home is not None:
+    # HOME becomes the run's private home, unless it is the workspace or
+    # holds it (binding over it would hide the workspace).
+    if place.env_home is not None and not _under(ws, place.env_home):
         home_target = place.env_home
         add(
             2,
@@ -255,11 +257,13 @@ def _namespace_layout(profile: SandboxProfile, host: HostFacts, place: Place) ->
         if hidden_by or (not writable and inside_writable):
             add(1, Mount(str(path), "bind", source=str(path), writable=writable, create=True))
     if profile.workspace == "write":
+        # Every protected path, existing or not: the child binds those that
+        # exist when the command starts, so one created by an earlier command
+        # (git init) is protected from the next command on.
         for name in dict.fromkeys(profile.read_only):
             p = expand(name, home=place.home, workspace=ws)
-            if _under(p, ws) and os.path.lexists(p):
-                src = _real(p)
-                add(2, Mount(str(p), "bind", source=str(src), writable=False))
+            if _under(p, ws):
+                add(2, Mount(str(p), "bind", source=str(p), writable=False))
     specs.sort(key=lambda s: (s[0], s[1]))
     mounts = tuple(m for _, _, m in specs)
 
@@ -307,8 +311,8 @@ def _namespace_layout(profile: SandboxProfile, host: HostFacts, place: Place) ->
     ]
     if profile.workspace == "write" and missing_protected:
         notes_not.append(
-            "not protected because they do not exist yet (a command may create them): "
-            + ", ".join(missing_protected)
+            "protected only once they exist (a command may create them; later commands find "
+            "them read-only): " + ", ".join(missing_protected)
         )
     proxy = profile.network == "proxy"
     pid_max = None

@@ -362,3 +362,27 @@ def test_the_workspace_stays_writable_but_a_command_sees_no_home(world: World) -
     assert (world.ws / "made.txt").read_text() == "made\n"
     (world.ws / "made.txt").unlink()
     assert "notes.txt" not in output and ".ssh" not in output
+
+
+def test_a_protected_path_created_by_one_command_is_read_only_for_the_next(
+    tmp_path: Path,
+) -> None:
+    need_full_sandbox()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    sb = Sandbox(profile(), workspace=ws, private_dir=tmp_path / "private")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(ws)}
+    try:
+        first = run_command(["git", "init", "-q", "."], cwd=ws, env=env, timeout_s=30, sandbox=sb)
+        assert first.exit_code == 0, first.stderr
+        second = run_command(
+            ["/bin/sh", "-c", "echo evil > .git/hooks/pre-commit"],
+            cwd=ws,
+            env=env,
+            timeout_s=30,
+            sandbox=sb,
+        )
+    finally:
+        sb.close()
+    assert second.exit_code != 0 and "Read-only file system" in second.stderr
+    assert not (ws / ".git" / "hooks" / "pre-commit").exists()

@@ -139,3 +139,12 @@ def test_landlock_rights_follow_the_abi() -> None:
     assert any("refer" in d for d in dropped1) and any("TCP" in d for d in dropped1)
     fs7, net7, scoped7, dropped7 = rights_for(7, net=True, scopes=True)
     assert fs7 & REFER and fs7 & TRUNCATE and net7 and scoped7 and dropped7 == []
+
+
+def test_home_is_private_unless_it_is_the_workspace(tmp_path: Path) -> None:
+    ws, home = _tree(tmp_path)
+    inside = ws / ".charter" / "runs" / "r" / "home"
+    lay = plan_layout(profile(), FULL, _place(tmp_path, ws, home, env_home=inside))
+    assert any(m.target == str(inside) and m.owned for m in lay.mounts)
+    lay = plan_layout(profile(), FULL, _place(tmp_path, ws, home, env_home=ws))
+    assert not any(m.target == str(ws) and m.owned for m in lay.mounts)
