@@ -195,7 +195,11 @@ class Containment:
                 if not profile.image
                 else f"no container engine is available ({status.reason})"
             )
-        sb = self._namespace(profile) if profile.kind == "namespace" or missing else None
+        # Only a host with namespaces or Landlock gets a kernel sandbox at all
+        # (elsewhere, Windows and macOS among them, nothing of it is loaded).
+        buildable = self.host.namespaces or self.host.landlock_abi >= 1
+        wanted = profile.kind == "namespace" or bool(missing)
+        sb = self._namespace(profile) if wanted and buildable else None
         if profile.kind == "namespace" and sb is not None and sb.complete:
             return StageContainment(profile, sb)
         if not missing:
