@@ -18,9 +18,9 @@ The groups a user names in ``[sandbox] auto_allow``:
 ``outside``
     reasons about paths and processes outside the workspace: reading
     outside it (the home and credentials are hidden), changing directory,
-    ``sudo`` and friends (no privilege can be gained), signalling processes
-    (only the sandbox's own are visible), system and clock changes (no
-    capability to make them);
+    signalling processes (only the sandbox's own are visible), system and
+    clock changes (no capability to make them). (``sudo`` and friends are
+    refused by the guard outright, so there is nothing left to answer.)
 ``network``
     network access, for a sandbox whose network is ``none``;
 ``code``
@@ -32,7 +32,13 @@ The groups a user names in ``[sandbox] auto_allow``:
 Never answered by containment: text the guard cannot read (unparseable,
 hidden characters), changes to the workspace itself (file writes and
 deletes, in-place edits, redirects, git history), reading credentials that
-live inside the workspace, and anything the guard refuses outright.
+live inside the workspace, file lists and program text the guard cannot see
+(they could name such a credential), a tree too large for the guard to walk
+(a bound is never a way to allow), a repository whose configuration Charter
+does not trust, every ask only a person may answer
+(:data:`~charter.runtime.shell.policy.PERSON_ONLY_RULES`), and anything the
+guard refuses outright. A plan that marks one of these anyway is ignored on
+that point.
 """
 
 from __future__ import annotations
@@ -40,7 +46,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
-from charter.runtime.shell.policy import REDIRECT_WRITE_RULE, Finding, Verdict
+from charter.runtime.shell.policy import (
+    PERSON_ONLY_RULES,
+    REDIRECT_WRITE_RULE,
+    Finding,
+    Verdict,
+    person_only,
+)
 
 __all__ = [
     "CONTAINED_RULE",
@@ -56,7 +68,6 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "outside": (
         "path-outside-workspace",
         "cwd-change",
-        "privilege",
         "process-kill",
         "system-change",
         "system-time",
@@ -85,8 +96,9 @@ GROUPS: dict[str, tuple[str, ...]] = {
     ),
 }
 
-# Reasons containment never answers (checked by a test against GROUPS).
-NEVER: frozenset[str] = frozenset(
+# Reasons containment never answers (checked by a test against GROUPS and
+# the guard's rule keys: every ask is either in a group or here).
+NEVER: frozenset[str] = PERSON_ONLY_RULES | frozenset(
     {
         "empty-command",
         "unparseable",
@@ -105,6 +117,14 @@ NEVER: frozenset[str] = frozenset(
         "credential-path",
         "redirect-write",
         "unnameable-redirect",
+        # Names the guard never sees, or program text it cannot read: either
+        # could be a credential inside the workspace.
+        "hidden-file-list",
+        "awk-program",
+        # A bound the guard hit: never a way to allow.
+        "tree-too-large",
+        # git would run programs a repository's own configuration names.
+        "untrusted-repository",
     }
 )
 
@@ -124,8 +144,9 @@ def allow_contained(verdict: Verdict, rules: frozenset[str]) -> Verdict:
     """``verdict`` with its asks lifted when every one of them is a reason
     the sandbox in force answers; otherwise ``verdict`` unchanged. A deny
     stays a deny, redirects still answer to the write_file permission."""
-    if verdict.decision != "ask" or not rules:
+    if verdict.decision != "ask" or not rules or person_only(verdict) is not None:
         return verdict
+    rules = rules - NEVER  # whatever a plan says, these stay asks
     asks = [f for f in verdict.findings if f.decision == "ask" and f.rule != REDIRECT_WRITE_RULE]
     if not asks or any(f.rule not in rules for f in asks):
         return verdict

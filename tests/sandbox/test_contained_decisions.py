@@ -16,7 +16,7 @@ from charter.runtime.results import ToolCall
 from charter.runtime.sandbox.contained import GROUPS, NEVER, allow_contained, rules_for_groups
 from charter.runtime.session import open_session
 from charter.runtime.shell import ShellPolicy, evaluate
-from charter.runtime.shell.policy import RULE_KEYS
+from charter.runtime.shell.policy import PERSON_ONLY_RULES, RULE_KEYS
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "sandbox" / "contained.tsv"
 REPO = Path(__file__).resolve().parents[2]
@@ -50,6 +50,26 @@ def test_groups_name_real_guard_rules_and_never_the_forbidden_ones() -> None:
         assert set(rules) <= set(RULE_KEYS), group
         assert not set(rules) & NEVER, group
         assert all(RULE_KEYS[r] == "ask" for r in rules), group
+
+
+def test_every_ask_of_the_guard_is_either_answered_by_a_group_or_never() -> None:
+    # A new guard rule must be placed on purpose: unplaced, nobody decided
+    # whether a sandbox answers it.
+    grouped = set().union(*GROUPS.values())
+    asks = {r for r, d in RULE_KEYS.items() if d == "ask"}
+    assert asks <= grouped | NEVER, sorted(asks - grouped - NEVER)
+    assert PERSON_ONLY_RULES <= NEVER
+
+
+def test_a_plan_that_marks_a_never_rule_still_asks() -> None:
+    # contained_allow comes from the plan; a plan written by hand that marks
+    # what only a person may answer (a credential read) gets no lift for it.
+    verdict = evaluate("cat .env", cwd=WS, workspace=WS, policy=ShellPolicy())
+    assert verdict.decision == "ask"
+    marked = frozenset({f.rule for f in verdict.findings}) | WITH_CODE
+    assert allow_contained(verdict, marked).decision == "ask"
+    verdict = evaluate("find . -files0-from list.txt", cwd=WS, workspace=WS, policy=ShellPolicy())
+    assert allow_contained(verdict, marked | {"hidden-file-list"}).decision == "ask"
 
 
 def test_the_network_group_needs_a_sandbox_without_network() -> None:
