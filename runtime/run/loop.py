@@ -215,13 +215,21 @@ class RunContext:
                 def host(agent: Any) -> Any:
                     # ${VAR} in a manifest is expanded from the real
                     # environment, and only after connecting was approved.
-                    return run_host(
+                    made = run_host(
                         agent,
                         workspace=workspace,
                         run_dir=run_dir,
                         environ=os.environ,
                         project_root=project,
-                        contain=None if containment is None else containment.mcp_contain(agent),
+                    )
+                    if containment is None:
+                        return made
+                    # A server of an agent this run compiled may start in the
+                    # agent's own directory (outside the workspace): its
+                    # sandbox shows that directory, read-only.
+                    readable = (made.agent_dir,) if made.agent_dir_trusted else ()
+                    return dataclasses.replace(
+                        made, contain=containment.mcp_contain(agent, readable=readable)
                     )
 
                 self.mcp = McpRuntime(host, audit=self.audit)

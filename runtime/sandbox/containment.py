@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from charter.runtime.plan import AgentPlan, SandboxProfile, canonical_json
+from charter.runtime.plan import AgentPlan, SandboxMount, SandboxProfile, canonical_json
 from charter.runtime.sandbox.spec import HostFacts
 
 __all__ = ["Containment", "ContainmentRefused", "StageContainment", "prepare", "prepare_for_run"]
@@ -65,6 +65,26 @@ class StageContainment:
         return frozenset(self.profile.contained_allow)
 
 
+def _with_readable(
+    profile: SandboxProfile, readable: Iterable[Path], workspace: Path
+) -> SandboxProfile:
+    """``profile`` with each existing directory of ``readable`` (outside the
+    workspace, never ``/``) as one more read-only mount. What the profile
+    hides beneath such a directory stays hidden: hiding is applied after it."""
+    ws = workspace.resolve()
+    extra = []
+    for d in readable:
+        real = d.resolve()
+        if not real.is_dir() or real == Path("/") or real == ws or real.is_relative_to(ws):
+            continue
+        if any(Path(m.path) == real for m in profile.mounts):
+            continue
+        extra.append(SandboxMount(path=str(real), writable=False))
+    if not extra:
+        return profile
+    return profile.model_copy(update={"mounts": (*profile.mounts, *extra)})
+
+
 def _key(profile: SandboxProfile) -> str:
     data = profile.model_dump(mode="json")
     data.pop("settings", None)  # provenance does not change the sandbox
@@ -90,15 +110,21 @@ class Containment:
     def agent(self, agent: str) -> StageContainment:
         return self._agents.get(agent) or StageContainment(None)
 
-    def mcp_contain(self, agent: AgentPlan) -> Any:
+    def mcp_contain(self, agent: AgentPlan, *, readable: Iterable[Path] = ()) -> Any:
         """How the agent's stdio MCP servers start inside its sandbox: a
         function rewriting a launch (see ``charter.runtime.mcp.launch.
-        contain_launch``), or None when the agent runs uncontained."""
+        contain_launch``), or None when the agent runs uncontained.
+
+        ``readable``: directories outside the workspace the servers start in
+        and read (the agent's own directory, when the run compiled it: a
+        server shipped with the agent runs from there), shown read-only."""
         where = self.agent(agent.name)
         sb = where.sandbox
         if sb is None or where.profile is None:
             return None
         from charter.runtime.mcp.launch import contain_launch
+
+        profile = _with_readable(where.profile, readable, self.workspace)
 
         if not hasattr(sb, "layout"):  # a container: the server runs in one too
             from charter.runtime.sandbox.container import container_argv
@@ -106,7 +132,7 @@ class Containment:
             def in_container(argv: list[str]) -> list[str]:
                 return container_argv(
                     sb.engine,
-                    sb.profile,
+                    profile,
                     argv,
                     workspace=sb.workspace,
                     cwd=sb.workspace,
@@ -122,7 +148,7 @@ class Containment:
         from charter.runtime.sandbox.exec import wrapper_argv
 
         spec = {
-            "profile": where.profile.model_dump(mode="json"),
+            "profile": profile.model_dump(mode="json"),
             "workspace": str(self.workspace),
             "private": str(self._private()),
             "home": str(sb.place.home),
