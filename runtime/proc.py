@@ -507,6 +507,42 @@ def _stale(spawn: SpawnRecord) -> str:
     )
 
 
+def _deaf_namespace_init(pid: int, sig: int) -> bool:
+    """Whether ``pid`` is pid 1 of a pid namespace below ours (a sandboxed
+    command: :mod:`charter.runtime.sandbox`) with no handler for ``sig``.
+    The kernel drops such a signal to a namespace's init, whoever sends it
+    (only SIGKILL and SIGSTOP always arrive), so a plain ``sleep`` started
+    there never acts on SIGTERM."""
+    if not _HAS_PROC:
+        return False
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    nspid: list[str] = []
+    caught: int | None = None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key == "NSpid":
+            nspid = value.split()
+        elif key == "SigCgt":
+            try:
+                caught = int(value.strip(), 16)
+            except ValueError:
+                return False
+    if len(nspid) < 2 or nspid[-1] != "1" or caught is None:
+        return False
+    return not caught & (1 << (sig - 1))
+
+
+def _only_a_deaf_init_left(spawn: SpawnRecord) -> bool:
+    """After SIGTERM: whether the only member still running is a leader that
+    cannot receive it (see :func:`_deaf_namespace_init`)."""
+    if spawn.pgid is None or not _deaf_namespace_init(spawn.pid, signal.SIGTERM):
+        return False
+    return all(pid == spawn.pid for pid in session_members(spawn.pgid))
+
+
 def _stop_tree(proc: _Process, spawn: SpawnRecord) -> str | None:
     """TERM the whole tree, give it a short grace period, then KILL it.
     Returns why it stopped short, or None. The leader is left for the caller
@@ -525,6 +561,12 @@ def _stop_tree(proc: _Process, spawn: SpawnRecord) -> str | None:
     deadline = time.monotonic() + GRACE_S
     while time.monotonic() < deadline:
         if not _members_running(spawn, proc):
+            break
+        if _only_a_deaf_init_left(spawn):
+            # The TERM was dropped by the kernel: waiting out the grace
+            # period would only delay the KILL that ends the command.
+            if not _signal_group(spawn, proc, signal.SIGKILL):
+                return _stale(spawn)
             break
         time.sleep(_POLL_S)
     else:

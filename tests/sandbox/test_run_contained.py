@@ -200,6 +200,49 @@ def test_the_run_refuses_to_start_unattended_where_nothing_can_be_contained(
         probe.reset()
 
 
+def test_a_cancelled_contained_command_stops_without_waiting_out_the_grace(
+    tmp_path: Path,
+) -> None:
+    # A contained `sleep` is pid 1 of its pid namespace, where the kernel
+    # drops a SIGTERM it has no handler for: the KILL follows at once, so a
+    # Ctrl-C of the run finds the shell call cancelled, not abandoned.
+    need_full_sandbox()
+    import threading
+
+    from charter.runtime.proc import GRACE_S, _deaf_namespace_init, run_command
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    sb = Sandbox(profile(), workspace=ws, private_dir=tmp_path / "private")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(ws)}
+    cancel = threading.Event()
+
+    def on_output(_stream: str, _chunk: bytes) -> None:
+        cancel.set()  # the command has started and said so
+
+    try:
+        result = run_command(
+            ["/bin/sh", "-c", "echo up; exec sleep 37"],
+            cwd=ws,
+            env=env,
+            timeout_s=60,
+            cancel=cancel,
+            on_output=on_output,
+            sandbox=sb,
+        )
+    finally:
+        sb.close()
+    assert result.cancelled and result.stop_error is None
+    assert result.duration_s < GRACE_S
+    # The same sleep outside a sandbox is no namespace's init.
+    plain = subprocess.Popen(["sleep", "30"])
+    try:
+        assert not _deaf_namespace_init(plain.pid, 15)
+    finally:
+        plain.kill()
+        plain.wait()
+
+
 # -- authored tools ------------------------------------------------------------------
 
 AGENT_YAML = """\
