@@ -1728,6 +1728,12 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
         _compile_stage(ctx, e, table, entries, user, agent_perms, stage_names)
         for e in stages.values()
     ]
+    from charter.compiler.sandbox import plan_sandboxes
+
+    compiled, agent_sandbox, sandbox_diags = plan_sandboxes(
+        ctx.config, ctx.config_smap, bp, bsm, stages, compiled
+    )
+    ctx.diags.extend(sandbox_diags)
 
     entry_stage = stage_names[0]
     if bp is not None and bp.agent.entry_stage is not None and bsm is not None:
@@ -1789,6 +1795,7 @@ def _compile_agent(ctx: _Ctx, project_root: Path, agent_name: str) -> AgentPlan 
         allow_env_vars=tuple(sorted(cfg.security.allow_env_vars)) if cfg else (),
         skills_root=_skills_root(ctx),
         script_permissions=ctx.script_perms,
+        sandbox=agent_sandbox,
         origin=_ref(ctx.agent_span()),
     )
 

@@ -758,6 +758,58 @@ _r(
     "taint_tracking = true in the blueprint) and allow the destinations the agent needs.",
 )
 
+# --- CH47x: the sandbox profile (compiler/sandbox.py) ----------------------------
+_r(
+    "CH470",
+    "sandbox-loosen-ignored",
+    W,
+    "A blueprint's [sandbox] asks for more than the user's config allows (kind none, network, "
+    "a mount, more hosts, higher limits, on_unavailable warn, more auto_allow groups).",
+    "A downloaded blueprint must not widen what its commands can reach; the value is clamped "
+    "to the user's, so the agent runs with less than its author expected.",
+    "[sandbox]\nnetwork = true   # the user's config gives no network\n",
+    "Drop the key, or grant it in your own config.toml [sandbox] if you trust the agent.",
+)
+_r(
+    "CH471",
+    "sandbox-engine-ignored",
+    W,
+    "A blueprint's [sandbox] names a container engine.",
+    "The engine binary runs on the host, before any prompt, so a blueprint naming it could "
+    "run any program; only the user's config chooses it.",
+    '[sandbox]\nkind = "container"\nengine = "/tmp/payload"\n',
+    "Remove engine from the blueprint; set it in your config.toml if you need one.",
+)
+_r(
+    "CH472",
+    "sandbox-unmet",
+    E,
+    "A [sandbox] profile that no host can meet (a container without an image, a container "
+    "with the proxy network).",
+    "A run would refuse to start every time, or quietly run with a different sandbox.",
+    '[sandbox]\nkind = "container"   # no image\n',
+    'Give the container an image, or use kind = "namespace".',
+)
+_r(
+    "CH473",
+    "sandbox-mount-refused",
+    E,
+    "A [sandbox] mount names the host's control surface (/, /etc, /proc, /sys, /dev, /run, a "
+    "socket), a relative path or '..'.",
+    "Mounting /var/run/docker.sock or / into the sandbox would make the containment decorative.",
+    '[sandbox]\nmounts = ["/var/run/docker.sock"]\n',
+    "Mount only the data or toolchain directories the commands need, by absolute path.",
+)
+_r(
+    "CH474",
+    "sandbox-hosts-without-network",
+    W,
+    "[sandbox] allow_hosts is set, but the sandbox has no network.",
+    "The hosts are never reachable, so the list promises access that does not exist.",
+    '[sandbox]\nnetwork = false\nallow_hosts = ["pypi.org"]\n',
+    'Set network = "proxy" (in your config.toml) or drop allow_hosts.',
+)
+
 # --- CH6xx: stage graph --------------------------------------------------------
 _r(
     "CH601",

@@ -32,10 +32,17 @@ Import and call run in a worker thread with a deadline (the plan's
 
 ``ctx.capability`` checks only the tool's own ``capabilities`` list (its
 effect grants). The singular registry capability that lets the tool be
-called is checked by the capability gate and is not visible here. Like the
-anchor's ``host_shared`` mode, this is not a sandbox: module code can call
-any Python or OS API directly; the facade makes well-behaved tools state
-and check what they do.
+called is checked by the capability gate and is not visible here. In this
+in-process mode (the anchor's ``host_shared``) module code can call any
+Python or OS API directly; the facade makes well-behaved tools state and
+check what they do.
+
+When the run's stage has a sandbox in force (``rt.sandbox``, set by
+``charter run``), the call instead runs in a fresh interpreter inside that
+sandbox (``charter.runtime.sandbox.authored_child``): same digest check,
+same context, same result conversion, but the module never runs in the
+runtime's process, a timeout stops it for good, and it reaches only what the
+sandbox lets it.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ import asyncio
 import hashlib
 import inspect
 import json
+import os
 import sys
 import threading
 import time
@@ -51,7 +59,7 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from charter.runtime.capabilities import is_granted
 from charter.runtime.redact import Redactor, redacted_views
@@ -326,9 +334,24 @@ def _worker(
 ) -> None:
     authored = entry.authored
     assert authored is not None
+    _worker_in(outcome, path, data, digest, authored.tool_id, authored.entrypoint, ctx, args)
+
+
+def _worker_in(
+    outcome: _Outcome,
+    path: Path,
+    data: bytes,
+    digest: str,
+    tool_id: str,
+    entrypoint: str,
+    ctx: ToolContext,
+    args: dict[str, Any],
+) -> None:
+    """Load the module and call its entrypoint (in a worker thread, or in
+    the contained child process: ``charter.runtime.sandbox.authored_child``)."""
     try:
-        module = _load(path, data, digest, authored.tool_id)
-        function = authored.entrypoint.rpartition(":")[2] or "execute"
+        module = _load(path, data, digest, tool_id)
+        function = entrypoint.rpartition(":")[2] or "execute"
         target = getattr(module, function, None)
         if not callable(target):
             raise LookupError(f"the module defines no callable '{function}'")
@@ -438,6 +461,9 @@ def run_authored(
             f"{digest[:12]}, plan pins {authored.module_sha256[:12]}); it was not loaded. "
             "Recompile the project to use the new code",
         )
+    sandbox = getattr(rt, "sandbox", None)
+    if sandbox is not None:
+        return _run_contained(entry, path, data, digest, args, rt, turn, agent_root, sandbox)
     output = ToolOutput()
     ctx = ToolContext(
         turn=turn or TurnInfo(),
@@ -522,4 +548,117 @@ def run_authored(
         extra = "\n[progress]\n" + "\n".join(output.messages)
         if output.dropped:
             extra += f"\n[{output.dropped} more progress messages dropped]"
+    return redacted_views(result, redactor, extra)
+
+
+def _run_contained(
+    entry: ToolEntry,
+    path: Path,
+    data: bytes,
+    digest: str,
+    args: Mapping[str, Any],
+    rt: Any,
+    turn: TurnInfo | None,
+    agent_root: str,
+    sandbox: Any,
+) -> ToolResult:
+    """Run the call in a fresh interpreter inside the stage's sandbox (see
+    ``charter.runtime.sandbox.authored_child``); the module never runs in
+    this process."""
+    import base64
+    import dataclasses
+    import uuid
+
+    from charter.runtime.proc import run_command
+    from charter.runtime.sandbox.authored_child import boot_argv
+
+    authored = entry.authored
+    assert authored is not None
+    redactor: Redactor = rt.redactor
+    name = entry.name
+    request = {
+        "name": name,
+        "tool_id": authored.tool_id,
+        "entrypoint": authored.entrypoint,
+        "digest": digest,
+        "module_path": str(path),
+        "module_b64": base64.b64encode(data).decode("ascii"),
+        "args": json.loads(json.dumps(dict(args), default=str)),
+        "turn": dataclasses.asdict(turn or TurnInfo()),
+        "slot_id": authored.tool_id,
+        "slot_path": _slot_path(authored.directory, agent_root),
+        "capabilities": list(authored.capabilities),
+        "workspace": str(Path(rt.workspace).resolve()),
+    }
+    file_name = f"charter-authored-{uuid.uuid4().hex}.json"
+    host_file = Path(sandbox.private_tmp) / file_name
+    timeout = max(1, int(getattr(rt, "timeout_s", 60)))
+    try:
+        fd = os.open(host_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(request, f)
+        proc = run_command(
+            boot_argv(f"{sandbox.inside_tmp}/{file_name}"),
+            cwd=Path(rt.workspace),
+            env=dict(getattr(rt, "env", {}) or {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}),
+            timeout_s=timeout,
+            output_cap=4 * MAX_RESULT_CHARS + 65536,
+            cancel=rt.cancel,
+            sandbox=sandbox,
+        )
+    finally:
+        try:
+            host_file.unlink()
+        except OSError:
+            pass
+    if proc.error is not None:
+        return redacted_views(
+            refusal("error", "dispatch", "authored-sandbox-failed", f"{name}: {proc.error}"),
+            redactor,
+        )
+    if proc.timed_out or proc.cancelled:
+        if proc.timed_out:
+            text = f"[timed out] {name} did not finish within {timeout}s; its process was stopped"
+            result = ToolResult("timeout", text, rule="timeout", data={"timeout_s": timeout})
+        else:
+            text = f"[cancelled] {name} was cancelled with the run; its process was stopped"
+            result = ToolResult("error", text, rule="cancelled")
+        return redacted_views(result, redactor)
+    try:
+        answer = json.loads(proc.stdout)
+        if not isinstance(answer, dict):
+            raise ValueError("not an object")
+    except ValueError:
+        tail = proc.stderr.strip().splitlines()[-5:]
+        text = f"{name} ended without an answer (exit code {proc.exit_code})"
+        if tail:
+            text += ": " + " / ".join(tail)[:1000]
+        return redacted_views(refusal("error", "dispatch", "tool-crashed", text), redactor)
+    content = str(answer.get("content", ""))
+    if answer.get("raised"):
+        try:
+            redactor.discover(content)
+        except Exception:  # noqa: BLE001 - discovery is best effort
+            pass
+    said = answer.get("status")
+    status: Literal["ok", "error", "timeout"] = (
+        said if said in ("ok", "error", "timeout") else "error"
+    )
+    raw_data = answer.get("data")
+    data_out: dict[str, Any] = raw_data if isinstance(raw_data, dict) else {}
+    display = answer.get("display")
+    result = ToolResult(
+        status,
+        content,
+        gate=None,
+        rule=answer.get("rule"),
+        display=None if display is None else str(display),
+        data={**data_out, "execution_started": True, "contained": True},
+    )
+    extra = ""
+    messages = [str(m) for m in answer.get("progress") or ()]
+    if messages:
+        extra = "\n[progress]\n" + "\n".join(messages)
+        if answer.get("dropped"):
+            extra += f"\n[{answer['dropped']} more progress messages dropped]"
     return redacted_views(result, redactor, extra)

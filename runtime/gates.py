@@ -489,6 +489,11 @@ def _shell_permission(
     verdict = evaluate(
         command, cwd=cwd, workspace=session.workspace, policy=session.agent.agent.shell
     )
+    if session.contained:
+        from charter.runtime.sandbox.contained import allow_contained
+
+        # Asks the run's sandbox answers (never in charter check or a hook).
+        verdict = allow_contained(verdict, session.contained)
     stage = session.stage
     write_decision = stage.decisions.get("write_file")
     if write_decision is not None and "write_file" in session.offered():

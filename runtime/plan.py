@@ -36,6 +36,10 @@ __all__ = [
     "Permission",
     "Plan",
     "PlanBody",
+    "SandboxLimits",
+    "SandboxMount",
+    "SandboxProfile",
+    "SandboxSetting",
     "ScopeValue",
     "ScriptPermission",
     "ScriptPermissions",
@@ -52,7 +56,8 @@ __all__ = [
     "stricter",
 ]
 
-SCHEMA_VERSION = 1
+# 2: stages and agents carry a sandbox profile.
+SCHEMA_VERSION = 2
 
 Permission = Literal["allow", "ask", "deny"]
 _RANK: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
@@ -223,6 +228,71 @@ class OutputSpec(_Frozen):
     answer_schema: str | None = None  # canonical JSON text of the answer's JSON Schema
 
 
+class SandboxLimits(_Frozen):
+    """Resource bounds for one contained command and everything it starts;
+    None leaves that bound as the host has it."""
+
+    processes: int | None = 512  # RLIMIT_NPROC inside the sandbox's own user namespace
+    memory_mb: int | None = 8192  # address space (RLIMIT_AS): generous, runtimes reserve a lot
+    cpu_seconds: int | None = 600  # RLIMIT_CPU
+    open_files: int | None = 1024  # RLIMIT_NOFILE
+    file_size_mb: int | None = 4096  # RLIMIT_FSIZE: the largest file one write may grow
+
+
+class SandboxMount(_Frozen):
+    """An extra host path made visible inside the sandbox, as written in the
+    user's config (absolute or ``~/...``); read-only unless ``writable``."""
+
+    path: str
+    writable: bool = False
+
+
+class SandboxSetting(_Frozen):
+    """Where one setting of a resolved profile came from."""
+
+    key: str  # kind, network, mounts, ...
+    scope: str  # default | config | blueprint | stage
+    value: str  # the value that scope asked for, as text
+    source: SourceRef | None = None
+    note: str = ""  # set when the value was clamped or ignored, and why
+
+
+class SandboxProfile(_Frozen):
+    """Where the commands of one agent (or one stage) run: the resolved
+    sandbox, the stronger of the user's config, the agent and the stage.
+
+    Paths are symbolic so the plan stays machine-independent: ``hidden``
+    entries are absolute or start with ``~`` (the user's home);
+    ``read_only`` entries are relative to the workspace. The workspace and
+    a private temporary directory are the writable roots (the workspace
+    only when ``workspace`` is ``write``), plus ``mounts`` marked writable.
+    """
+
+    kind: Literal["none", "namespace", "container"] = "namespace"
+    workspace: Literal["write", "read"] = "write"
+    network: Literal["none", "proxy"] = "none"
+    # Hosts the proxy lets through (network = proxy): exact names, "*.suffix"
+    # or "*" for any public host; the URL policy's SSRF rules apply to all.
+    allow_hosts: tuple[str, ...] = ()
+    read_only: tuple[str, ...] = ()
+    hidden: tuple[str, ...] = ()
+    mounts: tuple[SandboxMount, ...] = ()
+    limits: SandboxLimits = Field(default_factory=SandboxLimits)
+    on_unavailable: Literal["error", "warn"] = "error"
+    image: str | None = None  # kind = container
+    engine: str | None = None  # kind = container; only the user's config may name it
+    persist: bool = False
+    # Shell-guard rule keys whose ask this sandbox answers: a command whose
+    # only reasons to ask are these runs unprompted, but only in a run where
+    # this sandbox is in force (charter run), never in charter check or a hook.
+    contained_allow: tuple[str, ...] = ()
+    # Whether the user's own config chose the kind, and the fallback: only
+    # the user may run commands uncontained.
+    user_kind: bool = False
+    user_on_unavailable: bool = False
+    settings: tuple[SandboxSetting, ...] = ()
+
+
 class StageTool(_Frozen):
     name: str
     decision: Decision
@@ -247,6 +317,8 @@ class Stage(_Frozen):
     shell_hint: str | None = None  # rendered system block, when the platform needs one
     system_prompt: str | None = None
     fan_out: FanOut | None = None
+    # Where this stage's commands run (None: a plan compiled without one).
+    sandbox: SandboxProfile | None = None
     origin: SourceRef | None = None
 
 
@@ -352,6 +424,8 @@ class AgentPlan(_Frozen):
     skills_root: str | None = None
     # Present when the agent has script tools.
     script_permissions: ScriptPermissions | None = None
+    # The agent-wide sandbox (MCP servers run under it; stages may tighten it).
+    sandbox: SandboxProfile | None = None
     origin: SourceRef | None = None
 
     def tool(self, name: str) -> ToolEntry | None:

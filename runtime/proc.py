@@ -28,6 +28,13 @@ unique spawn id and the OS's start marker for the PID), and:
   (someone else reaped the leader and the PID was reused), no signal is sent
   and the result says why.
 
+With ``sandbox`` the command starts inside that OS sandbox
+(:mod:`charter.runtime.sandbox`): everything else here is the same (the
+session is still signalled, and :func:`kill_running` still reaches it), a
+sandbox that cannot be built is an error result, never an uncontained run,
+and where the sandbox has a pid namespace the kernel also ends what left the
+session with ``setsid`` once the command ends.
+
 A caller that records the output itself (a background task writing its
 durable log) passes ``on_output``: it gets every chunk as it is read, after
 the capture has counted it. If it raises, or a pipe cannot be read, the
@@ -50,8 +57,12 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from charter.runtime.redact import FAILED_MARKER
+
+if TYPE_CHECKING:
+    from charter.runtime.sandbox.launcher import Sandbox
 
 __all__ = [
     "DEFAULT_OUTPUT_CAP",
@@ -77,6 +88,22 @@ _CAN_PEEK = not _IS_WINDOWS and hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
 # Whether group membership can be read per process (and zombies told apart).
 _HAS_PROC = Path("/proc/self/stat").exists()
 _SPACE = re.compile(r"\s")
+
+
+class _Process(Protocol):
+    """What run_command needs of a started process: a ``Popen``, or a
+    command the sandbox's launch helper started (also our child)."""
+
+    pid: int
+    returncode: int | None
+    stdout: IO[bytes] | None
+    stderr: IO[bytes] | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def kill(self) -> None: ...
 
 
 # -- process identity -----------------------------------------------------------------------
@@ -125,7 +152,7 @@ class SpawnRecord:
         }
 
 
-def _still_ours(spawn: SpawnRecord, proc: subprocess.Popen[bytes]) -> bool:
+def _still_ours(spawn: SpawnRecord, proc: _Process) -> bool:
     """Whether ``spawn.pid`` (and so the group it leads) is still the process
     we started. With a marker the OS is asked again; without one, only a
     leader we have not reaped ourselves is trusted (its zombie holds the PID)."""
@@ -431,7 +458,7 @@ def session_members(sid: int) -> list[int]:
     return found
 
 
-def _leader_exited(proc: subprocess.Popen[bytes]) -> bool:
+def _leader_exited(proc: _Process) -> bool:
     """Whether the command's own process has exited, without reaping it, so
     its PID stays reserved while its group may still be signalled."""
     if not _CAN_PEEK:
@@ -445,7 +472,7 @@ def _leader_exited(proc: subprocess.Popen[bytes]) -> bool:
     return info is not None
 
 
-def _members_running(spawn: SpawnRecord, proc: subprocess.Popen[bytes]) -> bool:
+def _members_running(spawn: SpawnRecord, proc: _Process) -> bool:
     """Whether the group still has a live member. Without /proc a zombie
     leader cannot be told from a live member, so only the leader is known."""
     if _HAS_PROC and spawn.pgid is not None:
@@ -453,7 +480,7 @@ def _members_running(spawn: SpawnRecord, proc: subprocess.Popen[bytes]) -> bool:
     return not _leader_exited(proc)
 
 
-def _signal_group(spawn: SpawnRecord, proc: subprocess.Popen[bytes], sig: int) -> bool:
+def _signal_group(spawn: SpawnRecord, proc: _Process, sig: int) -> bool:
     """Send ``sig`` to the group unless its leader's identity no longer
     holds; False when the signal was withheld for that reason."""
     assert spawn.pgid is not None
@@ -480,7 +507,43 @@ def _stale(spawn: SpawnRecord) -> str:
     )
 
 
-def _stop_tree(proc: subprocess.Popen[bytes], spawn: SpawnRecord) -> str | None:
+def _deaf_namespace_init(pid: int, sig: int) -> bool:
+    """Whether ``pid`` is pid 1 of a pid namespace below ours (a sandboxed
+    command: :mod:`charter.runtime.sandbox`) with no handler for ``sig``.
+    The kernel drops such a signal to a namespace's init, whoever sends it
+    (only SIGKILL and SIGSTOP always arrive), so a plain ``sleep`` started
+    there never acts on SIGTERM."""
+    if not _HAS_PROC:
+        return False
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    nspid: list[str] = []
+    caught: int | None = None
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if key == "NSpid":
+            nspid = value.split()
+        elif key == "SigCgt":
+            try:
+                caught = int(value.strip(), 16)
+            except ValueError:
+                return False
+    if len(nspid) < 2 or nspid[-1] != "1" or caught is None:
+        return False
+    return not caught & (1 << (sig - 1))
+
+
+def _only_a_deaf_init_left(spawn: SpawnRecord) -> bool:
+    """After SIGTERM: whether the only member still running is a leader that
+    cannot receive it (see :func:`_deaf_namespace_init`)."""
+    if spawn.pgid is None or not _deaf_namespace_init(spawn.pid, signal.SIGTERM):
+        return False
+    return all(pid == spawn.pid for pid in session_members(spawn.pgid))
+
+
+def _stop_tree(proc: _Process, spawn: SpawnRecord) -> str | None:
     """TERM the whole tree, give it a short grace period, then KILL it.
     Returns why it stopped short, or None. The leader is left for the caller
     to reap, after the group is empty."""
@@ -498,6 +561,12 @@ def _stop_tree(proc: subprocess.Popen[bytes], spawn: SpawnRecord) -> str | None:
     deadline = time.monotonic() + GRACE_S
     while time.monotonic() < deadline:
         if not _members_running(spawn, proc):
+            break
+        if _only_a_deaf_init_left(spawn):
+            # The TERM was dropped by the kernel: waiting out the grace
+            # period would only delay the KILL that ends the command.
+            if not _signal_group(spawn, proc, signal.SIGKILL):
+                return _stale(spawn)
             break
         time.sleep(_POLL_S)
     else:
@@ -522,7 +591,7 @@ def _stop_tree(proc: subprocess.Popen[bytes], spawn: SpawnRecord) -> str | None:
 # Every tree run_command is still waiting for, so that a process about to
 # exit without waiting (an interrupted run that abandoned a stuck tool thread)
 # can stop them all first: see kill_running.
-_LIVE: dict[str, tuple[subprocess.Popen[bytes], SpawnRecord]] = {}
+_LIVE: dict[str, tuple[_Process, SpawnRecord]] = {}
 _LIVE_LOCK = threading.Lock()
 
 
@@ -545,7 +614,7 @@ def kill_running() -> int:
     return count
 
 
-def _spawn_record(proc: subprocess.Popen[bytes]) -> SpawnRecord:
+def _spawn_record(proc: _Process) -> SpawnRecord:
     # Read before anything could reap the child, so the marker is its own.
     marker = start_marker(proc.pid)
     pgid: int | None = None
@@ -563,6 +632,43 @@ def _spawn_record(proc: subprocess.Popen[bytes]) -> SpawnRecord:
     )
 
 
+class _SandboxFailed(Exception):
+    pass
+
+
+def _contained(
+    sandbox: Sandbox, argv: Sequence[str], *, cwd: str | Path, env: Mapping[str, str]
+) -> tuple[_Process, Callable[[], None]]:
+    from charter.runtime.sandbox.launcher import SandboxError, SandboxUnavailable
+
+    try:
+        launched = sandbox.popen(list(argv), cwd=cwd, env=env)
+    except SandboxError as exc:
+        if exc.stage == "exec":  # contained, but the program itself would not start
+            raise _SandboxFailed(f"could not start {argv[0]}: {exc.message}") from exc
+        raise _SandboxFailed(f"the sandbox could not be built ({exc})") from exc
+    except SandboxUnavailable as exc:
+        raise _SandboxFailed(f"the sandbox is not available: {exc}") from exc
+    proc: Any = launched.proc
+    return proc, launched.close
+
+
+def _not_started(start: float, error: str) -> ProcResult:
+    return ProcResult(
+        exit_code=None,
+        stdout="",
+        stderr="",
+        stdout_bytes=0,
+        stderr_bytes=0,
+        stdout_truncated=False,
+        stderr_truncated=False,
+        timed_out=False,
+        cancelled=False,
+        duration_s=time.monotonic() - start,
+        error=error,
+    )
+
+
 def run_command(
     argv: Sequence[str],
     *,
@@ -574,6 +680,7 @@ def run_command(
     cancel: threading.Event | None = None,
     redact: Callable[[str], str] | None = None,
     on_output: OutputSink | None = None,
+    sandbox: Sandbox | None = None,
 ) -> ProcResult:
     """Run ``argv`` to completion, timeout or cancellation; never raises for
     the command's own failures (they are in the result).
@@ -596,16 +703,23 @@ def run_command(
         kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP  # type: ignore[attr-defined]
     else:
         kwargs["start_new_session"] = True
+    release: Callable[[], None] | None = None
+    proc: _Process
     try:
-        proc = subprocess.Popen(  # noqa: S603 - argv comes from the shell tool, after the gates
-            list(argv),
-            cwd=str(cwd),
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            **kwargs,  # type: ignore[call-overload]
-        )
+        if sandbox is not None:
+            proc, release = _contained(sandbox, argv, cwd=cwd, env=env)
+        else:
+            proc = subprocess.Popen(  # noqa: S603 - argv comes from the shell tool, after the gates
+                list(argv),
+                cwd=str(cwd),
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                **kwargs,  # type: ignore[call-overload]
+            )
+    except _SandboxFailed as exc:
+        return _not_started(start, str(exc))
     except (OSError, ValueError) as exc:
         return ProcResult(
             exit_code=None,
@@ -638,10 +752,12 @@ def run_command(
     finally:
         with _LIVE_LOCK:
             _LIVE.pop(spawn.spawn_id, None)
+        if release is not None:
+            release()  # the sandbox's own resources (pids cgroup, proxy), once it has ended
 
 
 def _supervise(
-    proc: subprocess.Popen[bytes],
+    proc: _Process,
     spawn: SpawnRecord,
     *,
     start: float,

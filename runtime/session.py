@@ -590,6 +590,9 @@ class Session:
     run_id: str = ""
     # The agent's connected MCP servers (charter.runtime.mcp.session.McpRuntime.attach).
     mcp: McpBinding | None = None
+    # Shell-guard reasons the stage's sandbox answers, set by charter run only
+    # while that sandbox is in force (charter.runtime.sandbox.contained).
+    contained: frozenset[str] = frozenset()
     _stage: PreparedStage | None = field(default=None, repr=False)
 
     @property

@@ -55,6 +55,10 @@ VERBS: dict[str, tuple[str, str]] = {
         "charter.compiler.cli.completion",
         "Print a shell completion script: charter completion bash|zsh|fish.",
     ),
+    "sandbox": (
+        "charter.compiler.cli.sandbox_cmd",
+        "Run one command inside a stage's sandbox: charter sandbox PLAN --agent A -- CMD.",
+    ),
 }
 
 
@@ -171,6 +175,12 @@ def entry() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     _disable_pydantic_plugins()
     args_list = list(sys.argv[1:] if argv is None else argv)
+    # A verb that runs a command (charter sandbox ... -- CMD) takes everything
+    # after the first "--" as that command, untouched by option parsing.
+    tail: list[str] | None = None
+    if _chosen_verb(args_list) == "sandbox" and "--" in args_list:
+        cut = args_list.index("--")
+        args_list, tail = args_list[:cut], args_list[cut + 1 :]
     parser = build_parser(args_list)
     try:
         args, extra = parser.parse_known_args(args_list)
@@ -181,6 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             owner.error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
+    if tail is not None:
+        args.command = tail
     module = getattr(args, "_module", None)
     if module is None:
         parser.print_help(sys.stderr)

@@ -3,9 +3,10 @@ compiled decisions, for review on a pull request. Each side is a plan file or
 a project directory (compiled first).
 
 Reports tools added or removed per agent, decisions and capabilities that
-changed per stage, with the provenance of the new decision. ``--fail-on-loosen``
-exits 1 when any decision became looser (deny to ask or allow, ask to
-allow), or a tool appeared already allowed.
+changed per stage, with the provenance of the new decision, and every change
+to a stage's sandbox profile. ``--fail-on-loosen`` exits 1 when any decision
+became looser (deny to ask or allow, ask to allow), a tool appeared already
+allowed, or a sandbox got looser (see ``charter.runtime.sandbox.profile``).
 """
 
 from __future__ import annotations
@@ -104,6 +105,30 @@ def compare(old: Any, new: Any) -> list[dict[str, Any]]:
     return changes
 
 
+def compare_sandboxes(old: Any, new: Any) -> list[dict[str, Any]]:
+    """Sandbox profile changes per (agent, stage) present in both plans."""
+    from charter.runtime.sandbox.profile import compare as compare_profiles
+
+    out: list[dict[str, Any]] = []
+    before = {(a.name, s.name): s.sandbox for a in old.body.agents for s in a.stages}
+    for agent in new.body.agents:
+        for stage in agent.stages:
+            key = (agent.name, stage.name)
+            if key not in before:
+                continue
+            for c in compare_profiles(before[key], stage.sandbox):
+                out.append(
+                    {
+                        "agent": agent.name,
+                        "stage": stage.name,
+                        "tool": "(sandbox)",
+                        **c,
+                        "change": "sandbox",
+                    }
+                )
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     plans = []
     for target in (args.old, args.new):
@@ -115,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
             return 2
         plans.append(loaded.plan)
     old, new = plans
-    changes = compare(old, new)
+    changes = compare(old, new) + compare_sandboxes(old, new)
     loosened = any(c["loosened"] for c in changes)
     if args.format == "json":
         json.dump(
@@ -137,6 +162,11 @@ def run(args: argparse.Namespace) -> int:
                 print(f"- {where}: was {c['before']}")
             elif c["change"] == "decision":
                 print(f"~ {where}: {mark}{c['before']} -> {c['after']}  ({c['why']})")
+            elif c["change"] == "sandbox":
+                print(
+                    f"~ {c['agent']}/{c['stage']} sandbox {c['key']}: {mark}{c['before']} -> "
+                    f"{c['after']}"
+                )
             else:
                 print(f"~ {where}: {c['change']} {c['before']} -> {c['after']}")
     return 1 if (args.fail_on_loosen and loosened) else 0

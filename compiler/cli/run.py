@@ -333,6 +333,22 @@ def _run(
             events_file = _private_file(run_dir / "events.jsonl")
         except OSError as exc:
             return _refuse(f"cannot create the run directory {run_dir}: {exc.strerror or exc}")
+        from charter.runtime.sandbox.containment import ContainmentRefused, prepare_for_run
+
+        # Every command runs in the sandbox its stage's profile declares; a
+        # run that would have to run them uncontained without the user's say
+        # refuses.
+        try:
+            containment = prepare_for_run(
+                plan,
+                workspace=workspace,
+                run_dir=run_dir,
+                home=home,
+                unattended=bool(args.yolo or args.allow),
+            )
+        except ContainmentRefused as exc:
+            events_file.close()
+            return _refuse(str(exc))
         redactor = Redactor()
         # Credentials in the environment (OPENAI_API_KEY and the like) are
         # hidden from every view of the run, whoever prints them.
@@ -373,9 +389,11 @@ def _run(
                 prompter=prompter,
                 cancel=cancel,
                 project_root=project.resolve() if project is not None else None,
+                containment=containment,
             )
             return _execute(args, options, plan, found, spec, guard, execute_run)
         finally:
+            containment.close()
             audit.close()
             bus.close()
 
@@ -404,6 +422,9 @@ def _execute(
         allow=sorted(options.allow),
     )
     audit.write("run_started", run=run_id, agent=found.name, plan=plan.digest, model=shown_model)
+    for line in options.containment.notices:
+        bus.emit("notice", "main", message=line)
+        audit.write("sandbox", run=run_id, notice=line)
     output_path: Path | None = None
     code = EXIT_NO_OUTPUT
     status, reason, output = "interrupted", "interrupted before the agent started", None

@@ -4,7 +4,8 @@ A plan file is read through the runtime's loader, so a tampered plan is
 refused here as it would be at run time (exit 2 with the reason); a project
 directory is compiled first. Each decision comes with its provenance as the
 plan records it: every scope that said something, with the ``file:line`` it
-said it at, and every clamp that changed it.
+said it at, and every clamp that changed it. Each stage's sandbox profile
+(where its commands run) follows the decisions.
 """
 
 from __future__ import annotations
@@ -115,6 +116,29 @@ def script_permissions(plan: Any, agent_filter: str | None = None) -> dict[str, 
     return out
 
 
+def sandbox_rows(plan: Any, agent_filter: str | None = None) -> list[dict[str, Any]]:
+    """One row per (agent, stage): where its commands run."""
+    from charter.runtime.sandbox.profile import summary
+
+    out: list[dict[str, Any]] = []
+    for agent in plan.body.agents:
+        if agent_filter and agent.name != agent_filter:
+            continue
+        for stage in agent.stages:
+            p = stage.sandbox
+            if p is None:
+                continue
+            out.append(
+                {
+                    "agent": agent.name,
+                    "stage": stage.name,
+                    "summary": summary(p),
+                    "profile": p.model_dump(mode="json"),
+                }
+            )
+    return out
+
+
 def _script_lines(perms: dict[str, dict[str, Any]]) -> list[str]:
     return [
         f"{agent}: tool_script_permissions "
@@ -139,9 +163,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     data = rows(plan, args.agent)
     scripts = script_permissions(plan, args.agent)
+    boxes = sandbox_rows(plan, args.agent)
     fmt = args.format or ("table" if sys.stdout.isatty() else "text")
     if fmt == "json":
-        shown: dict[str, Any] = {"digest": plan.digest, "rows": data}
+        shown: dict[str, Any] = {"digest": plan.digest, "rows": data, "sandboxes": boxes}
         if scripts:
             shown["script_permissions"] = scripts
         json.dump(shown, sys.stdout, indent=2, sort_keys=True)
@@ -159,6 +184,8 @@ def run(args: argparse.Namespace) -> int:
             )
         for line in _script_lines(scripts):
             print(line)
+        for b in boxes:
+            print(f"{b['agent']}/{b['stage']}\tsandbox\t{b['summary']}")
         return 0
     from rich.console import Console
     from rich.table import Table
@@ -182,4 +209,11 @@ def run(args: argparse.Namespace) -> int:
     console.print(table)
     for line in _script_lines(scripts):
         console.print(line, markup=False)
+    if boxes:
+        sandboxes = Table(title="where commands run (sandbox)", show_lines=False)
+        for col in ("agent", "stage", "sandbox"):
+            sandboxes.add_column(col, overflow="fold")
+        for b in boxes:
+            sandboxes.add_row(b["agent"], b["stage"], b["summary"])
+        console.print(sandboxes)
     return 0

@@ -43,6 +43,7 @@ from charter.compiler.frontends.config_toml import (
     McpServer,
     PermissionMap,
     SafeCommands,
+    SandboxTable,
     ToolScriptPermissions,
     explain_misplaced_keys,
 )
@@ -255,18 +256,10 @@ class ToolRouting(InputModel):
     max_result_tokens_per_tool: dict[str, NonNegativeInt] = {}
 
 
-class Sandbox(InputModel):
-    """Where tools execute. Read strictly: a misspelled ``network`` must not
-    quietly leave a sandbox online."""
-
-    kind: Literal["none", "namespace", "container"] | None = None
-    image: str | None = None
-    engine: Literal["docker", "podman", "nerdctl", "finch"] | None = None
-    network: bool | None = None
-    mount: tuple[str, ...] = ()
-    mounts: tuple[str, ...] = ()
-    persist: bool | None = None
-    on_unavailable: Literal["error", "warn"] | None = None
+# Where a stage's commands run: the same table as the user's [sandbox]
+# (charter.compiler.frontends.config_toml.SandboxTable); a blueprint's may
+# only tighten the user's.
+Sandbox = SandboxTable
 
 
 class BlueprintSecurity(InputModel):

@@ -37,6 +37,8 @@ __all__ = [
     "ReadPaths",
     "SafeCommands",
     "SafeShellEntry",
+    "SandboxLimitsTable",
+    "SandboxTable",
     "ScriptPermission",
     "SecurityConfig",
     "ShellItem",
@@ -165,6 +167,59 @@ class Limits(InputModel):
     max_concurrent_inferences_by_provider: dict[str, Annotated[int, Field(ge=1)]] = {}
 
 
+def _network_kind(value: Any) -> str:
+    # One branch per shape, so a bad value gets one error, not one per member.
+    return "bool" if isinstance(value, bool) else "str"
+
+
+SandboxNetwork = Annotated[
+    Annotated[bool, Tag("bool")] | Annotated[Literal["none", "proxy"], Tag("str")],
+    Discriminator(_network_kind),
+]
+_PositiveInt = Annotated[int, Field(ge=1)]
+
+
+class SandboxLimitsTable(InputModel):
+    """``[sandbox.limits]``: bounds for each contained command."""
+
+    processes: _PositiveInt | None = None
+    memory_mb: _PositiveInt | None = None
+    cpu_seconds: _PositiveInt | None = None
+    open_files: _PositiveInt | None = None
+    file_size_mb: _PositiveInt | None = None
+
+
+class SandboxTable(InputModel):
+    """``[sandbox]``: where commands run (the user's config, a blueprint, or
+    one stage). Leviath's keys (``kind``, ``image``, ``engine``, ``network``,
+    ``mount``/``mounts``, ``persist``, ``on_unavailable``) plus Charter's own.
+    Read strictly: a misspelled ``network`` must not quietly leave a sandbox
+    online. A blueprint's table may only tighten the user's (see
+    ``charter.compiler.sandbox``)."""
+
+    kind: Literal["none", "namespace", "container"] | None = None
+    image: str | None = None
+    engine: Literal["docker", "podman", "nerdctl", "finch"] | None = None
+    # false or "none": no network; true or "proxy": only through Charter's
+    # proxy, which applies the URL policy and allow_hosts.
+    network: SandboxNetwork | None = None
+    allow_hosts: tuple[str, ...] | None = None
+    # Leviath reads ``mount`` in a blueprint and ``mounts`` in the config;
+    # both are accepted everywhere. Entries: "PATH", "PATH:ro" or "PATH:rw".
+    mount: tuple[str, ...] = ()
+    mounts: tuple[str, ...] = ()
+    persist: bool | None = None
+    on_unavailable: Literal["error", "warn"] | None = None
+    # Charter: the workspace writable (default) or read-only; more paths to
+    # hide or keep read-only; which asks the sandbox answers (auto_allow
+    # groups: outside, network, code); resource limits.
+    workspace: Literal["write", "read"] | None = None
+    hide: tuple[str, ...] = ()
+    read_only: tuple[str, ...] = ()
+    auto_allow: tuple[Literal["outside", "network", "code"], ...] | None = None
+    limits: SandboxLimitsTable | None = None
+
+
 class McpServer(InputModel):
     """One ``[[mcp_servers]]`` entry. ``${VAR}`` in ``env`` and ``headers`` is
     expanded at connect time, not here."""
@@ -209,7 +264,7 @@ class UserConfig(InputModel):
     observability: dict[str, Any] | None = None
     nudge: dict[str, Any] | None = None
     title: dict[str, Any] | None = None
-    sandbox: dict[str, Any] | None = None
+    sandbox: SandboxTable | None = None
     rate_limits: dict[str, Any] | None = None
     model_capabilities: dict[str, Any] | None = None
     model_providers: dict[str, Any] | None = None

@@ -154,6 +154,9 @@ class McpHost:
     resolver: Resolver | None = None  # None: the system resolver
     # ... or inside agent_dir, when the run compiled it (see resolve_cwd).
     agent_dir_trusted: bool = False
+    # Rewrites a stdio server's launch to start it inside the agent's sandbox
+    # (charter run with a sandbox in force); None starts it as declared.
+    contain: Callable[[Launch], Launch] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -561,6 +564,8 @@ class McpPool:
             workspace=self.host.workspace,
             agent_dir_trusted=self.host.agent_dir_trusted,
         )
+        if self.host.contain is not None and launch.transport == "stdio":
+            launch = self.host.contain(launch)
         if launch.url is not None:
             decision = self.host.url_policy.check(launch.url)
             if self._record is not None:

@@ -13,14 +13,17 @@ Pure functions over the plan's :class:`~charter.runtime.plan.McpServerPlan`:
   ``env`` entries, nothing else from the parent;
 * ``cwd``, which must resolve (symlinks followed) inside the workspace, or
   inside the agent's own directory when the run compiled that directory
-  itself (the compiler already kept ``cwd`` inside it, CH703).
+  itself (the compiler already kept ``cwd`` inside it, CH703);
+* in a run with a sandbox, the command line that starts the server inside
+  it (:func:`contain_launch`): the same server, wrapped.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,7 @@ __all__ = [
     "LaunchError",
     "Launch",
     "child_env",
+    "contain_launch",
     "expand",
     "launch_identity",
     "preview",
@@ -206,3 +210,13 @@ def resolve_launch(
         if sensitive_name(name) and name in env:
             redactor.add(env[name], name, "env")
     return Launch(plan.server, plan.transport, command, args, env, cwd, url, headers, redactor)
+
+
+def contain_launch(launch: Launch, wrap: Callable[[list[str]], list[str]]) -> Launch:
+    """``launch`` with its command line replaced by ``wrap(command line)``,
+    which starts the same server inside the agent's sandbox (an HTTP server
+    is not started by Charter and is returned unchanged)."""
+    if launch.transport != "stdio" or launch.command is None:
+        return launch
+    argv = wrap([launch.command, *launch.args])
+    return dataclasses.replace(launch, command=argv[0], args=tuple(argv[1:]))

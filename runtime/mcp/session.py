@@ -121,6 +121,7 @@ def run_host(
     run_dir: Path,
     environ: Mapping[str, str],
     project_root: Path | None = None,
+    contain: Any = None,
 ) -> McpHost:
     """Where ``charter run`` starts an agent's servers. A manifest's ``cwd``
     is relative to the agent's directory in the compiled project (the
@@ -140,6 +141,7 @@ def run_host(
         environ=environ,
         url_policy=UrlPolicy(allow_local_network=agent.allow_local_network),
         agent_dir_trusted=project_root is not None,
+        contain=contain,
     )
 
 

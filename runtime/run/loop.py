@@ -96,6 +96,7 @@ if TYPE_CHECKING:
     from charter.runtime.run.agents import AgentWorld
     from charter.runtime.run.events import EventBus
     from charter.runtime.run.people import Prompter
+    from charter.runtime.sandbox.containment import Containment
 
 __all__ = ["AgentResult", "AgentRun", "RunContext", "Status"]
 
@@ -159,6 +160,8 @@ class RunContext:
     # The run's MCP connections; made when the first agent with servers
     # starts (or given, e.g. with in-process servers), closed by the root.
     mcp: McpRuntime | None = None
+    # Where commands run (charter.runtime.sandbox.containment); None: uncontained.
+    containment: Containment | None = None
     _mcp_lock: threading.Lock = field(default_factory=threading.Lock)
     # Work in threads that the run waits for (tool calls, MCP connects and
     # closes, stopping background tasks) runs in shielded scopes registered
@@ -207,16 +210,26 @@ class RunContext:
                 from charter.runtime.mcp.session import McpRuntime, run_host
 
                 workspace, run_dir, project = self.workspace, self.run_dir, self.project_root
+                containment = self.containment
 
                 def host(agent: Any) -> Any:
                     # ${VAR} in a manifest is expanded from the real
                     # environment, and only after connecting was approved.
-                    return run_host(
+                    made = run_host(
                         agent,
                         workspace=workspace,
                         run_dir=run_dir,
                         environ=os.environ,
                         project_root=project,
+                    )
+                    if containment is None:
+                        return made
+                    # A server of an agent this run compiled may start in the
+                    # agent's own directory (outside the workspace): its
+                    # sandbox shows that directory, read-only.
+                    readable = (made.agent_dir,) if made.agent_dir_trusted else ()
+                    return dataclasses.replace(
+                        made, contain=containment.mcp_contain(agent, readable=readable)
                     )
 
                 self.mcp = McpRuntime(host, audit=self.audit)
@@ -349,6 +362,7 @@ class AgentRun:
             history=lambda: self.messages,
             web=web_config_for(agent.allow_local_network, agent.allow_env_vars, os.environ),
         )
+        self._contain(self.session.stage_name)
         self.inbox: list[tuple[str | None, str]] = []
         self._inbox_lock = threading.Lock()
         self.registry = self._registry()
@@ -374,6 +388,15 @@ class AgentRun:
         self.visit_log: list[str] = []
 
     # -- plumbing ------------------------------------------------------------
+
+    def _contain(self, stage: str) -> None:
+        """Commands of ``stage`` run in its sandbox, and the asks that
+        sandbox answers are lifted only while it is in force."""
+        if self.ctx.containment is None:
+            return
+        where = self.ctx.containment.stage(self.name, stage)
+        self.rt = dataclasses.replace(self.rt, sandbox=where.sandbox)
+        self.session.contained = where.rules()
 
     def emit(self, kind: str, **fields: Any) -> None:
         self.ctx.bus.emit(kind, self.id, **fields)
@@ -529,6 +552,7 @@ class AgentRun:
         self.session.enter_stage(stage_name)
         stage = self.stage
         self.rt = dataclasses.replace(self.rt, output=self._output_spec(stage))
+        self._contain(stage_name)
         self.visits[stage_name] = self.visits.get(stage_name, 0) + 1
         self.iteration = 0
         self.work_done = False

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from charter.runtime.redact import Redactor
     from charter.runtime.run.events import EventBus
     from charter.runtime.run.people import Prompter
+    from charter.runtime.sandbox.containment import Containment
     from charter.runtime.session import PreparedPlan
 
 __all__ = ["INTERRUPT_GRACE_S", "RunOptions", "RunReport", "execute_run"]
@@ -70,6 +71,7 @@ class RunOptions:
     cancel: threading.Event = field(default_factory=threading.Event)
     handle_signals: bool = True
     project_root: Path | None = None
+    containment: Containment | None = None  # where commands run (None: uncontained)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +109,7 @@ async def _main(o: RunOptions) -> RunReport:
         cancel=o.cancel,
         limiter=anyio.CapacityLimiter(_THREADS),
         project_root=o.project_root,
+        containment=o.containment,
     )
     found = o.prepared.agents[o.agent]
     interrupted: list[int] = []

@@ -48,6 +48,7 @@ from charter.runtime.tools.paths import path_args
 
 if TYPE_CHECKING:
     from charter.runtime.plan import OutputSpec
+    from charter.runtime.sandbox.launcher import Sandbox
 
 __all__ = [
     "IMPLEMENTATIONS",
@@ -92,6 +93,9 @@ class ToolRuntime:
     # output as it is read, so a live view can show how far a long command
     # has got. Must never raise: run_command stops a command whose sink fails.
     progress: Callable[[str, bytes], None] | None = None
+    # The OS sandbox the stage's commands run in (charter.runtime.sandbox);
+    # None runs them uncontained (charter check, hooks, tests, kind = "none").
+    sandbox: Sandbox | None = None
 
 
 class Implementation(Protocol):

@@ -201,6 +201,14 @@ def _mask_leading(text: str, bound: Mapping[str, str]) -> str:
     return f"<redacted:{name}>{text[longest:]}" if longest else text
 
 
+def _sandbox_mode(rt: ToolRuntime) -> str | None:
+    sb = rt.sandbox
+    if sb is None:
+        return None
+    layout = getattr(sb, "layout", None)
+    return layout.mode if layout is not None else "container"
+
+
 def _invalid(rule: str, message: str) -> ToolResult:
     return refusal("invalid", "dispatch", rule, message)
 
@@ -325,7 +333,13 @@ def run_shell(
             from charter.runtime.tools.tasks import start_shell_task
 
             return start_shell_task(
-                rt, argv=argv, cwd=where.resolved, env=env, timeout_s=timeout, command=command
+                rt,
+                argv=argv,
+                cwd=where.resolved,
+                env=env,
+                timeout_s=timeout,
+                command=command,
+                sandbox=rt.sandbox,
             )
         # Seed 000's terminal keeps each stream's tail, seed 004's shell its head.
         proc = run_command(
@@ -340,6 +354,7 @@ def run_shell(
                 _mask_leading(text, bound) if is_terminal else text, "operator"
             ),
             on_output=rt.progress,
+            sandbox=rt.sandbox,
         )
     bound.clear()
 
@@ -382,6 +397,8 @@ def run_shell(
         "command_executable": exe.command,
         "process": proc.spawn.as_dict() if proc.spawn is not None else None,
         "stop_error": proc.stop_error,
+        # Where it ran: the sandbox's mode (namespace, landlock, container), or None.
+        "sandbox": _sandbox_mode(rt),
         "cwd": rel.as_posix() or ".",
         "env_keys": sorted(overlay),
         "bindings": [

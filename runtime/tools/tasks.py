@@ -765,9 +765,11 @@ def start_shell_task(
     env: Mapping[str, str],
     timeout_s: int,
     command: str,
+    sandbox: Any = None,
 ) -> ToolResult:
     """Start ``argv`` as a background task of the caller's run (the shell
-    tool has validated everything) and return its id at once.
+    tool has validated everything) and return its id at once. With
+    ``sandbox`` the task runs contained, like a foreground command.
 
     The task's record, task log and artifact are created before the command
     starts; if any of them cannot be, nothing is started."""
@@ -839,6 +841,7 @@ def start_shell_task(
                 cancel=task.cancel,
                 redact=lambda text: rt.redactor.redact_cut(text, "operator"),
                 on_output=sink,
+                sandbox=sandbox,
             )
         except Exception as exc:  # noqa: BLE001 - the task reports it, the run goes on
             error = f"the runner failed: {type(exc).__name__}"

@@ -19,10 +19,12 @@ from typing import Any
 import pytest
 
 from charter.compiler.cli import main
+from charter.runtime.plan import SCHEMA_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 DIGITS = "9" * 5000
-_TAIL = re.compile(rb',"digest":"sha256:[0-9a-f]{64}","schema_version":1\}\n?\Z')
+_VERSION = str(SCHEMA_VERSION).encode()
+_TAIL = re.compile(rb',"digest":"sha256:[0-9a-f]{64}","schema_version":' + _VERSION + rb"\}\n?\Z")
 
 
 def _chain(root: Path, stages: int = 3000) -> Path:
@@ -56,7 +58,13 @@ def _resealed(plan: Path, edit: Callable[[bytes], bytes]) -> Path:
     digest = hashlib.sha256(body).hexdigest()
     out = plan.with_name("edited-" + plan.name)
     out.write_bytes(
-        b'{"body":' + body + b',"digest":"sha256:' + digest.encode() + b'","schema_version":1}'
+        b'{"body":'
+        + body
+        + b',"digest":"sha256:'
+        + digest.encode()
+        + b'","schema_version":'
+        + _VERSION
+        + b"}"
     )
     return out
 

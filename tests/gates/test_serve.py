@@ -417,6 +417,16 @@ def test_check_answers_as_charter_check(serve: Any, plan_file: Path, workspace: 
     assert running.post("/v1/check", b"not json")[0] == 400
 
 
+def _wait_for_line(log: Path, event: str, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        text = log.read_text() if log.exists() else ""
+        # Only whole lines: the writer may be half way through the next one.
+        if any(f'"event":"{event}"' in line.replace(" ", "") for line in text.split("\n")[:-1]):
+            return
+        time.sleep(0.01)
+
+
 def test_the_decision_log_redacts_secrets(serve: Any, tmp_path: Path, workspace: Path) -> None:
     log = tmp_path / "decisions.jsonl"
     running = serve(log=log)
@@ -430,12 +440,11 @@ def test_the_decision_log_redacts_secrets(serve: Any, tmp_path: Path, workspace:
     }
     status, body = running.post("/v1/hooks/claude-code", json.dumps(event).encode())
     assert status == 200
-    # The server queues the line after it has answered, so the answer can
-    # arrive before the line is queued: wait for it before closing the log.
-    deadline = time.monotonic() + 30
-    while '"decision"' not in log.read_text() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    running.log.close()  # flushes the queue
+    # The handler records the decision after it has sent the answer, so the
+    # answer can arrive before the line is queued: wait for the line, then
+    # close (which flushes the queue).
+    _wait_for_line(log, "decision")
+    running.log.close()
     running.log = None
     lines = [json.loads(line) for line in log.read_text().splitlines()]
     (line,) = [entry for entry in lines if entry["event"] == "decision"]

@@ -1,0 +1,1 @@
+"""Containment: every command Charter runs, inside an OS sandbox the plan declares."""

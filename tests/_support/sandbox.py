@@ -1,0 +1,44 @@
+"""Shared pieces of the sandbox tests (tests/sandbox): what this host can
+build, and skips that say which kernel feature is missing."""
+
+from __future__ import annotations
+
+import pytest
+
+from charter.runtime.plan import SandboxLimits, SandboxProfile
+from charter.runtime.sandbox import defaults
+from charter.runtime.sandbox.probe import host_facts
+from charter.runtime.sandbox.spec import HostFacts
+
+
+def facts() -> HostFacts:
+    return host_facts()
+
+
+def need_namespaces() -> None:
+    f = facts()
+    if not f.namespaces:
+        pytest.skip("this host cannot create user namespaces: " + "; ".join(f.reasons))
+
+
+def need_landlock() -> None:
+    f = facts()
+    if f.landlock_abi < 1:
+        pytest.skip("this kernel has no Landlock: " + "; ".join(f.reasons))
+
+
+def need_full_sandbox() -> None:
+    need_namespaces()
+    need_landlock()
+    if not facts().fresh_proc:
+        pytest.skip("a fresh /proc cannot be mounted on this host")
+
+
+def profile(**changes: object) -> SandboxProfile:
+    """The default profile (what the compiler writes with no config), changed."""
+    base = SandboxProfile(
+        hidden=defaults.HIDDEN,
+        read_only=defaults.READ_ONLY,
+        limits=SandboxLimits(),
+    )
+    return base.model_copy(update=changes)
