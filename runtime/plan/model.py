@@ -1,4 +1,4 @@
-"""The compiled plan: the one contract between Charter's compiler and runtime.
+"""The plan model: the one contract between Charter's compiler and runtime.
 
 The compiler resolves every name, permission, capability and schema once and
 writes the answers here; the runtime executes what the plan says and never
@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from charter.runtime.plan.vocabulary import Permission, stricter
 from charter.runtime.shell import ShellPolicy
 
 __all__ = [
@@ -58,19 +59,6 @@ __all__ = [
 
 # 2: stages and agents carry a sandbox profile.
 SCHEMA_VERSION = 2
-
-Permission = Literal["allow", "ask", "deny"]
-_RANK: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
-
-
-def stricter(*values: Permission) -> Permission:
-    """The strictest of the given permissions (deny > ask > allow)."""
-    best: Permission = "allow"
-    for v in values:
-        if _RANK[v] > _RANK[best]:
-            best = v
-    return best
-
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=False)
