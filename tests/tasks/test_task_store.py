@@ -32,6 +32,7 @@ from charter.runtime.tools.tasks import (
     TaskStore,
     TaskStoreError,
     cancel_tasks,
+    lifecycle,
 )
 
 TERMINAL = {"succeeded", "failed", "timed_out", "cancelled", "error"}
@@ -143,7 +144,7 @@ def test_the_terminal_state_is_persisted_before_completion_is_announced(
 
     def on_write(record: dict[str, Any]) -> None:
         if record["state"] in TERMINAL:
-            task = tasks._TASKS[record["task_id"]]
+            task = lifecycle._TASKS[record["task_id"]]
             shown = dispatch("task_status", {"task_id": record["task_id"]}, rt)
             at_write.append((task.done.is_set(), shown.data["status"]))
             # Widen the window: a waiter woken before this write finished
@@ -189,7 +190,7 @@ def test_cancelling_is_single_flight(
             "time.sleep(30)"
         ),
     )
-    out = store.artifact_path(tasks._TASKS[tid].result_ref or "", "stdout")
+    out = store.artifact_path(lifecycle._TASKS[tid].result_ref or "", "stdout")
     deadline = time.monotonic() + 10
     while "ready" not in out.read_text() and time.monotonic() < deadline:
         time.sleep(0.02)  # the artifact fills while the command runs
