@@ -136,5 +136,9 @@ def test_without_a_per_namespace_pid_max_root_is_bounded_by_a_pids_cgroup(
     # bash reports a refused fork in several words: EAGAIN as a retry or
     # "Cannot fork", and a fork that the limit's refusal raced with SIGCHLD as
     # "fork: Interrupted system call". Each one is the bound holding.
-    refused = ("retry: Resource temporarily unavailable", "Cannot fork", "fork: Interrupted system call")
+    refused = (
+        "retry: Resource temporarily unavailable",
+        "Cannot fork",
+        "fork: Interrupted system call",
+    )
     assert any(word in out for word in refused), out
