@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from charter.compiler.diagnostics import Diagnostic, Span, format_key_path
-from charter.compiler.frontends.blueprint import Blueprint, Region, Stage
+from charter.compiler.frontends.blueprint import Blueprint, Region, StageTable
 from charter.compiler.frontends.config_toml import UserConfig
 from charter.compiler.frontends.project import AgentSources
 from charter.compiler.frontends.regions import SEED_KEYS, parse_percentage
@@ -150,7 +150,7 @@ def _declarations(entry: StageEntry) -> list[Diagnostic]:
     return out
 
 
-def _model_entries(st: Stage) -> list[tuple[str, str, KeyPath]]:
+def _model_entries(st: StageTable) -> list[tuple[str, str, KeyPath]]:
     """(provider, model, key path of the model name) for every model a stage
     lists: ``models``, else the ``provider``/``model`` shorthand and
     ``fallbacks``."""

@@ -30,7 +30,7 @@ from charter.compiler.frontends.validation import InputModel
 __all__ = [
     "AgentMcpServers",
     "AgentSafeCommands",
-    "Limits",
+    "LimitsTable",
     "McpServer",
     "Permission",
     "PermissionMap",
@@ -139,7 +139,7 @@ class SecurityConfig(InputModel):
     allow_blueprint_mcp_servers: bool = False
 
 
-class Limits(InputModel):
+class LimitsTable(InputModel):
     # 0 means "wait forever"; an expired prompt is a refusal, never consent.
     interaction_timeout_secs: Annotated[int, Field(ge=0)] = 3600
     # The shell tool's time limit (plan limits.shell_timeout_secs). Unlike the
@@ -248,7 +248,7 @@ class UserConfig(InputModel):
     agent_safe_commands: dict[str, AgentSafeCommands] = {}
     tool_script_permissions: ToolScriptPermissions = ToolScriptPermissions()
     agent_read_paths: dict[str, ReadPaths] = {}
-    limits: Limits = Limits()
+    limits: LimitsTable = LimitsTable()
     mcp_servers: tuple[McpServer, ...] = ()
     agent_mcp_servers: dict[str, AgentMcpServers] = {}
 

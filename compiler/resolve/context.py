@@ -12,8 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from charter.compiler.diagnostics import Diagnostic, Span
-from charter.compiler.frontends.blueprint import Blueprint
-from charter.compiler.frontends.blueprint import Stage as StageModel
+from charter.compiler.frontends.blueprint import Blueprint, StageTable
 from charter.compiler.frontends.config_toml import UserConfig
 from charter.compiler.frontends.project import AgentSources
 from charter.compiler.sources.sourcemap import SourceMap
@@ -75,7 +74,7 @@ class AgentContext:
     servers: list[LeviathServer] = field(default_factory=list)
     untrusted_servers: frozenset[str] = frozenset()
     script_perms: ScriptPermissions | None = None
-    stage_models: dict[str, StageModel] = field(default_factory=dict)
+    stage_models: dict[str, StageTable] = field(default_factory=dict)
     user_scripts: list[ScriptToolSource] = field(default_factory=list)
 
     def server(self, name: str) -> LeviathServer | None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, cast
 from charter.compiler.describe import render_description
 from charter.compiler.diagnostics import Span
 from charter.compiler.frontends.base import server_id_from_path
-from charter.compiler.frontends.blueprint import Stage as StageModel
+from charter.compiler.frontends.blueprint import StageTable
 from charter.compiler.resolve.context import (
     RISKS,
     AgentContext,
@@ -253,7 +253,7 @@ def _slot_path(ctx: AgentContext, tool_dir_display: str) -> str:
     return tool_dir_display.removeprefix(prefix)
 
 
-def builtin_entry(ctx: AgentContext, ref: ToolRef, output: StageModel | None) -> ToolEntry:
+def builtin_entry(ctx: AgentContext, ref: ToolRef, output: StageTable | None) -> ToolEntry:
     b = ref.builtin
     assert b is not None
     meta = tool_metadata(ctx, b.name)

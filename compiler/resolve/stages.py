@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from charter.compiler.describe import shell_hint_block
 from charter.compiler.diagnostics import did_you_mean, format_key_path
 from charter.compiler.frontends.base import server_id_from_path
-from charter.compiler.frontends.blueprint import Stage as StageModel
+from charter.compiler.frontends.blueprint import StageTable
 from charter.compiler.frontends.stage_toml import StageEntry
 from charter.compiler.frontends.validation import thaw
 from charter.compiler.permissions import (
@@ -67,7 +67,7 @@ def implicit_stage(ctx: AgentContext, table: ToolTable) -> dict[str, StageEntry]
     # pattern lets the runtime offer what it discovers (each with an ask).
     names += tuple(prefix + "*" for prefix in sorted(table.dynamic_servers))
     # Cores run turn by turn with a person in the conversation.
-    stage = StageModel.model_validate({"mode": "interactive", "available_tools": names})
+    stage = StageTable.model_validate({"mode": "interactive", "available_tools": names})
     smap = ctx.core_smap or SourceMap(ctx.agent.directory)
     return {"main": StageEntry("main", stage, smap.path, smap, ("tools",))}
 
