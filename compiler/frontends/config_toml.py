@@ -26,6 +26,7 @@ from pydantic import Discriminator, Field, Tag
 from charter.compiler.diagnostics import Diagnostic
 from charter.compiler.frontends.base import Loaded, load_document
 from charter.compiler.frontends.validation import InputModel
+from charter.runtime.plan.vocabulary import Permission
 
 __all__ = [
     "AgentMcpServers",
@@ -50,7 +51,6 @@ __all__ = [
     "load_user_config",
 ]
 
-Permission = Literal["allow", "ask", "deny"]
 PermissionMap = dict[str, Permission]
 ScriptPermission = Literal["allow", "deny", "inherit"]
 

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from charter.compiler.diagnostics import Diagnostic, Severity, did_you_mean, format_key_path
 from charter.compiler.rules import diag, has_rule
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
+from charter.runtime.plan.vocabulary import PERMISSIONS
 
 __all__ = ["InputModel", "freeze", "thaw", "type_name", "validate_model"]
 
@@ -61,7 +62,7 @@ def thaw(value: Any) -> Any:
     return value
 
 
-_PERMISSIONS = {"allow", "ask", "deny"}
+_PERMISSIONS = frozenset(PERMISSIONS)
 _QUOTED = re.compile(r"'([^']*)'")
 
 
