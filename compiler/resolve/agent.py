@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from charter.compiler.diagnostics import did_you_mean
 from charter.compiler.frontends.base import salvage
@@ -47,11 +47,6 @@ from charter.runtime.plan import (
 from charter.runtime.shell import ShellPolicy
 
 __all__ = ["ResolvedAgent", "resolve_agent"]
-
-if TYPE_CHECKING:
-    # Agent cores, MCP manifests and lock files are read only for agents
-    # that have them; a blueprint-only project never imports their models.
-    pass
 
 
 def resolve_shell_policy(ctx: AgentContext, agent_name: str) -> ShellPolicy:

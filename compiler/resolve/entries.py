@@ -34,16 +34,14 @@ from charter.runtime.plan import (
 __all__ = ["authored_entry", "builtin_entry", "leviath_mcp_entry", "mcp_entry", "script_entry"]
 
 if TYPE_CHECKING:
-    # Agent cores, MCP manifests and lock files are read only for agents
-    # that have them; a blueprint-only project never imports their models.
-    pass
+    from charter.runtime.mcp.lock import ToolPin
 
 
 def mcp_entry(ctx: AgentContext, ref: ToolRef, project_root: Path) -> ToolEntry | None:
     """A tool entry for an MCP tool the compiler knows by name: with its
     pinned description and schema when the server is locked, else a bare
     entry whose schema arrives when the server connects."""
-    from charter.compiler.mcp_lock import pinned_schema, read_agent_lock, server_pins
+    from charter.compiler.mcp_lock import read_agent_lock, server_pins
 
     loaded = next(
         (x for x in ctx.agent.mcp if server_id_from_path(Path(x.display)) == ref.server), None
@@ -67,28 +65,7 @@ def mcp_entry(ctx: AgentContext, ref: ToolRef, project_root: Path) -> ToolEntry 
         mcp = McpToolPin(server=ref.server, tool=ref.server_tool)
     else:
         description = pin.description
-        schema_text, note, rule = pinned_schema(pin.input_schema)
-        if rule is not None:
-            consequence = (
-                "argument validation is off for this tool"
-                if schema_text is None
-                else "every call to this tool is refused"
-            )
-            ctx.diags.append(
-                diag(
-                    rule,
-                    f"the locked schema of MCP tool '{ref.name}': {note}; {consequence}",
-                    ref.where,
-                )
-            )
-            if schema_text is not None:
-                note = ""  # the text stays in the plan: the runtime refuses every call
-        mcp = McpToolPin(
-            server=ref.server,
-            tool=ref.server_tool,
-            description_sha256=pin.description_sha256,
-            schema_sha256=pin.schema_sha256,
-        )
+        schema_text, note, mcp = _locked(ctx, ref, ref.server, pin)
     return ToolEntry(
         name=ref.name,
         source="mcp",
@@ -106,8 +83,6 @@ def mcp_entry(ctx: AgentContext, ref: ToolRef, project_root: Path) -> ToolEntry 
 def leviath_mcp_entry(ctx: AgentContext, ref: ToolRef, project_root: Path) -> ToolEntry | None:
     """A pinned tool of a [[mcp_servers]] entry: its locked description and
     schema, and Leviath's defaults for MCP tools (medium risk, ask)."""
-    from charter.compiler.mcp_lock import pinned_schema
-
     server = ctx.server(ref.server or "")
     if server is None or ref.server_tool is None:
         return None
@@ -115,6 +90,30 @@ def leviath_mcp_entry(ctx: AgentContext, ref: ToolRef, project_root: Path) -> To
     pin = entry.tool(ref.server_tool) if entry is not None else None
     if pin is None:
         return None
+    schema_text, note, mcp = _locked(ctx, ref, server.name, pin)
+    return ToolEntry(
+        name=ref.name,
+        source="mcp",
+        impl=server.name,
+        description=pin.description,
+        input_schema=schema_text,
+        validation_note=note,
+        capability=f"mcp.call:{server.name}",
+        risk="medium",
+        origin=span_ref(server.span("name")),
+        mcp=mcp,
+    )
+
+
+def _locked(
+    ctx: AgentContext, ref: ToolRef, server: str, pin: ToolPin
+) -> tuple[str | None, str, McpToolPin]:
+    """A locked tool's schema as the plan carries it, its validation note,
+    and its pin. A locked schema that cannot be used is reported: without
+    validation when it needs what the validator never fetches, else kept so
+    the runtime refuses every call."""
+    from charter.compiler.mcp_lock import pinned_schema
+
     schema_text, note, rule = pinned_schema(pin.input_schema)
     if rule is not None:
         consequence = (
@@ -131,23 +130,13 @@ def leviath_mcp_entry(ctx: AgentContext, ref: ToolRef, project_root: Path) -> To
         )
         if schema_text is not None:
             note = ""  # the text stays in the plan: the runtime refuses every call
-    return ToolEntry(
-        name=ref.name,
-        source="mcp",
-        impl=server.name,
-        description=pin.description,
-        input_schema=schema_text,
-        validation_note=note,
-        capability=f"mcp.call:{server.name}",
-        risk="medium",
-        origin=span_ref(server.span("name")),
-        mcp=McpToolPin(
-            server=server.name,
-            tool=ref.server_tool,
-            description_sha256=pin.description_sha256,
-            schema_sha256=pin.schema_sha256,
-        ),
+    mcp = McpToolPin(
+        server=server,
+        tool=pin.name,
+        description_sha256=pin.description_sha256,
+        schema_sha256=pin.schema_sha256,
     )
+    return schema_text, note, mcp
 
 
 def script_entry(ctx: AgentContext, ref: ToolRef) -> ToolEntry | None:

@@ -4,8 +4,6 @@ capability for a tool's slot."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from charter.compiler.diagnostics import format_key_path
 from charter.compiler.resolve.context import (
     AgentContext,
@@ -19,11 +17,6 @@ from charter.runtime.plan import (
 )
 
 __all__ = ["granted", "resolve_grants"]
-
-if TYPE_CHECKING:
-    # Agent cores, MCP manifests and lock files are read only for agents
-    # that have them; a blueprint-only project never imports their models.
-    pass
 
 
 def resolve_grants(ctx: AgentContext) -> list[Grant]:

@@ -5,7 +5,6 @@ them, and [tool_script_permissions] with ``inherit`` resolved."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from charter.compiler.diagnostics import format_key_path
 from charter.compiler.frontends.stage_toml import StageEntry
@@ -32,11 +31,6 @@ from charter.runtime.plan import (
 )
 
 __all__ = ["leviath_sources", "resolve_script_permissions"]
-
-if TYPE_CHECKING:
-    # Agent cores, MCP manifests and lock files are read only for agents
-    # that have them; a blueprint-only project never imports their models.
-    pass
 
 
 def leviath_sources(ctx: AgentContext, stages: Mapping[str, StageEntry], agent_name: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from charter.compiler.diagnostics import Span, format_key_path
 from charter.compiler.frontends.validation import thaw
@@ -18,11 +18,6 @@ from charter.compiler.schemacheck import check_schema, problem_path
 from charter.compiler.sources.sourcemap import SourceMap
 
 __all__ = ["ints_only", "schema_at", "schema_text", "user_schema"]
-
-if TYPE_CHECKING:
-    # Agent cores, MCP manifests and lock files are read only for agents
-    # that have them; a blueprint-only project never imports their models.
-    pass
 
 
 def schema_at(ctx: AgentContext, schema: Any, where: Span) -> tuple[str | None, str]:

@@ -9,7 +9,7 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from charter.compiler.diagnostics import did_you_mean, format_key_path
 from charter.compiler.frontends.base import server_id_from_path
@@ -49,11 +49,6 @@ __all__ = [
     "untrusted_server_clamp",
     "user_scopes",
 ]
-
-if TYPE_CHECKING:
-    # Agent cores, MCP manifests and lock files are read only for agents
-    # that have them; a blueprint-only project never imports their models.
-    pass
 
 
 def permission_map(

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from charter.compiler.describe import shell_hint_block
 from charter.compiler.diagnostics import did_you_mean, format_key_path
@@ -52,11 +52,6 @@ from charter.runtime.plan import (
 )
 
 __all__ = ["implicit_stage", "resolve_stage"]
-
-if TYPE_CHECKING:
-    # Agent cores, MCP manifests and lock files are read only for agents
-    # that have them; a blueprint-only project never imports their models.
-    pass
 
 
 def implicit_stage(ctx: AgentContext, table: ToolTable) -> dict[str, StageEntry]:
