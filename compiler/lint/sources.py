@@ -11,25 +11,15 @@ from typing import TYPE_CHECKING
 from charter.compiler.diagnostics import Severity, Span, did_you_mean, format_key_path
 from charter.compiler.frontends.base import server_id_from_path
 from charter.compiler.frontends.stage_toml import StageEntry
-from charter.compiler.permissions import (
-    APPROVAL_TO_PERMISSION,
-)
+from charter.compiler.permissions import APPROVAL_TO_PERMISSION
 from charter.compiler.resolve.agent import ResolvedAgent
 from charter.compiler.resolve.context import RISKS, AgentContext, tool_denied, tool_enabled
 from charter.compiler.resolve.grants import granted
 from charter.compiler.rules import diag
 from charter.compiler.tooltable import ToolTable
 from charter.runtime.capabilities import grant_covers
-from charter.runtime.catalog import (
-    resolve_builtin,
-)
-from charter.runtime.plan import (
-    Decision,
-    Grant,
-    Stage,
-    ToolEntry,
-    stricter,
-)
+from charter.runtime.catalog import resolve_builtin
+from charter.runtime.plan import Decision, Grant, Stage, ToolEntry, stricter
 
 if TYPE_CHECKING:
     # Agent cores, MCP manifests and lock files are read only for agents

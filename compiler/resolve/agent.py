@@ -13,37 +13,19 @@ from charter.compiler.diagnostics import did_you_mean
 from charter.compiler.frontends.base import salvage
 from charter.compiler.frontends.blueprint import Blueprint
 from charter.compiler.frontends.stage_toml import StageEntry, combine_stages
-from charter.compiler.permissions import (
-    Said,
-)
-from charter.compiler.resolve.context import (
-    AgentContext,
-)
-from charter.compiler.resolve.entries import (
-    authored_entry,
-    builtin_entry,
-    mcp_entry,
-    script_entry,
-)
+from charter.compiler.permissions import Said
+from charter.compiler.resolve.context import AgentContext
+from charter.compiler.resolve.entries import authored_entry, builtin_entry, mcp_entry, script_entry
 from charter.compiler.resolve.grants import resolve_grants
 from charter.compiler.resolve.leviath import leviath_sources, resolve_script_permissions
 from charter.compiler.resolve.mcp_servers import leviath_server_plans, mcp_server_plans
-from charter.compiler.resolve.scopes import (
-    permission_map,
-    user_scopes,
-)
+from charter.compiler.resolve.scopes import permission_map, user_scopes
 from charter.compiler.resolve.stages import implicit_stage, resolve_stage
 from charter.compiler.resolve.tools import collect_tools
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
 from charter.compiler.tooltable import ToolTable
-from charter.runtime.plan import (
-    Grant,
-    McpServerPlan,
-    SandboxProfile,
-    Stage,
-    ToolEntry,
-)
+from charter.runtime.plan import Grant, McpServerPlan, SandboxProfile, Stage, ToolEntry
 from charter.runtime.shell import ShellPolicy
 
 __all__ = ["ResolvedAgent", "resolve_agent"]

@@ -17,11 +17,7 @@ from charter.compiler.frontends.config_toml import UserConfig
 from charter.compiler.frontends.project import AgentSources
 from charter.compiler.sources.sourcemap import SourceMap
 from charter.runtime.naming import mcp_safe_name
-from charter.runtime.plan import (
-    Limits,
-    ScriptPermissions,
-    SourceRef,
-)
+from charter.runtime.plan import Limits, ScriptPermissions, SourceRef
 
 __all__ = [
     "AgentContext",

@@ -23,13 +23,7 @@ from charter.compiler.resolve.schemas import schema_at, user_schema
 from charter.compiler.resolve.tools import leviath_pins
 from charter.compiler.rules import diag
 from charter.compiler.tooltable import ToolRef
-from charter.runtime.plan import (
-    AuthoredTool,
-    Grant,
-    McpToolPin,
-    ScriptTool,
-    ToolEntry,
-)
+from charter.runtime.plan import AuthoredTool, Grant, McpToolPin, ScriptTool, ToolEntry
 
 __all__ = ["authored_entry", "builtin_entry", "leviath_mcp_entry", "mcp_entry", "script_entry"]
 

@@ -8,27 +8,13 @@ from collections.abc import Mapping
 
 from charter.compiler.diagnostics import format_key_path
 from charter.compiler.frontends.stage_toml import StageEntry
-from charter.compiler.permissions import (
-    Said,
-    ScopeInputs,
-    resolve_permission,
-)
-from charter.compiler.resolve.context import (
-    AgentContext,
-)
-from charter.compiler.resolve.scopes import (
-    UserScopes,
-    permission_map,
-)
+from charter.compiler.permissions import Said, ScopeInputs, resolve_permission
+from charter.compiler.resolve.context import AgentContext
+from charter.compiler.resolve.scopes import UserScopes, permission_map
 from charter.compiler.rules import diag
 from charter.compiler.tooltable import ToolTable
-from charter.runtime.catalog import (
-    resolve_builtin,
-)
-from charter.runtime.plan import (
-    Permission,
-    ScriptPermissions,
-)
+from charter.runtime.catalog import resolve_builtin
+from charter.runtime.plan import Permission, ScriptPermissions
 
 __all__ = ["leviath_sources", "resolve_script_permissions"]
 

@@ -8,22 +8,11 @@ from typing import TYPE_CHECKING
 
 from charter.compiler.diagnostics import Span
 from charter.compiler.frontends.base import server_id_from_path
-from charter.compiler.permissions import (
-    APPROVAL_TO_PERMISSION,
-)
-from charter.compiler.resolve.context import (
-    AgentContext,
-    span_ref,
-)
+from charter.compiler.permissions import APPROVAL_TO_PERMISSION
+from charter.compiler.resolve.context import AgentContext, span_ref
 from charter.compiler.resolve.tools import leviath_pins
 from charter.runtime.mcp.filters import select_tools
-from charter.runtime.plan import (
-    Clamp,
-    Decision,
-    McpServerPlan,
-    McpToolPin,
-    stricter,
-)
+from charter.runtime.plan import Clamp, Decision, McpServerPlan, McpToolPin, stricter
 
 __all__ = ["leviath_server_plans", "mcp_server_plans"]
 

@@ -13,31 +13,14 @@ from typing import Any, cast
 
 from charter.compiler.diagnostics import did_you_mean, format_key_path
 from charter.compiler.frontends.base import server_id_from_path
-from charter.compiler.permissions import (
-    APPROVAL_TO_PERMISSION,
-    CoreInputs,
-    Said,
-)
-from charter.compiler.resolve.context import (
-    AgentContext,
-    span_ref,
-)
+from charter.compiler.permissions import APPROVAL_TO_PERMISSION, CoreInputs, Said
+from charter.compiler.resolve.context import AgentContext, span_ref
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
 from charter.compiler.tooltable import ToolRef, ToolTable, all_builtin_names
-from charter.runtime.catalog import (
-    BLUEPRINT_LOOSENABLE,
-    impl_siblings,
-    resolve_builtin,
-)
+from charter.runtime.catalog import BLUEPRINT_LOOSENABLE, impl_siblings, resolve_builtin
 from charter.runtime.naming import mcp_safe_name
-from charter.runtime.plan import (
-    Clamp,
-    Decision,
-    Permission,
-    ToolEntry,
-    stricter,
-)
+from charter.runtime.plan import Clamp, Decision, Permission, ToolEntry, stricter
 
 __all__ = [
     "UserScopes",

@@ -14,18 +14,8 @@ from charter.compiler.frontends.base import server_id_from_path
 from charter.compiler.frontends.blueprint import StageTable
 from charter.compiler.frontends.stage_toml import StageEntry
 from charter.compiler.frontends.validation import thaw
-from charter.compiler.permissions import (
-    Said,
-    ScopeInputs,
-    resolve_permission,
-)
-from charter.compiler.resolve.context import (
-    FAN_OUT,
-    SUBMIT,
-    AgentContext,
-    span_ref,
-    tool_enabled,
-)
+from charter.compiler.permissions import Said, ScopeInputs, resolve_permission
+from charter.compiler.resolve.context import FAN_OUT, SUBMIT, AgentContext, span_ref, tool_enabled
 from charter.compiler.resolve.schemas import ints_only
 from charter.compiler.resolve.scopes import (
     UserScopes,

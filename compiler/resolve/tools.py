@@ -11,17 +11,11 @@ from typing import TYPE_CHECKING
 from charter.compiler.diagnostics import Span, format_key_path
 from charter.compiler.frontends.base import server_id_from_path
 from charter.compiler.frontends.stage_toml import StageEntry
-from charter.compiler.resolve.context import (
-    FAN_OUT,
-    SUBMIT,
-    AgentContext,
-)
+from charter.compiler.resolve.context import FAN_OUT, SUBMIT, AgentContext
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
 from charter.compiler.tooltable import ToolTable
-from charter.runtime.catalog import (
-    TOOLSETS,
-)
+from charter.runtime.catalog import TOOLSETS
 from charter.runtime.mcp.filters import select_tools, unmatched_patterns
 from charter.runtime.naming import mcp_safe_name
 
