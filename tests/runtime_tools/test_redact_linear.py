@@ -155,3 +155,67 @@ def test_the_stream_equals_the_whole(text: str, values: list[str], cuts: list[in
     got = "".join(s.feed(text[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
     got += s.feed("", final=True)
     assert got == r.redact(text, "stored")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(alphabet="ab-", max_size=60),
+    st.lists(st.text(alphabet="ab-", min_size=2, max_size=30), min_size=1, max_size=4),
+    st.lists(st.integers(1, 6), min_size=1, max_size=30),
+    st.integers(0, 3),
+)
+def test_the_stream_equals_the_whole_when_long_prefixes_are_held_piecewise(
+    text: str, values: list[str], sizes: list[int], learn_at: int
+) -> None:
+    """The held-back text of a long secret's prefix is kept piece by piece
+    (so a megabyte secret does not make the stream quadratic). With that
+    state entered as early as possible, the stream gives exactly what it
+    gives without it, also when a value is learned part-way through; and
+    with every value known from the start, the whole text's redaction."""
+    from unittest import mock
+
+    import charter.runtime.tools.tasks.stream as stream_module
+
+    early, late = values[:1], values[1:]
+    pieces: list[str] = []
+    pos = 0
+    for size in sizes:
+        pieces.append(text[pos : pos + size])
+        pos += size
+    pieces.append(text[pos:])
+
+    def run(threshold: int) -> tuple[list[str], Redactor]:
+        r = Redactor()
+        for n, v in enumerate(early):
+            r.add(v, f"S{n}")
+        with mock.patch.object(stream_module, "_PREFIX_STATE_MIN", threshold):
+            s = StreamRedactor(r)
+            emitted: list[str] = []
+            for n, piece in enumerate(pieces):
+                if n == learn_at:
+                    for m, v in enumerate(late):
+                        r.add(v, f"L{m}")
+                emitted.append(s.feed(piece))
+            emitted.append(s.feed("", final=True))
+        return emitted, r
+
+    # Piece by piece, not only in total: holding back more than needed
+    # would delay output that a live view shows.
+    got, r = run(1)
+    assert got == run(10**9)[0]
+    if learn_at == 0 or not late:
+        assert "".join(got) == r.redact(text, "stored")
+
+
+def test_a_megabyte_secret_arriving_in_pieces_is_held_without_rescanning() -> None:
+    """A secret as long as the stream (a URL password of a megabyte, learned
+    from the output itself) is held back piece by piece and redacted whole."""
+    secret = ":" * 1_000_000
+    r = Redactor()
+    r.add(secret, "S")
+    s = StreamRedactor(r)
+    body = secret[:-1]
+    out = "".join(s.feed(body[i : i + 4096]) for i in range(0, len(body), 4096))
+    assert out == "" and s.pending == len(body)
+    out += s.feed(":") + s.feed("", final=True)
+    assert out == r.redact(secret, "stored") and secret not in out

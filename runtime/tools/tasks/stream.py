@@ -7,6 +7,9 @@ from charter.runtime.redact import FAILED_MARKER, Redactor, find_secrets, tail_o
 
 __all__ = ["StreamRedactor"]
 
+# Below this many held-back characters the full computation is cheap anyway.
+_PREFIX_STATE_MIN = 256
+
 
 class StreamRedactor:
     """Exact-value redaction of one stream fed a piece at a time.
@@ -32,6 +35,13 @@ class StreamRedactor:
     def __init__(self, redactor: Redactor) -> None:
         self._redactor = redactor
         self._pending = ""
+        # Held-back text that is wholly a proper prefix of one known value:
+        # kept as pieces, so a long secret arriving in small pieces is not
+        # copied and scanned again for every piece (see ``_extend``).
+        self._prefix_of: str | None = None
+        self._prefix_snapshot: tuple[str, ...] | None = None
+        self._parts: list[str] = []
+        self._parts_len = 0
 
     def _replacement(self, value: str) -> str:
         out = self._redactor.redact(value, "stored")
@@ -40,14 +50,62 @@ class StreamRedactor:
             raise ValueError("a secret could not be redacted")
         return out
 
+    def _extend(self, text: str, ordered: tuple[str, ...]) -> bool:
+        """Hold ``text`` back at the cost of the piece alone, when that is
+        what the full computation would do: the held text is a proper prefix
+        of a known value and stays one with ``text`` appended. Then that value
+        may still start at the first held character, so the cut is there and
+        nothing can be emitted, whatever the other values are."""
+        value = self._prefix_of
+        if value is None or ordered is not self._prefix_snapshot:
+            return False  # no prefix state, or the known values changed
+        if self._parts_len + len(text) >= len(value) or not value.startswith(
+            text, self._parts_len
+        ):
+            return False
+        self._parts.append(text)
+        self._parts_len += len(text)
+        return True
+
+    def _held(self) -> str:
+        if self._parts:
+            self._pending = "".join(self._parts)
+            self._parts = []
+        self._prefix_of = None
+        self._prefix_snapshot = None
+        return self._pending
+
     def feed(self, text: str, *, final: bool = False) -> str:
-        buf = self._pending + text
         # The known values, read as one snapshot: which of them the end of
         # the text may be the start of decides how much to hold back.
         ordered, _ = self._redactor.snapshot()
+        if not final and self._extend(text, ordered):
+            return ""
+        buf = self._held() + text
         if not ordered:
             self._pending = ""
             return buf
+        out = self._feed(buf, ordered, final)
+        self._note_prefix(ordered)
+        return out
+
+    def _note_prefix(self, ordered: tuple[str, ...]) -> None:
+        """Enter the prefix state when what is held back is a proper prefix
+        of a known value (checked once here, linear in what is held)."""
+        held = self._pending
+        if len(held) < _PREFIX_STATE_MIN:
+            return
+        for value in ordered:
+            if len(value) <= len(held):
+                break  # longest first: no later value is long enough
+            if value.startswith(held):
+                self._prefix_of = value
+                self._prefix_snapshot = ordered
+                self._parts = [held]
+                self._parts_len = len(held)
+                return
+
+    def _feed(self, buf: str, ordered: tuple[str, ...], final: bool) -> str:
         cut = len(buf)
         if not final:
             for value in ordered:
@@ -85,4 +143,4 @@ class StreamRedactor:
     @property
     def pending(self) -> int:
         """How many characters are held back."""
-        return len(self._pending)
+        return self._parts_len if self._parts else len(self._pending)
