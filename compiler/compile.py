@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 from charter.compiler.describe import render_description, shell_hint_block
 from charter.compiler.diagnostics import Diagnostic, Severity, Span, did_you_mean, format_key_path
+from charter.compiler.emit_runtime import builtin_entry, redirect_write
 from charter.compiler.frontends.base import salvage, server_id_from_path
 from charter.compiler.frontends.blueprint import Blueprint
 from charter.compiler.frontends.blueprint import Stage as StageModel
@@ -767,9 +768,6 @@ def _builtin_entry(ctx: _Ctx, ref: ToolRef, output: StageModel | None) -> ToolEn
     if meta is not None and meta[0].risk is not None:
         if _RISKS.index(meta[0].risk) > _RISKS.index(risk):
             risk = meta[0].risk
-    # The catalog's schemas are Charter's own, checked by its tests; only
-    # schemas written by users are compiled here.
-    schema_text, note = b.input_schema, ""
     spec = output.output if output is not None else None
     description = (
         render_description(
@@ -782,22 +780,7 @@ def _builtin_entry(ctx: _Ctx, ref: ToolRef, output: StageModel | None) -> ToolEn
         if ctx.options.render_descriptions
         else b.description_template
     )
-    return ToolEntry(
-        name=b.name,
-        source="builtin",
-        impl=b.impl,
-        description=description,
-        input_schema=schema_text,
-        input_rules=b.input_rules,
-        validation_note=note,
-        capability=b.capability,
-        risk=cast(Any, risk),
-        blocks_on_person=b.blocks_on_person,
-        counts_as_work=b.counts_as_work,
-        outbound=b.outbound,
-        host_only=b.host_only,
-        origin=_ref(ref.where),
-    )
+    return builtin_entry(b, description=description, risk=cast(Any, risk), origin=_ref(ref.where))
 
 
 def _schema(
@@ -1258,6 +1241,7 @@ def _compile_stage(
         system_prompt=st.system_prompt,
         fan_out=_fan_out(ctx, entry, stage_names),
         origin=_ref(entry.span()),
+        redirect_write=redirect_write(),
     )
 
 

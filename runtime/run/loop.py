@@ -79,12 +79,13 @@ from charter.runtime.models import (
     ScriptExpectationError,
     ToolSpec,
 )
-from charter.runtime.plan import Edge, OutputSpec, Stage
+from charter.runtime.plan import Edge, OutputSpec, Stage, ToolEntry
+from charter.runtime.prepared import PreparedPlan
 from charter.runtime.results import ToolCall, ToolResult, refusal
 from charter.runtime.run.progress import Meter
-from charter.runtime.session import PreparedPlan, Session, open_session
+from charter.runtime.session import Session, open_session
 from charter.runtime.tools.context import fold_sections, validate_output
-from charter.runtime.tools.registry import IMPLEMENTATIONS, RunStore, ToolRuntime
+from charter.runtime.tools.registry import IMPLEMENTATIONS, Registry, RunStore, ToolRuntime
 from charter.runtime.tools.tasks import cancel_tasks
 from charter.runtime.tools.web import web_config_for
 
@@ -427,15 +428,14 @@ class AgentRun:
         except Exception:  # noqa: BLE001 - a failing redactor hides, never shows
             return "[hidden: redaction failed]"
 
-    def _registry(self) -> dict[str, Any]:
+    def _registry(self) -> Registry:
         from charter.runtime.run.agents import agent_tools
         from charter.runtime.run.people import people_tools
 
-        reg: dict[str, Any] = dict(IMPLEMENTATIONS)
+        own = list(agent_tools(self.world, self, IMPLEMENTATIONS))
         if self.ctx.prompter is not None:
-            reg.update(people_tools(self.ctx.prompter, self.ctx.run_dir / "scratch"))
-        reg.update(agent_tools(self.world, self, IMPLEMENTATIONS))
-        return reg
+            own += people_tools(self.ctx.prompter, self.ctx.run_dir / "scratch").registrations()
+        return IMPLEMENTATIONS.overlay(own)
 
     def deliver(self, message: str, region: str | None) -> None:
         """A message from the parent agent, read before this agent's next turn."""
@@ -734,7 +734,7 @@ class AgentRun:
             def run() -> ToolResult:
                 return execute(session, tool_call, registry, approvals, audit, runtime=rt)
 
-            guarded = self._guard_records(outcome.canonical or call.name, call.arguments)
+            guarded = self._guard_records(outcome.entry, call.arguments)
             if guarded is not None and outcome.decision != "deny":
                 result, decision, gate, rule = guarded, "deny", "dispatch", "run-records"
                 self._audit_refusal(call, "dispatch", "run-records", guarded.content)
@@ -826,13 +826,15 @@ class AgentRun:
             "did not stop in time",
         )
 
-    def _guard_records(self, tool: str, args: Mapping[str, Any]) -> ToolResult | None:
+    def _guard_records(
+        self, entry: ToolEntry | None, args: Mapping[str, Any]
+    ) -> ToolResult | None:
         """The run's own records (``.charter/`` in the workspace: plans, audit
         logs, events) are not the agent's to overwrite with file tools."""
         from charter.runtime.tools.paths import path_args
 
         records = (self.ctx.workspace / ".charter").resolve()
-        for value, op in path_args(tool, args):
+        for _arg, value, op in path_args(entry, args):
             if op != "write":
                 continue
             try:

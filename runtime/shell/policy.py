@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from charter.runtime.plan.shell import SafeShellCommand, ShellPolicy
 
 __all__ = [
     "CLIENT_SETTINGS_RULE",
@@ -34,29 +34,6 @@ _RANK: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 
 def stricter(a: Decision, b: Decision) -> Decision:
     return a if _RANK[a] >= _RANK[b] else b
-
-
-class SafeShellCommand(BaseModel):
-    """One compiled ``[safe_commands]`` shell entry: the literal words a
-    command must start with (program first), already parsed and checked by
-    the compiler so the runtime only compares words."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    words: tuple[str, ...]
-    source: str  # the entry as the user wrote it, for messages
-    justification: str | None = None
-
-
-class ShellPolicy(BaseModel):
-    """Everything the guard needs from the plan. Frozen and plain data so it
-    can be embedded in the compiled plan and round-trip through JSON."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    # The built-in read-only table (``[safe_commands] defaults``).
-    defaults: bool = True
-    safe: tuple[SafeShellCommand, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
