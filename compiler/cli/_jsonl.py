@@ -1,8 +1,11 @@
-"""``--jsonl``: the batch form shared by the check verbs.
+"""What the check verbs share: one call or a batch of JSON lines, and one
+exit-code map.
 
-``charter check``, ``check-path``, ``check-shell`` and ``check-url`` read the
-same way with ``--jsonl``: one JSON object a line on stdin, each answered by
-one JSON line on stdout, in order, with the same fields whatever the verb:
+``charter check``, ``check-path``, ``check-shell`` and ``check-url`` each
+judge one operand given on the command line (a tool call, a path, a shell
+command, a URL) or, with ``--jsonl``, one JSON object a line on stdin, each
+answered by one JSON line on stdout, in order, with the same fields whatever
+the verb:
 
 ``id``
     the line's own ``id``, echoed (null when it had none or was unreadable);
@@ -20,21 +23,41 @@ object, a field of the wrong type, text that is not Unicode) is answered
 ``deny`` with rule ``malformed-request``: never skipped, so answers stay in
 step with the input, and never read as allowed.
 
-The exit code is that of the most restrictive answer, as for a single call:
-1 when any line was denied, else 3 when any asks (or needs DNS), else 0; and
-2 when any line was malformed.
+Exit codes are the decision vocabulary's
+(:data:`charter.runtime.plan.vocabulary.EXIT_CODES`): 0 allow, 1 deny, 3 ask,
+where ``check-url``'s ``needs-dns`` counts as an ask (something other than
+the literal URL must decide) and anything unknown as a deny. A batch exits
+with its most restrictive answer's code, and 2 when any line was malformed;
+a usage error is 2.
+
+Like every helper of the verbs that run without the compiler, this module
+imports only the standard library at load time.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from collections.abc import Callable, Mapping
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-__all__ = ["BadLine", "answer_lines", "text_field"]
+if TYPE_CHECKING:
+    from charter.runtime.plan.vocabulary import Permission
 
-_EXIT = {"allow": 0, "ask": 3, "needs-dns": 3, "deny": 1}
-_RANK = {0: 0, 3: 1, 1: 2}  # exit code -> how restrictive, for the worst of many
+__all__ = [
+    "BadLine",
+    "add_batch_options",
+    "answer_lines",
+    "exit_code",
+    "one_or_batch",
+    "operand_problem",
+    "text_field",
+]
+
+# check-url's answer when the literal host cannot decide: for the exit code,
+# a person (or a resolver) must, as for an ask.
+_AS_PERMISSION = {"needs-dns": "ask"}
 
 
 class BadLine(ValueError):
@@ -43,6 +66,61 @@ class BadLine(ValueError):
     def __init__(self, message: str, ident: Any = None) -> None:
         super().__init__(message)
         self.ident = ident
+
+
+def _permission(decision: Any) -> Permission:
+    """The vocabulary's word for a verb's decision: needs-dns is an ask, and
+    anything the vocabulary does not know is a deny (fail closed)."""
+    from charter.runtime.plan.vocabulary import PERMISSIONS
+
+    word = _AS_PERMISSION.get(str(decision), str(decision))
+    return next((p for p in PERMISSIONS if p == word), "deny")
+
+
+def exit_code(decision: str) -> int:
+    """The exit code of one answer."""
+    from charter.runtime.plan.vocabulary import EXIT_CODES
+
+    return EXIT_CODES[_permission(decision)]
+
+
+def add_batch_options(p: argparse.ArgumentParser, lines: str) -> None:
+    """``--format`` for one answer and ``--jsonl`` for a batch; ``lines`` says
+    what the batch's lines hold and what each answer holds."""
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    p.add_argument("--jsonl", action="store_true", help=lines)
+
+
+def operand_problem(verb: str, value: str | None, jsonl: bool, *, operand: str, items: str) -> bool:
+    """Report, and say whether, the command line gives the operand and
+    ``--jsonl`` both or neither: one call names its ``operand`` (TOOL, PATH,
+    CMD, URL), a batch reads ``items`` from stdin."""
+    if jsonl and value is not None:
+        print(
+            f"charter {verb}: --jsonl reads {items} from stdin; give no {operand}", file=sys.stderr
+        )
+        return True
+    if not jsonl and value is None:
+        print(f"charter {verb}: give a {operand} (or use --jsonl)", file=sys.stderr)
+        return True
+    return False
+
+
+def one_or_batch(
+    value: str | None,
+    jsonl: bool,
+    one: Callable[[str], int],
+    answer: Callable[[dict[str, Any]], dict[str, Any]],
+    *,
+    malformed: Mapping[str, Any] | None = None,
+) -> int:
+    """Judge the one operand (``one`` prints its answer and returns the exit
+    code) or, with ``jsonl``, every line of stdin (see :func:`answer_lines`).
+    The command line is checked first (:func:`operand_problem`)."""
+    if jsonl:
+        return answer_lines(sys.stdin, answer, sys.stdout, malformed=malformed)
+    assert value is not None
+    return one(value)
 
 
 def text_field(obj: Mapping[str, Any], key: str, *, required: bool = True) -> str | None:
@@ -76,7 +154,9 @@ def answer_lines(
     verb's fields, without ``id``, or raises :class:`BadLine`); write each
     answer to ``out``; return the exit code described above. ``malformed``
     adds fields to the answer for a bad line (``check``'s ``gate``)."""
-    worst = 0
+    from charter.runtime.plan.vocabulary import stricter
+
+    worst: Permission = "allow"
     bad = False
     for number, raw in enumerate(lines, 1):
         if not raw.strip():
@@ -109,6 +189,5 @@ def answer_lines(
             line = json.dumps(row)  # JSON escapes carry what UTF-8 cannot (an echoed id)
         out.write(line + "\n")
         out.flush()
-        code = _EXIT.get(str(row.get("decision")), 1)
-        worst = max(worst, code, key=_RANK.__getitem__)
-    return 2 if bad else worst
+        worst = stricter(worst, _permission(row.get("decision")))
+    return 2 if bad else exit_code(worst)

@@ -20,11 +20,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from charter.compiler.cli._jsonl import (
+    BadLine,
+    add_batch_options,
+    exit_code,
+    one_or_batch,
+    operand_problem,
+    text_field,
+)
 from charter.compiler.cli._plan_arg import add_project_options, prepared_plan_or_project
 
 __all__ = ["add_arguments", "run"]
-
-_EXIT = {"allow": 0, "deny": 1, "ask": 3}
 
 
 def _intermixed(parser: argparse.ArgumentParser) -> None:
@@ -69,8 +75,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--allow", action="append", default=[], metavar="TOOL", help="lift TOOL's ask (repeatable)"
     )
     p.add_argument("--workspace", default=".", help="workspace directory (default: .)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument("--jsonl", action="store_true", help="read calls as JSON lines from stdin")
+    add_batch_options(p, "read calls as JSON lines from stdin")
     add_project_options(p)
 
 
@@ -145,56 +150,51 @@ def run(args: argparse.Namespace) -> int:
         print(f"charter check: {exc}", file=sys.stderr)
         return 2
 
-    if args.jsonl:
-        if args.tool is not None:
-            print("charter check: --jsonl reads calls from stdin; give no TOOL", file=sys.stderr)
+    if operand_problem("check", args.tool, args.jsonl, operand="TOOL", items="calls"):
+        return 2
+
+    def answer(req: dict[str, Any]) -> dict[str, Any]:
+        tool = text_field(req, "tool")
+        call_args = req.get("args", {})
+        stage = text_field(req, "stage", required=False) or args.stage
+        if not tool:
+            raise BadLine("'tool' must be a non-empty string", req.get("id"))
+        if not isinstance(call_args, dict):
+            raise BadLine("'args' must be a JSON object", req.get("id"))
+        try:
+            session = session_for(stage)
+        except SessionError as exc:
+            raise BadLine(str(exc), req.get("id")) from None
+        call = ToolCall(tool, call_args, str(req.get("id") or ""))
+        return decide(session, call).to_json()
+
+    def one(tool: str) -> int:
+        try:
+            call_args = json.loads(args.args_json)
+        except json.JSONDecodeError as exc:
+            print(
+                f"charter check: ARGS_JSON is not JSON (column {exc.colno}: {exc.msg})",
+                file=sys.stderr,
+            )
             return 2
-        from charter.compiler.cli._jsonl import BadLine, answer_lines, text_field
+        except (RecursionError, ValueError):
+            # Nested past the parser's stack, or an integer of thousands of digits.
+            print(
+                "charter check: ARGS_JSON cannot be read (nested too deeply, or a number too long)",
+                file=sys.stderr,
+            )
+            return 2
+        if not isinstance(call_args, dict):
+            print("charter check: ARGS_JSON must be a JSON object", file=sys.stderr)
+            return 2
+        outcome = decide(session_for(args.stage), ToolCall(tool, call_args))
+        result = outcome.to_json()
+        if args.format == "json":
+            print(json.dumps(result, ensure_ascii=True, indent=2))
+        else:
+            print(_text(result))
+        return exit_code(outcome.decision)
 
-        def answer(req: dict[str, Any]) -> dict[str, Any]:
-            tool = text_field(req, "tool")
-            call_args = req.get("args", {})
-            stage = text_field(req, "stage", required=False) or args.stage
-            if not tool:
-                raise BadLine("'tool' must be a non-empty string", req.get("id"))
-            if not isinstance(call_args, dict):
-                raise BadLine("'args' must be a JSON object", req.get("id"))
-            try:
-                session = session_for(stage)
-            except SessionError as exc:
-                raise BadLine(str(exc), req.get("id")) from None
-            call = ToolCall(tool, call_args, str(req.get("id") or ""))
-            return decide(session, call).to_json()
-
-        return answer_lines(
-            sys.stdin, answer, sys.stdout, malformed={"gate": "input", "provenance": {}}
-        )
-
-    if args.tool is None:
-        print("charter check: name the TOOL to check (or use --jsonl)", file=sys.stderr)
-        return 2
-    try:
-        call_args = json.loads(args.args_json)
-    except json.JSONDecodeError as exc:
-        print(
-            f"charter check: ARGS_JSON is not JSON (column {exc.colno}: {exc.msg})",
-            file=sys.stderr,
-        )
-        return 2
-    except (RecursionError, ValueError):
-        # Nested past the parser's stack, or an integer of thousands of digits.
-        print(
-            "charter check: ARGS_JSON cannot be read (nested too deeply, or a number too long)",
-            file=sys.stderr,
-        )
-        return 2
-    if not isinstance(call_args, dict):
-        print("charter check: ARGS_JSON must be a JSON object", file=sys.stderr)
-        return 2
-    outcome = decide(session_for(args.stage), ToolCall(args.tool, call_args))
-    result = outcome.to_json()
-    if args.format == "json":
-        print(json.dumps(result, ensure_ascii=True, indent=2))
-    else:
-        print(_text(result))
-    return _EXIT[outcome.decision]
+    return one_or_batch(
+        args.tool, args.jsonl, one, answer, malformed={"gate": "input", "provenance": {}}
+    )

@@ -25,12 +25,18 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from charter.compiler.cli._jsonl import (
+    add_batch_options,
+    exit_code,
+    one_or_batch,
+    operand_problem,
+    text_field,
+)
+
 if TYPE_CHECKING:
     from charter.runtime.shell import ShellPolicy, Verdict
 
 __all__ = ["add_arguments", "run"]
-
-_EXIT = {"allow": 0, "deny": 1, "ask": 3}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -42,34 +48,41 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--workspace", metavar="DIR", help="the workspace root (default: the current directory)"
     )
     p.add_argument("--config", metavar="FILE", help="a config.toml whose [safe_commands] applies")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
-    p.add_argument(
-        "--jsonl",
-        action="store_true",
-        help='read {"id", "command", "cwd"} lines from stdin; write {"id", "decision", "rule", '
+    add_batch_options(
+        p,
+        'read {"id", "command", "cwd"} lines from stdin; write {"id", "decision", "rule", '
         '"reason"} lines',
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    if (args.command is None) == (not args.jsonl):
-        print("charter check-shell: give either a command or --jsonl", file=sys.stderr)
+    if operand_problem("check-shell", args.command, args.jsonl, operand="CMD", items="commands"):
         return 2
     policy = _policy(args.config)
     if policy is None:
         return 2
-    workspace = os.path.abspath(args.workspace or os.getcwd())
-    cwd = os.path.join(workspace, args.cwd) if args.cwd else workspace
-    if args.jsonl:
-        return _batch(policy, workspace, cwd)
     from charter.runtime.shell import evaluate
 
-    verdict = evaluate(args.command, cwd=cwd, workspace=workspace, policy=policy)
-    if args.format == "json":
-        print(json.dumps({"command": args.command, **verdict.to_json()}, ensure_ascii=False))
-    else:
-        print(_render(args.command, verdict))
-    return _EXIT[verdict.decision]
+    workspace = os.path.abspath(args.workspace or os.getcwd())
+    default_cwd = os.path.join(workspace, args.cwd) if args.cwd else workspace
+
+    def one(command: str) -> int:
+        verdict = evaluate(command, cwd=default_cwd, workspace=workspace, policy=policy)
+        if args.format == "json":
+            print(json.dumps({"command": command, **verdict.to_json()}, ensure_ascii=False))
+        else:
+            print(_render(command, verdict))
+        return exit_code(verdict.decision)
+
+    def answer(obj: dict[str, Any]) -> dict[str, Any]:
+        command = text_field(obj, "command")
+        cwd = text_field(obj, "cwd", required=False)
+        assert command is not None
+        run_cwd = os.path.join(workspace, cwd) if cwd else default_cwd
+        v = evaluate(command, cwd=run_cwd, workspace=workspace, policy=policy)
+        return {"decision": v.decision, "rule": v.rule, "reason": v.message}
+
+    return one_or_batch(args.command, args.jsonl, one, answer)
 
 
 def _policy(config: str | None) -> ShellPolicy | None:
@@ -121,18 +134,3 @@ def _render(command: str, v: Verdict) -> str:
     for f in others:
         lines.append(f"  also {f.decision} [{f.rule}] at {f.span[0]}-{f.span[1]}: {f.message}")
     return "\n".join(lines)
-
-
-def _batch(policy: ShellPolicy, workspace: str, default_cwd: str) -> int:
-    from charter.compiler.cli._jsonl import answer_lines, text_field
-    from charter.runtime.shell import evaluate
-
-    def answer(obj: dict[str, Any]) -> dict[str, Any]:
-        command = text_field(obj, "command")
-        cwd = text_field(obj, "cwd", required=False)
-        assert command is not None
-        run_cwd = os.path.join(workspace, cwd) if cwd else default_cwd
-        v = evaluate(command, cwd=run_cwd, workspace=workspace, policy=policy)
-        return {"decision": v.decision, "rule": v.rule, "reason": v.message}
-
-    return answer_lines(sys.stdin, answer, sys.stdout)

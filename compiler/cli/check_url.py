@@ -23,13 +23,19 @@ import json
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
+from charter.compiler.cli._jsonl import (
+    add_batch_options,
+    exit_code,
+    one_or_batch,
+    operand_problem,
+    text_field,
+)
+
 if TYPE_CHECKING:
     from charter.runtime.net.resolve import Resolver
     from charter.runtime.net.urlpolicy import Decision
 
 __all__ = ["add_arguments", "run"]
-
-_EXIT = {"allow": 0, "deny": 1, "needs-dns": 3}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -44,11 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="resolve host names and require every answer to be allowed",
     )
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
-    p.add_argument(
-        "--jsonl",
-        action="store_true",
-        help='read {"id", "url"} objects, one a line, from stdin and write '
+    add_batch_options(
+        p,
+        'read {"id", "url"} objects, one a line, from stdin and write '
         '{"id", "decision", "rule", "reason", "normalized"} lines',
     )
 
@@ -57,16 +61,15 @@ def run(args: argparse.Namespace) -> int:
     from charter.runtime.net.resolve import SystemResolver
     from charter.runtime.net.urlpolicy import UrlPolicy
 
-    if (args.url is None) == (not args.jsonl):
-        print("charter check-url: give either a URL or --jsonl (lines on stdin)", file=sys.stderr)
+    if operand_problem("check-url", args.url, args.jsonl, operand="URL", items="URLs"):
         return 2
     policy = UrlPolicy(allow_local_network=args.allow_local_network)
     resolver: Resolver | None = SystemResolver() if args.resolve else None
-    if not args.jsonl:
-        decision = policy.check(args.url, resolver)
+
+    def one(url: str) -> int:
+        decision = policy.check(url, resolver)
         _print_one(decision, args.format, sys.stdout)
-        return _EXIT[decision.verdict]
-    from charter.compiler.cli._jsonl import answer_lines, text_field
+        return exit_code(decision.verdict)
 
     def answer(record: dict[str, Any]) -> dict[str, Any]:
         url = text_field(record, "url")
@@ -79,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
             "normalized": d.normalized,
         }
 
-    return answer_lines(sys.stdin, answer, sys.stdout, malformed={"normalized": None})
+    return one_or_batch(args.url, args.jsonl, one, answer, malformed={"normalized": None})
 
 
 def _print_one(decision: Decision, fmt: str, out: IO[str]) -> None:

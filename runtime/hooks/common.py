@@ -15,8 +15,9 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from charter.runtime.plan.vocabulary import RANK, Permission
 from charter.runtime.results import ToolCall
 
 if TYPE_CHECKING:
@@ -48,8 +49,6 @@ __all__ = [
 # Larger than any tool call a model makes (a whole file written at once
 # included); it bounds what a hook reads from a pipe it does not control.
 MAX_EVENT_BYTES = 8 * 1024 * 1024
-Permission = Literal["allow", "ask", "deny"]
-_RANK = {"allow": 0, "ask": 1, "deny": 2}
 
 # For each Charter call a peer's call stands for: the (tool, arguments)
 # alternatives in preference order; the first one the stage offers is used.
@@ -285,6 +284,6 @@ def worst(outcomes: Sequence[Outcome]) -> Outcome:
     """The strictest outcome (deny over ask over allow; the first of equals)."""
     found = outcomes[0]
     for out in outcomes[1:]:
-        if _RANK[out.decision] > _RANK[found.decision]:
+        if RANK[out.decision] > RANK[found.decision]:
             found = out
     return found

@@ -1,6 +1,10 @@
 """``charter run``: execute a compiled plan as an agent loop.
 
-* :mod:`.loop`: one agent through its stages (turns, edges, gates, limits);
+* :mod:`.loop`: one agent through its stages (turns, edges, gates, limits),
+  with :mod:`.context` (what a run's agents share, what one returns),
+  :mod:`.prompt` (what the model is told each turn), :mod:`.shape` (the
+  answer shape), :mod:`.edges` (a stage visit's counts, gates, stuck) and
+  :mod:`.calls` (the mechanics of one tool call);
 * :mod:`.agents`: sub-agents from the same plan, concurrently;
 * :mod:`.people`: terminal prompts for approvals and the human-in-the-loop tools;
 * :mod:`.events`: the event stream and its views (rich, quiet, JSON lines);

@@ -48,28 +48,30 @@ That request replaces the declared shape everywhere the child meets it: in
 its system prompt, in the description of ``submit_output`` (the one tool
 definition not sent exactly as compiled), in the check its answer must pass,
 and in the format its result reports.
+
+This module is the loop itself; around it, :mod:`.context` holds what a
+run's agents share and what one returns, :mod:`.prompt` what the model is
+told each turn, :mod:`.shape` the answer shape, :mod:`.edges` what a stage
+visit counts and when its edges open, and :mod:`.calls` the mechanics of
+one tool call.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import json
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
 
 from charter.runtime.gates import decide, execute
 from charter.runtime.models import (
-    EdgeChoice,
     Message,
     ModelError,
     ModelProvider,
@@ -79,10 +81,14 @@ from charter.runtime.models import (
     ScriptExpectationError,
     ToolSpec,
 )
-from charter.runtime.plan import Edge, OutputSpec, Stage, ToolEntry
-from charter.runtime.prepared import PreparedPlan
+from charter.runtime.plan import OutputSpec, Stage
 from charter.runtime.results import ToolCall, ToolResult, refusal
+from charter.runtime.run.calls import Announced, guard_records, run_in_worker
+from charter.runtime.run.context import AgentResult, RunContext, Status
+from charter.runtime.run.edges import StageVisit, gate_reasons, refused, region_hash, stuck_reason
 from charter.runtime.run.progress import Meter
+from charter.runtime.run.prompt import hinted_edges, offered_specs, system_prompt
+from charter.runtime.run.shape import is_output_stage, output_spec
 from charter.runtime.session import Session, open_session
 from charter.runtime.tools.context import fold_sections, validate_output
 from charter.runtime.tools.registry import IMPLEMENTATIONS, Registry, RunStore, ToolRuntime
@@ -90,151 +96,12 @@ from charter.runtime.tools.tasks import cancel_tasks
 from charter.runtime.tools.web import web_config_for
 
 if TYPE_CHECKING:
-    from charter.runtime.approval import ApprovalAnswer, ApprovalProvider, ApprovalRequest
-    from charter.runtime.audit import AuditLog
-    from charter.runtime.mcp.session import McpRuntime
-    from charter.runtime.redact import Redactor
     from charter.runtime.run.agents import AgentWorld
-    from charter.runtime.run.events import EventBus
-    from charter.runtime.run.people import Prompter
-    from charter.runtime.sandbox.containment import Containment
 
 __all__ = ["AgentResult", "AgentRun", "RunContext", "Status"]
 
-Status = Literal["completed", "no_output", "failed", "cancelled", "killed"]
-
-_STUCK_TURNS = 3
-_PROGRESS_EVERY_S = 1.0
 _DEAD_END_TURNS = 2
 _MAX_MODEL_FAILURES = 3  # in a row, across error edges
-_REFUSED = ("[error]", "[denied]", "[unavailable]", "[blocked]")
-
-
-@dataclass(frozen=True, slots=True)
-class AgentResult:
-    agent_id: str
-    agent_name: str
-    status: Status
-    reason: str
-    output: str | None
-    output_format: str | None
-    turns: int
-    tool_calls: int
-    gates_forced: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "agent_id": self.agent_id,
-            "agent_name": self.agent_name,
-            "status": self.status,
-            "reason": self.reason,
-            "output": self.output,
-            "output_format": self.output_format,
-            "turns": self.turns,
-            "tool_calls": self.tool_calls,
-            "gates_forced": list(self.gates_forced),
-        }
-
-
-@dataclass(slots=True)
-class RunContext:
-    """What every agent of one run shares."""
-
-    prepared: PreparedPlan
-    workspace: Path
-    run_dir: Path
-    run_id: str
-    provider: ModelProvider
-    approvals: ApprovalProvider
-    bus: EventBus
-    audit: AuditLog | None
-    redactor: Redactor
-    env: Mapping[str, str]
-    yolo: bool = False
-    allow: tuple[str, ...] = ()
-    prompter: Prompter | None = None
-    cancel: threading.Event = field(default_factory=threading.Event)
-    limiter: anyio.CapacityLimiter | None = None
-    # Where authored tools' modules are found (the compiled project's root);
-    # None falls back to the workspace. Their digests are checked either way.
-    project_root: Path | None = None
-    # The run's MCP connections; made when the first agent with servers
-    # starts (or given, e.g. with in-process servers), closed by the root.
-    mcp: McpRuntime | None = None
-    # Where commands run (charter.runtime.sandbox.containment); None: uncontained.
-    containment: Containment | None = None
-    _mcp_lock: threading.Lock = field(default_factory=threading.Lock)
-    # Work in threads that the run waits for (tool calls, MCP connects and
-    # closes, stopping background tasks) runs in shielded scopes registered
-    # here; an interrupt gives them all one short deadline (see expire).
-    _guarded: set[anyio.CancelScope] = field(default_factory=set)
-    _expires_at: float | None = None
-
-    def guard(self, scope: anyio.CancelScope) -> None:
-        self._guarded.add(scope)
-        if self._expires_at is not None:
-            scope.deadline = min(scope.deadline, self._expires_at)
-
-    def unguard(self, scope: anyio.CancelScope) -> None:
-        self._guarded.discard(scope)
-
-    def expire(self, grace_s: float) -> None:
-        """The run is stopping: every thread it waits for gets ``grace_s`` more
-        seconds (enough for a shell to stop its process tree on the cancel
-        event), then is abandoned, so the run ends promptly whatever a tool
-        is doing. Call from the event loop."""
-        at = anyio.current_time() + grace_s
-        self._expires_at = at if self._expires_at is None else min(self._expires_at, at)
-        for scope in list(self._guarded):
-            scope.deadline = min(scope.deadline, self._expires_at)
-
-    async def in_thread(self, fn: Callable[[], Any]) -> tuple[bool, Any]:
-        """Run ``fn`` in a worker thread, shielded from cancellation until the
-        run's interrupt deadline (:meth:`expire`); ``(True, result)``, or
-        ``(False, None)`` when it was abandoned at that deadline. An
-        exception from ``fn`` propagates."""
-        with anyio.CancelScope(shield=True) as scope:
-            self.guard(scope)
-            try:
-                return True, await anyio.to_thread.run_sync(
-                    fn, abandon_on_cancel=True, limiter=self.limiter
-                )
-            finally:
-                self.unguard(scope)
-        return False, None
-
-    def mcp_runtime(self) -> McpRuntime:
-        with self._mcp_lock:
-            if self.mcp is None:
-                import os
-
-                from charter.runtime.mcp.session import McpRuntime, run_host
-
-                workspace, run_dir, project = self.workspace, self.run_dir, self.project_root
-                containment = self.containment
-
-                def host(agent: Any) -> Any:
-                    # ${VAR} in a manifest is expanded from the real
-                    # environment, and only after connecting was approved.
-                    made = run_host(
-                        agent,
-                        workspace=workspace,
-                        run_dir=run_dir,
-                        environ=os.environ,
-                        project_root=project,
-                    )
-                    if containment is None:
-                        return made
-                    # A server of an agent this run compiled may start in the
-                    # agent's own directory (outside the workspace): its
-                    # sandbox shows that directory, read-only.
-                    readable = (made.agent_dir,) if made.agent_dir_trusted else ()
-                    return dataclasses.replace(
-                        made, contain=containment.mcp_contain(agent, readable=readable)
-                    )
-
-                self.mcp = McpRuntime(host, audit=self.audit)
-            return self.mcp
 
 
 def _skills_root(agent: Any, project_root: Path | None, workspace: Path) -> Path | None:
@@ -245,67 +112,6 @@ def _skills_root(agent: Any, project_root: Path | None, workspace: Path) -> Path
     if rel is None:
         return None
     return (project_root or workspace) / rel
-
-
-def _region_hash(store: RunStore, region: str) -> str:
-    with store.lock:
-        entries = store.regions.get(region) or []
-        text = json.dumps([[e.key, e.content] for e in entries])
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _is_output_stage(stage: Stage) -> bool:
-    return stage.output is not None or stage.mode == "output"
-
-
-def _ends_with_text(stage: Stage) -> bool:
-    """A stage whose answer is the model's reply text (it stops calling tools)."""
-    return not _is_output_stage(stage) and (stage.allow_complete or not stage.edges)
-
-
-def _same_format(a: str | None, b: str | None) -> bool:
-    return (a or "").strip().lower() == (b or "").strip().lower()
-
-
-def _overridden(base: OutputSpec, asked: OutputSpec) -> OutputSpec:
-    """The shape a parent asked for (``spawn_agent``'s ``output_format`` and
-    ``output_instructions``) laid over the one the stage declares. What the
-    parent said wins; the blueprint's instructions, example and answer schema
-    describe the blueprint's own shape, so they are kept only while the
-    parent asked for nothing that contradicts them."""
-    new_format = asked.format is not None and not _same_format(asked.format, base.format)
-    if not new_format and asked.instructions is None:
-        return base
-    if new_format:
-        instructions = asked.instructions
-    else:
-        instructions = asked.instructions or base.instructions
-    return OutputSpec(
-        format=asked.format or base.format,
-        instructions=instructions,
-        # The blueprint's example and schema show its own shape; with another
-        # format or other instructions they would contradict the request.
-        example=None,
-        answer_schema=None,
-    )
-
-
-# Bounded: the format and instructions are whatever a parent model asked for.
-@functools.lru_cache(maxsize=64)
-def _submit_description(fmt: str | None, instructions: str | None, example: str | None) -> str:
-    """submit_output's description for an overridden shape, rendered from the
-    catalog's own template as the compiler renders it for a declared one, so
-    the tool does not advertise the shape the parent overrode."""
-    import jinja2
-
-    from charter.runtime.catalog import resolve_builtin
-
-    tool = resolve_builtin("submit_output")
-    if tool is None:  # pragma: no cover - the packaged catalog always has it
-        raise RuntimeError("the built-in catalog has no submit_output")
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
-    out = {"format": fmt, "instructions": instructions, "example": example}
-    return env.from_string(tool.description_template).render(output=out, tool=tool.name).strip()
 
 
 class AgentRun:
@@ -371,22 +177,11 @@ class AgentRun:
         self.turns = 0
         self.calls = 0
         self.gates_forced: list[str] = []
-        # Per stage visit:
-        self.iteration = 0
-        self.work_done = False
-        self.ok_tools: set[str] = set()
-        self.region_marks: dict[str, str] = {}
         self.visits: dict[str, int] = {}
         self.gate_attempts: dict[tuple[str, int], int] = {}
-        self.no_progress = 0
-        self.idle_turns = 0
-        # Per stage visit, for a stuck edge's thresholds.
-        self.stage_started = time.monotonic()
-        self.stage_calls = 0
-        self.file_edits: dict[str, int] = {}
         self.model_failures = 0
-        self.last_signature: tuple[tuple[str, str], ...] | None = None
-        self.visit_log: list[str] = []
+        # What the current visit of a stage counts (a new one on each entry).
+        self.visit = StageVisit()
 
     # -- plumbing ------------------------------------------------------------
 
@@ -459,52 +254,16 @@ class AgentRun:
         return self.session.stage.stage
 
     def _output_spec(self, stage: Stage) -> OutputSpec | None:
-        """The answer shape this agent is held to in ``stage``: the stage's
-        own, or the one its parent asked for. A parent's request also applies
-        to a stage whose answer is the reply text, though it declares none."""
-        asked = self.output_override
-        if _is_output_stage(stage):
-            base = stage.output or OutputSpec()
-        elif asked is not None and _ends_with_text(stage):
-            base = OutputSpec()
-        else:
-            return stage.output
-        return base if asked is None else _overridden(base, asked)
+        return output_spec(stage, self.output_override)
 
     def _system_prompt(self, stage: Stage) -> str:
-        agent = self.session.agent.agent
-        who = f"You are the agent '{agent.name}'"
-        if self.parent is not None:
-            who += f", a sub-agent started by agent {self.parent}; nobody is watching this run"
-        parts = [who + ".", f"You are in stage '{stage.name}' ({stage.mode})."]
-        if stage.system_prompt:
-            parts.append(stage.system_prompt.strip())
-        if stage.shell_hint:
-            parts.append(stage.shell_hint.strip())
-        spec = self._output_spec(stage)
-        if _is_output_stage(stage):
-            parts.append("This stage ends the run: give the final answer with submit_output.")
-        elif spec is not None and _ends_with_text(stage):
-            parts.append("Your final answer is the text of your reply when you stop calling tools.")
-        if spec is not None and (_is_output_stage(stage) or _ends_with_text(stage)):
-            if spec.format:
-                parts.append(f"Answer format: {spec.format}.")
-            if spec.instructions:
-                parts.append(f"Instructions for the answer: {spec.instructions.strip()}")
-            if spec.example:
-                parts.append(f"Example answer:\n{spec.example.strip()}")
-        hinted = self._hinted_edges(stage)
-        if hinted:
-            lines = [f"- {e.target}: {e.hint}" if e.hint else f"- {e.target}" for e in hinted]
-            parts.append(
-                "When the work of this stage is done, choose the next stage:\n" + "\n".join(lines)
-            )
-        # Last, so the part that changes from turn to turn comes after the
-        # part that does not (providers cache a prompt's unchanged prefix).
-        memory = fold_sections(self.rt.store)
-        if memory is not None:
-            parts.append(memory)
-        return "\n\n".join(parts)
+        return system_prompt(
+            self.session.agent.agent.name,
+            self.parent,
+            stage,
+            self._output_spec(stage),
+            fold_sections(self.rt.store),
+        )
 
     def _refresh_system_prompt(self) -> None:
         """Rebuild the system prompt before a turn: the context sections and
@@ -512,38 +271,11 @@ class AgentRun:
         if self.messages and self.messages[0].role == "system":
             self.messages[0] = Message.system(self._system_prompt(self.stage))
 
-    @staticmethod
-    def _hinted_edges(stage: Stage) -> list[EdgeChoice]:
-        return [EdgeChoice(e.to, e.hint) for e in stage.edges if e.condition == "llm_choice"]
-
     def _offered_specs(self) -> list[ToolSpec]:
-        offered = self.session.offered()
-        order = self.stage.unattended if self.session.unattended else self.stage.attended
-        tools = self.session.agent.tools
-        specs: list[ToolSpec] = []
-        # The plan rendered submit_output's description with the stage's
-        # declared shape; a parent's override must replace it there too, or
-        # the tool would ask for the very shape that was overridden.
-        shape = self.rt.output if self.output_override is not None else None
-        for name in order:
-            entry = tools.get(name)
-            if name in offered and entry is not None:
-                try:
-                    spec = ToolSpec.from_entry(entry)
-                except ValueError:
-                    # A schema that is not an object: the schema gate refuses
-                    # every call (schema-unusable); the model is still told the
-                    # tool takes an object, so its call gets that refusal.
-                    spec = ToolSpec(entry.name, entry.description, {"type": "object"})
-                if shape is not None and name == "submit_output" and entry.source == "builtin":
-                    spec = dataclasses.replace(
-                        spec,
-                        description=_submit_description(
-                            shape.format, shape.instructions, shape.example
-                        ),
-                    )
-                specs.append(spec)
-        return specs
+        # submit_output shows the shape a parent asked for, if it asked
+        return offered_specs(
+            self.session, self.rt.output if self.output_override is not None else None
+        )
 
     # -- stages ----------------------------------------------------------------
 
@@ -554,18 +286,13 @@ class AgentRun:
         self.rt = dataclasses.replace(self.rt, output=self._output_spec(stage))
         self._contain(stage_name)
         self.visits[stage_name] = self.visits.get(stage_name, 0) + 1
-        self.iteration = 0
-        self.work_done = False
-        self.ok_tools = set()
-        self.no_progress = 0
-        self.idle_turns = 0
-        self.stage_started = time.monotonic()
-        self.stage_calls = 0
-        self.file_edits = {}
-        self.last_signature = None
-        self.region_marks = {
-            name: _region_hash(self.rt.store, name) for name in list(self.rt.store.regions)
-        }
+        # what the stage left behind: the last visit's log, for the transform
+        log = self.visit.log
+        self.visit = StageVisit(
+            region_marks={
+                name: region_hash(self.rt.store, name) for name in list(self.rt.store.regions)
+            }
+        )
         system = Message.system(self._system_prompt(stage))
         task = Message.user(self.task)
         kind = transform or "direct"
@@ -580,7 +307,7 @@ class AgentRun:
             # compact / summarize / custom: a lightweight runtime cannot ask the
             # model to summarise, so the new stage starts from the task and the
             # runtime's own record of what the previous stage did.
-            digest = "\n".join(self.visit_log[-40:]) or "(no tool calls)"
+            digest = "\n".join(log[-40:]) or "(no tool calls)"
             last = next(
                 (m.content for m in reversed(self.messages) if m.role == "assistant" and m.content),
                 None,
@@ -589,7 +316,6 @@ class AgentRun:
             if last:
                 note += f"\nYour last words there: {last[:2000]}"
             self.messages = [system, task, Message.user(note)]
-        self.visit_log = []
         if condition != "start":
             self.emit(
                 "edge_taken", frm=previous, to=stage_name, condition=condition, transform=kind
@@ -597,47 +323,13 @@ class AgentRun:
             self._audit("transition", stage=previous, to=stage_name, condition=condition)
         self.emit("stage_entered", stage=stage_name, mode=stage.mode, visit=self.visits[stage_name])
 
-    def _gate_reasons(self, edge: Edge) -> list[str]:
-        gate = edge.gate
-        if gate is None:
-            return []
-        store = self.rt.store
-
-        def updated(region: str) -> bool:
-            return _region_hash(store, region) != self.region_marks.get(
-                region, _region_hash(RunStore(), region)
-            )
-
-        if gate.region is not None and updated(gate.region):
-            return []  # the alternative way through: the named section changed
-        reasons: list[str] = []
-        worked = self.work_done or any(t in self.ok_tools for t in gate.tools)
-        if gate.require_modifications and not worked:
-            reasons.append(
-                "no work was done in this stage yet (a successful write, edit or submitted "
-                "output; refused, failed or malformed calls do not count)"
-            )
-        for region in gate.require_regions:
-            with store.lock:
-                present = bool(store.regions.get(region))
-            if not present:
-                reasons.append(f"context section '{region}' is empty")
-        for region in gate.require_region_updated:
-            if not updated(region):
-                reasons.append(f"context section '{region}' was not updated in this stage")
-        for region in gate.require_no_open_items:
-            left = store.open_items(region)
-            if left:
-                reasons.append(f"checklist '{region}' still has {len(left)} open item(s)")
-        return reasons
-
     def _try_edge(self, index: int, condition: str) -> bool:
         """Take edge ``index`` of the current stage if its gate and the target's
         revisit limit allow; otherwise tell the model why. Returns whether the
         stage changed."""
         stage = self.stage
         edge = stage.edges[index]
-        reasons = self._gate_reasons(edge)
+        reasons = [] if edge.gate is None else gate_reasons(edge.gate, self.visit, self.rt.store)
         if reasons and edge.gate is not None:
             key = (stage.name, index)
             attempts = self.gate_attempts.get(key, 0) + 1
@@ -728,37 +420,38 @@ class AgentRun:
             decision, gate, rule = outcome.decision, outcome.gate, outcome.rule
             meter = Meter(self.ctx.redactor)
             session, registry = self.session, self.registry
-            approvals = _Announced(self.ctx.approvals, self, call, meter)
+            approvals = Announced(self.ctx.approvals, self.emit, call, meter)
             rt, audit = dataclasses.replace(self.rt, progress=meter.feed), self.ctx.audit
 
             def run() -> ToolResult:
                 return execute(session, tool_call, registry, approvals, audit, runtime=rt)
 
-            guarded = self._guard_records(outcome.entry, call.arguments)
+            guarded = guard_records(self.ctx.workspace, outcome.entry, call.arguments)
             if guarded is not None and outcome.decision != "deny":
                 result, decision, gate, rule = guarded, "deny", "dispatch", "run-records"
                 self._audit_refusal(call, "dispatch", "run-records", guarded.content)
             else:
-                result = await self._run_tool(run, call, meter)
+                result = await run_in_worker(self.ctx, self.emit, run, call, meter)
             if decision == "ask":
                 decision = (
                     "ask→allowed" if result.gate not in ("approval", "dataflow") else "ask→denied"
                 )
         duration = round((time.perf_counter() - t0) * 1000)
         self.calls += 1
-        self.stage_calls += 1
+        self.visit.calls += 1
         canonical = call.name
         if call.arguments is not None:
             name = self.session.agent.resolve_name(call.name, self.session.offered())
             canonical = name or call.name
-        if result.ok and not result.content.startswith(_REFUSED):
-            self.ok_tools.add(canonical)
+        visit = self.visit
+        if not refused(result):
+            visit.ok_tools.add(canonical)
             if result.data.get("counts_as_work"):
-                self.work_done = True
+                visit.work_done = True
                 path = (call.arguments or {}).get("path")
                 if isinstance(path, str):
-                    self.file_edits[path] = self.file_edits.get(path, 0) + 1
-        self.visit_log.append(f"- {canonical}: {result.status}")
+                    visit.file_edits[path] = visit.file_edits.get(path, 0) + 1
+        visit.log.append(f"- {canonical}: {result.status}")
         self.emit(
             "tool_finished",
             tool=call.name,
@@ -772,84 +465,6 @@ class AgentRun:
             result=(result.display or result.content)[:2000],
         )
         return result
-
-    async def _run_tool(
-        self, run: Callable[[], ToolResult], call: ModelToolCall, meter: Meter
-    ) -> ToolResult:
-        """The call in a worker thread, with a progress event about once a
-        second while it runs. Not abandoned when the run is cancelled: the
-        call is stopped through the runtime's cancel event (a shell kills its
-        process tree) and waited for, so nothing outlives the run; but only
-        until the interrupt deadline, so that a tool that ignores the cancel
-        event cannot hold the run open."""
-        started = time.perf_counter()
-        done = False
-        ok, result = False, None
-
-        async def tick() -> None:
-            while not done:
-                await anyio.sleep(_PROGRESS_EVERY_S)
-                if done or meter.waiting:
-                    continue
-                snap = meter.snapshot()
-                self.emit(
-                    "tool_progress",
-                    tool=call.name,
-                    call_id=call.id,
-                    elapsed_s=round(time.perf_counter() - started, 1),
-                    output_bytes=snap.output_bytes,
-                    output_lines=snap.output_lines,
-                    last_line=snap.last_line,
-                )
-
-        with anyio.CancelScope(shield=True) as scope:
-            self.ctx.guard(scope)
-            try:
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(tick)
-                    result = await anyio.to_thread.run_sync(
-                        run, abandon_on_cancel=True, limiter=self.ctx.limiter
-                    )
-                    ok = True
-                    done = True
-                    tg.cancel_scope.cancel()
-            finally:
-                done = True
-                self.ctx.unguard(scope)
-        if ok and isinstance(result, ToolResult):
-            return result
-        return refusal(
-            "error",
-            "dispatch",
-            "run-interrupted",
-            f"the call to '{call.name}' was abandoned: the run was interrupted and the tool "
-            "did not stop in time",
-        )
-
-    def _guard_records(
-        self, entry: ToolEntry | None, args: Mapping[str, Any]
-    ) -> ToolResult | None:
-        """The run's own records (``.charter/`` in the workspace: plans, audit
-        logs, events) are not the agent's to overwrite with file tools."""
-        from charter.runtime.tools.paths import path_args
-
-        records = (self.ctx.workspace / ".charter").resolve()
-        for _arg, value, op in path_args(entry, args):
-            if op != "write":
-                continue
-            try:
-                target = (self.ctx.workspace / value).resolve()
-            except (OSError, ValueError):
-                continue  # confinement reports what cannot be resolved
-            if target == records or records in target.parents:
-                return refusal(
-                    "denied",
-                    "dispatch",
-                    "run-records",
-                    f"'{value}' is inside .charter/, where Charter keeps the run's plan and "
-                    "audit log; the agent may not write there",
-                )
-        return None
 
     # -- the loop ------------------------------------------------------------------
 
@@ -927,7 +542,7 @@ class AgentRun:
                 return self.partial("cancelled", "the run was stopped")
             stage = self.stage
             limit = stage.max_iterations or agent.limits.default_max_iterations
-            if self.iteration >= limit:
+            if self.visit.iteration >= limit:
                 index = self._edge_index("max_iterations")
                 if index is not None:
                     self._enter(
@@ -944,8 +559,8 @@ class AgentRun:
             self._drain_inbox()
             self._refresh_system_prompt()
             specs = self._offered_specs()
-            edges = self._hinted_edges(stage)
-            self.emit("thinking", stage=stage.name, iteration=self.iteration + 1)
+            edges = hinted_edges(stage)
+            self.emit("thinking", stage=stage.name, iteration=self.visit.iteration + 1)
             complete = functools.partial(
                 self.provider.complete,
                 stage=stage.name,
@@ -967,7 +582,7 @@ class AgentRun:
                 self.emit("model_error", message=str(exc), stage=stage.name)
                 self._audit("model_error", stage=stage.name, reason=str(exc))
                 index = self._edge_index("error")
-                self.iteration += 1
+                self.visit.iteration += 1
                 self.model_failures += 1
                 # Error edges between stages whose model keeps failing would
                 # otherwise go round for ever.
@@ -979,13 +594,13 @@ class AgentRun:
                     )
                     continue
                 return self._result("failed", f"the model failed: {exc}")
-            self.iteration += 1
+            self.visit.iteration += 1
             self.turns += 1
             self.model_failures = 0
             self.emit(
                 "model_turn",
                 stage=stage.name,
-                iteration=self.iteration,
+                iteration=self.visit.iteration,
                 text=self._shown(turn.text) if turn.text else turn.text,
                 tool_calls=[c.name for c in turn.tool_calls],
                 edge=turn.edge,
@@ -998,7 +613,7 @@ class AgentRun:
                 self.messages.append(Message.tool(call, result.content))
                 if (
                     result.ok
-                    and _is_output_stage(stage)
+                    and is_output_stage(stage)
                     and self._canonical(call) == "submit_output"
                 ):
                     # Answer the remaining calls so the history stays well formed.
@@ -1046,7 +661,7 @@ class AgentRun:
             always = self._edge_index("always")
             if always is not None:
                 return self._try_edge(always, "always")
-            if _is_output_stage(stage):
+            if is_output_stage(stage):
                 self.messages.append(
                     Message.user(
                         "[stage] This stage ends only when you call submit_output with the "
@@ -1074,11 +689,11 @@ class AgentRun:
                     )
                     return False
                 return self._result("completed", "the agent answered", answer)
-            self.idle_turns += 1
+            self.visit.idle_turns += 1
             dead_end = self._edge_index("dead_end")
-            if dead_end is not None and self.idle_turns >= _DEAD_END_TURNS:
+            if dead_end is not None and self.visit.idle_turns >= _DEAD_END_TURNS:
                 return self._try_edge(dead_end, "dead_end")
-            hinted = ", ".join(e.target for e in self._hinted_edges(stage)) or "none"
+            hinted = ", ".join(e.target for e in hinted_edges(stage)) or "none"
             self.messages.append(
                 Message.user(
                     "[stage] Keep working with the tools, or choose the next stage "
@@ -1086,84 +701,11 @@ class AgentRun:
                 )
             )
             return False
-        self.idle_turns = 0
-        signature = tuple((c.name, c.raw_arguments) for c in calls)
-        failed = all((not r.ok) or r.content.startswith(_REFUSED) for r in results)
-        if failed or signature == self.last_signature:
-            self.no_progress += 1
-        else:
-            self.no_progress = 0
-        self.last_signature = signature
+        self.visit.note_turn(calls, results)
         stuck = self._edge_index("stuck")
         if stuck is not None:
-            why = self._stuck_reason(self.stage.edges[stuck])
+            why = stuck_reason(self.stage.edges[stuck], self.visit)
             if why is not None:
                 self.emit("notice", message=f"{why}: stuck")
                 return self._try_edge(stuck, "stuck")
         return False
-
-    def _stuck_reason(self, edge: Edge) -> str | None:
-        """Why the stage counts as stuck, by the edge's own thresholds (any
-        one reached), or by the default rule when it sets none."""
-        armed = False
-        if edge.stuck_after_iterations is not None:
-            armed = True
-            if self.no_progress >= edge.stuck_after_iterations:
-                return f"no progress for {self.no_progress} turns"
-        if edge.stuck_after_tool_calls is not None:
-            armed = True
-            if self.stage_calls >= edge.stuck_after_tool_calls:
-                return f"{self.stage_calls} tool calls in this stage"
-        if edge.stuck_after_minutes is not None:
-            armed = True
-            minutes = (time.monotonic() - self.stage_started) / 60
-            if minutes >= edge.stuck_after_minutes:
-                return f"{minutes:.0f} minutes in this stage"
-        if edge.stuck_after_same_file_edits is not None:
-            armed = True
-            path, count = max(self.file_edits.items(), key=lambda kv: kv[1], default=("", 0))
-            if count >= edge.stuck_after_same_file_edits:
-                return f"{path} edited {count} times"
-        if not armed and self.no_progress >= _STUCK_TURNS:
-            return f"no progress for {self.no_progress} turns"
-        return None
-
-
-class _Announced:
-    """The run's approval provider for one call, announcing the wait: a
-    ``approval_waiting`` event before a person is asked and
-    ``approval_resumed`` with the answer after, so a watcher (or a program
-    reading --json) knows the run is waiting on someone, not hung."""
-
-    def __init__(
-        self, inner: ApprovalProvider, agent: AgentRun, call: ModelToolCall, meter: Meter
-    ) -> None:
-        self._inner = inner
-        self._agent = agent
-        self._call = call
-        self._meter = meter
-
-    def request(self, req: ApprovalRequest) -> ApprovalAnswer:
-        self._meter.waiting = True
-        self._agent.emit(
-            "approval_waiting",
-            tool=req.tool,
-            call_id=self._call.id,
-            stage=req.stage,
-            reasons=list(req.all_reasons),
-        )
-        started = time.perf_counter()
-        answer: ApprovalAnswer | None = None
-        try:
-            answer = self._inner.request(req)
-            return answer
-        finally:
-            self._meter.waiting = False
-            self._agent.emit(
-                "approval_resumed",
-                tool=req.tool,
-                call_id=self._call.id,
-                answer=answer.kind if answer is not None else "deny",
-                by=answer.source if answer is not None else "error",
-                waited_s=round(time.perf_counter() - started, 1),
-            )

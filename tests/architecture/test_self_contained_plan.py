@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -130,19 +129,15 @@ def _changed_catalog(shipped: str) -> str:
 
 
 @pytest.fixture
-def change_the_catalog(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    """Calling it swaps the runtime's catalog for the changed one; the
-    shipped one is back after the test."""
-
-    changed = _changed_catalog(catalog._read_data())
+def change_the_catalog(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Calling it swaps the runtime's catalog for the changed one (the
+    shipped one, still cached, is back after the test)."""
+    changed = catalog._build(_changed_catalog(catalog._read_data()))
 
     def change() -> None:
-        monkeypatch.setattr(catalog, "_read_data", lambda: changed)
-        catalog._catalog.cache_clear()
+        monkeypatch.setattr(catalog, "_catalog", lambda: changed)
 
-    yield change
-    monkeypatch.undo()
-    catalog._catalog.cache_clear()
+    return change
 
 
 def _echo_in_discover_under_yolo(plan_path: Path, workspace: Path) -> str:

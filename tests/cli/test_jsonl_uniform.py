@@ -1,7 +1,9 @@
-"""`--jsonl` reads the same way for every check verb: JSON lines on stdin, one
-answer line each with the same fields (id, decision, rule, reason), a bad
-line answered deny/malformed-request, and the same exit codes (the most
-restrictive answer's; 2 when a line was malformed).
+"""The check verbs share one form. `--jsonl` reads the same way for every
+verb: JSON lines on stdin, one answer line each with the same fields (id,
+decision, rule, reason), a bad line answered deny/malformed-request, and the
+same exit codes (the most restrictive answer's; 2 when a line was
+malformed). One call exits with the decision vocabulary's code, and the
+operand and --jsonl are one or the other.
 
 One row per verb: its command line, a line it allows, one it denies, one it
 asks about, and a line whose field has the wrong type.
@@ -131,3 +133,64 @@ def test_bad_lines_are_answered_deny_in_step(
         assert (row["decision"], row["rule"]) == ("deny", "malformed-request"), row
         assert row["reason"].startswith(f"line {n}: "), row
     assert rows[5]["decision"] == "allow"
+
+
+def _single_argv(verb: str, argv: list[str], obj: dict[str, Any], ws: Path) -> list[str]:
+    """The command line that asks one verb about one of its batch lines."""
+    if verb == "check":
+        return [*argv, "--workspace", str(ws), obj["tool"], json.dumps(obj["args"])]
+    if verb == "check-path":
+        return [*argv, "--workspace", str(ws), obj["path"]]
+    if verb == "check-shell":
+        return [*argv, "--workspace", str(ws), obj["command"]]
+    return [*argv, obj["url"]]
+
+
+@pytest.mark.parametrize(("verb", "argv", "allow", "deny", "ask", "wrong"), VERBS, ids=IDS)
+def test_one_call_exits_with_the_vocabulary_codes(
+    capsys: Any,
+    tmp_path: Path,
+    verb: str,
+    argv: list[str],
+    allow: dict[str, Any],
+    deny: dict[str, Any],
+    ask: dict[str, Any],
+    wrong: dict[str, Any],
+) -> None:
+    from charter.runtime.plan.vocabulary import EXIT_CODES
+
+    for word, obj in (("allow", allow), ("deny", deny), ("ask", ask)):
+        code = main(_single_argv(verb, argv, obj, tmp_path))
+        capsys.readouterr()
+        assert code == EXIT_CODES[word], (verb, word, obj)
+
+
+@pytest.mark.parametrize(("verb", "argv", "allow", "deny", "ask", "wrong"), VERBS, ids=IDS)
+def test_the_operand_and_jsonl_are_one_or_the_other(
+    capsys: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    verb: str,
+    argv: list[str],
+    allow: dict[str, Any],
+    deny: dict[str, Any],
+    ask: dict[str, Any],
+    wrong: dict[str, Any],
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(_line(1, allow) + "\n"))
+    both = main([*_single_argv(verb, argv, allow, tmp_path), "--jsonl"])
+    out, err = capsys.readouterr()
+    assert both == 2 and out == "" and f"charter {verb}: --jsonl reads" in err, err
+    neither = [*argv, "--workspace", str(tmp_path)] if verb != "check-url" else argv
+    assert main(neither) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and f"charter {verb}: give a" in err, err
+
+
+def test_exit_codes_come_from_the_vocabulary() -> None:
+    from charter.compiler.cli._jsonl import exit_code
+    from charter.runtime.plan.vocabulary import EXIT_CODES
+
+    assert {w: exit_code(w) for w in EXIT_CODES} == dict(EXIT_CODES)
+    assert exit_code("needs-dns") == EXIT_CODES["ask"]  # check-url: something else must decide
+    assert exit_code("maybe") == EXIT_CODES["deny"]  # a word nobody defined fails closed

@@ -170,7 +170,7 @@ def test_coder_example_loads_clean_with_its_stage_file() -> None:
     assert summary.output is not None and summary.output.format and summary.output.example
     assert table["review"].display == "blueprints/coder/stages/review.toml"
     span = table["review"].span("edges", 1, "to")
-    assert (span.line, span.col) == (26, 6)
+    assert (span.line, span.col) == (27, 6)
     assert bp.model.tool_permissions["shell"] == "ask"
     assert bp.model.safe_commands is not None
     assert isinstance(bp.model.safe_commands.shell[1], SafeShellEntry)

@@ -13,7 +13,7 @@ import pytest
 
 from charter.runtime.models.script import ScriptProvider, ScriptRequest
 from charter.runtime.plan import OutputSpec
-from charter.runtime.run.loop import _overridden
+from charter.runtime.run import shape
 
 LEAD = """
 [agent]
@@ -213,4 +213,4 @@ DECLARED = OutputSpec(
 def test_how_a_request_lays_over_the_declared_shape(
     asked: OutputSpec, expected: OutputSpec
 ) -> None:
-    assert _overridden(DECLARED, asked) == expected
+    assert shape.overridden(DECLARED, asked) == expected

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-import charter.runtime.proc as proc_mod
+import charter.runtime.proc.tree as proc_tree
 from charter.runtime.proc import Capture, group_running, run_command, start_marker
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
@@ -213,7 +213,7 @@ def test_the_spawn_record_names_the_child(tmp_path: Path) -> None:
 def _recycled_after_spawn(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, int]]:
     """Make every marker read after the spawn record's find another process,
     as if the PID had been reused; returns the signals then sent by number."""
-    real_marker = proc_mod.start_marker
+    real_marker = proc_tree.start_marker
     reads: list[int] = []
 
     def marker(pid: int) -> str | None:
@@ -234,7 +234,7 @@ def _recycled_after_spawn(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, in
             sent.append((pid, sig))
         real_kill(pid, sig)
 
-    monkeypatch.setattr(proc_mod, "start_marker", marker)
+    monkeypatch.setattr(proc_tree, "start_marker", marker)
     monkeypatch.setattr(os, "killpg", killpg)
     monkeypatch.setattr(os, "kill", kill)
     return sent
@@ -273,13 +273,13 @@ def test_the_marker_is_checked_before_every_group_signal(
     # leader is not reaped until that child is stopped, so its marker is
     # still there to check when the group is signalled.
     checked: list[tuple[str | None, str | None, int | None]] = []
-    real_signal = proc_mod._signal_group
+    real_signal = proc_tree.signal_group
 
     def signal_group(spawn: Any, proc: Any, sig: int) -> bool:
         checked.append((spawn.start_marker, start_marker(spawn.pid), proc.returncode))
         return real_signal(spawn, proc, sig)
 
-    monkeypatch.setattr(proc_mod, "_signal_group", signal_group)
+    monkeypatch.setattr(proc_tree, "signal_group", signal_group)
     res = run_command(
         ["/bin/sh", "-c", "sleep 30 & echo started"], cwd=tmp_path, env=ENV, timeout_s=20
     )

@@ -240,13 +240,13 @@ def test_redaction_failure_hides_everything(make_rt: Any) -> None:
 def test_bound_values_never_reach_the_host_environment(
     rt: ToolRuntime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import charter.runtime.proc as proc_mod
+    import charter.runtime.proc.command as proc_command
     import charter.runtime.tools.shell as shell_mod
 
     assert SECRET not in os.environ.values()  # the source lives in rt.secret_env only
     env_before, rt_env_before = dict(os.environ), dict(rt.env)
     seen: dict[str, Any] = {}
-    real_popen = proc_mod.subprocess.Popen
+    real_popen = proc_command.subprocess.Popen
 
     class SpyPopen(real_popen):  # type: ignore[misc, valid-type]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -262,7 +262,7 @@ def test_bound_values_never_reach_the_host_environment(
         seen["call_env"] = kwargs["env"]  # the shell tool's own per-call mapping
         return real_run(*args, **kwargs)
 
-    monkeypatch.setattr(proc_mod.subprocess, "Popen", SpyPopen)
+    monkeypatch.setattr(proc_command.subprocess, "Popen", SpyPopen)
     monkeypatch.setattr(shell_mod, "run_command", spy_run)
     samples: list[bool] = []
     stop = threading.Event()
@@ -378,8 +378,9 @@ def test_leftovers_are_not_signalled_once_the_start_marker_changed(
     make_rt: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import charter.runtime.proc as proc_mod
+    import charter.runtime.proc.tree as proc_tree
 
-    real_marker = proc_mod.start_marker
+    real_marker = proc_tree.start_marker
     calls: list[int] = []
 
     def recycled(pid: int) -> str | None:
@@ -396,7 +397,7 @@ def test_leftovers_are_not_signalled_once_the_start_marker_changed(
             sent.append((pgid, sig))
         real_killpg(pgid, sig)
 
-    monkeypatch.setattr(proc_mod, "start_marker", recycled)
+    monkeypatch.setattr(proc_tree, "start_marker", recycled)
     monkeypatch.setattr(os, "killpg", spy_killpg)
     rt: ToolRuntime = make_rt()
     res = dispatch("shell", {"command": "sleep 30 & echo started"}, rt)

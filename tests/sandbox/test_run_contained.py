@@ -209,7 +209,8 @@ def test_a_cancelled_contained_command_stops_without_waiting_out_the_grace(
     need_full_sandbox()
     import threading
 
-    from charter.runtime.proc import GRACE_S, _deaf_namespace_init, run_command
+    from charter.runtime.proc import GRACE_S, run_command
+    from charter.runtime.proc.tree import deaf_namespace_init
 
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -237,7 +238,7 @@ def test_a_cancelled_contained_command_stops_without_waiting_out_the_grace(
     # The same sleep outside a sandbox is no namespace's init.
     plain = subprocess.Popen(["sleep", "30"])
     try:
-        assert not _deaf_namespace_init(plain.pid, 15)
+        assert not deaf_namespace_init(plain.pid, 15)
     finally:
         plain.kill()
         plain.wait()

@@ -80,9 +80,9 @@ def test_protected_names_fold_only_where_case_is_ignored(
     ws: Path, monkeypatch: pytest.MonkeyPatch, fold: bool
 ) -> None:
     monkeypatch.setattr(ws_mod, "case_insensitive", lambda root: fold)
-    import charter.runtime.shell.guard as guard
+    import charter.runtime.shell.guard.confine as guard_confine
 
-    monkeypatch.setattr(guard, "case_insensitive", lambda root: fold)
+    monkeypatch.setattr(guard_confine, "case_insensitive", lambda root: fold)
     shell = _v("echo x > .GIT/config", ws)
     tool = confine(ws, ".Charter/x", op="write")
     if fold:

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from strategies import shellish  # noqa: E402
 
 from charter.runtime.shell import ShellPolicy, evaluate  # noqa: E402
-from charter.runtime.shell.guard import _is_assignment  # noqa: E402
+from charter.runtime.shell.guard.argv import is_assignment  # noqa: E402
 from charter.runtime.shell.programs import RESERVED_OPAQUE, RESERVED_PREFIX  # noqa: E402
 from charter.runtime.shell.syntax import SimpleCommand, parse  # noqa: E402
 
@@ -100,7 +100,7 @@ def _charter_names(command: str) -> list[str] | None:
         if not isinstance(cmd, SimpleCommand):
             return None
         words = [w for w in cmd.words]
-        while words and _is_assignment(words[0]):
+        while words and is_assignment(words[0]):
             words.pop(0)
         if cmd.redirects and (not words or any(r.start < words[0].start for r in cmd.redirects)):
             return None  # tree-sitter-bash mis-reads commands that start with a redirect

@@ -107,7 +107,8 @@ def test_the_fast_resolution_agrees_with_realpath(tmp_path: Path) -> None:
     import itertools
     import os
 
-    from charter.runtime.shell.guard import _real_below, _State
+    from charter.runtime.shell.guard.paths import real_below
+    from charter.runtime.shell.guard.state import State
 
     ws = tmp_path / "ws"
     (ws / "d" / "e").mkdir(parents=True)
@@ -122,12 +123,12 @@ def test_the_fast_resolution_agrees_with_realpath(tmp_path: Path) -> None:
     (ws / "d" / "up").symlink_to("..")
     (ws / "rel").symlink_to("d/e")
     names = ["d", "e", "f", "g", "x", "in_link", "out_link", "chain", "dangling", "up", "rel", "no"]
-    st = _State("", str(ws), str(ws), os.path.realpath(ws), ShellPolicy())
+    st = State("", str(ws), str(ws), os.path.realpath(ws), ShellPolicy())
     checked = 0
     for depth in (1, 2, 3):
         for combo in itertools.product(names, repeat=depth):
             for tail in ("", "/"):
                 raw = str(ws) + "/" + "/".join(combo) + tail
-                assert _real_below(st, raw) == os.path.realpath(raw), raw
+                assert real_below(st, raw) == os.path.realpath(raw), raw
                 checked += 1
     assert checked > 3000

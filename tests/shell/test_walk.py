@@ -112,12 +112,12 @@ _NAMES = [
 
 
 def _full(value: str) -> bool:
-    from charter.runtime.shell import guard
+    from charter.runtime.shell.guard import paths
 
     return (
-        guard._SENSITIVE.search(value) is not None
-        or guard.is_sensitive(value)
-        or ("=" in value and guard.is_sensitive(value.split("=", 1)[1]))
+        paths._SENSITIVE.search(value) is not None
+        or paths.is_sensitive(value)
+        or ("=" in value and paths.is_sensitive(value.split("=", 1)[1]))
     )
 
 

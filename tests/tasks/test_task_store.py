@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-import charter.runtime.proc as proc_module
+import charter.runtime.proc.capture as proc_capture
+import charter.runtime.proc.tree as proc_tree
 from charter.runtime.proc import group_running
 from charter.runtime.redact import Redactor
 from charter.runtime.tools import tasks
@@ -32,6 +33,7 @@ from charter.runtime.tools.tasks import (
     TaskStore,
     TaskStoreError,
     cancel_tasks,
+    lifecycle,
 )
 
 TERMINAL = {"succeeded", "failed", "timed_out", "cancelled", "error"}
@@ -143,7 +145,7 @@ def test_the_terminal_state_is_persisted_before_completion_is_announced(
 
     def on_write(record: dict[str, Any]) -> None:
         if record["state"] in TERMINAL:
-            task = tasks._TASKS[record["task_id"]]
+            task = lifecycle._TASKS[record["task_id"]]
             shown = dispatch("task_status", {"task_id": record["task_id"]}, rt)
             at_write.append((task.done.is_set(), shown.data["status"]))
             # Widen the window: a waiter woken before this write finished
@@ -167,7 +169,7 @@ def test_cancelling_is_single_flight(
 ) -> None:
     # The child ignores SIGTERM, so stopping it takes the whole grace period:
     # long enough for more cancels to arrive while the first is under way.
-    monkeypatch.setattr(proc_module, "GRACE_S", 0.6)
+    monkeypatch.setattr(proc_tree, "GRACE_S", 0.6)
     rt = make_rt()
     requested = threading.Event()
     published_before_answer: list[bool] = []
@@ -189,7 +191,7 @@ def test_cancelling_is_single_flight(
             "time.sleep(30)"
         ),
     )
-    out = store.artifact_path(tasks._TASKS[tid].result_ref or "", "stdout")
+    out = store.artifact_path(lifecycle._TASKS[tid].result_ref or "", "stdout")
     deadline = time.monotonic() + 10
     while "ready" not in out.read_text() and time.monotonic() < deadline:
         time.sleep(0.02)  # the artifact fills while the command runs
@@ -332,7 +334,7 @@ def test_a_drain_failure_stops_the_tree_before_the_task_is_published(
             at_publish.append(group_running(record["process"]["pgid"]))
 
     store = use_store(on_write=on_write)
-    monkeypatch.setattr(proc_module.os, "read", flaky_read)
+    monkeypatch.setattr(proc_capture.os, "read", flaky_read)
     t0 = time.monotonic()
     tid = _start(rt, _py("import time\nprint('one', flush=True)\ntime.sleep(30)"))
     res = _wait(rt, tid)

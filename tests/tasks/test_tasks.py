@@ -12,7 +12,7 @@ from typing import Any
 
 from charter.runtime.proc import group_running
 from charter.runtime.tools.registry import dispatch
-from charter.runtime.tools.tasks import _TASKS
+from charter.runtime.tools.tasks.lifecycle import _TASKS
 
 
 def _start(rt: Any, command: str, timeout: int = 30) -> str:

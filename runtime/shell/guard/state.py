@@ -1,0 +1,92 @@
+"""The guard's working state for one reading of one command line, and its
+size limits.
+
+A :class:`State` is what every other module of the guard passes around: the
+findings and writes gathered so far, where the command stands (its working
+directory as far as the guard can follow it through ``cd``), the token budget
+shared by every nested text, and where :func:`~.entry.judge` reports the
+simple commands read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from charter.runtime.shell.policy import Decision, Finding, ShellPolicy, Write
+from charter.runtime.shell.report import Collector
+from charter.runtime.shell.syntax import ParseResult, SimpleCommand, Subshell
+
+__all__ = ["MAX_COMMAND_CHARS", "MAX_TOKENS", "PARSE_COST", "State", "clip"]
+
+# The guard's size limits. A command line longer than MAX_COMMAND_CHARS is
+# "ask" (`too-long`) without being read; each reading of a shorter one may
+# lex at most MAX_TOKENS tokens in all (the command, and every nested script,
+# substitution and salvaged piece in it), past which it is "ask" too. Both
+# keep every decision within a small, linear time on any input; neither can
+# make a command allowed.
+MAX_COMMAND_CHARS = 65_536
+MAX_TOKENS = 12_000
+# What one parse costs beyond its tokens, in tokens: many tiny nested texts
+# (backticks, salvaged pieces) cost more than their tokens say.
+PARSE_COST = 20
+
+
+@dataclass
+class State:
+    """What the guard gathers while walking one command: findings, writes, flags."""
+
+    text: str
+    cwd: str | None
+    ws: str
+    ws_real: str
+    policy: ShellPolicy
+    findings: list[Finding] = field(default_factory=list)
+    writes: list[Write] = field(default_factory=list)
+    ungrantable: bool = False
+    safe_hits: list[str] = field(default_factory=list)
+    commands: int = 0
+    # after `cd ~/x` or a bare `cd`: the cwd as a ~ path (a place in the home directory)
+    home_cwd: str | None = None
+    # $OLDPWD, once a `cd` in this command has set it (None: not known)
+    prev_cwd: str | None = None
+    # where the simple command being judged sits: (its list, its index, the
+    # compound depth), for sequential
+    place: tuple[tuple[SimpleCommand | Subshell, ...], int, int] | None = None
+    # what `cd` does and what $PWD holds can be changed by the command itself
+    # (CDPATH, cdable_vars, set -P, a trap, a function named cd, PWD=...):
+    # then the guard does not follow them. None: not looked at yet (the
+    # whole command line, ``root``, is searched once, when first needed).
+    root: str = ""
+    cd_trusted: bool | None = None
+    pwd_trusted: bool | None = None
+
+    def location(self) -> tuple[str | None, str | None, str | None]:
+        return self.cwd, self.home_cwd, self.prev_cwd
+
+    def restore(self, saved: tuple[str | None, str | None, str | None]) -> None:
+        self.cwd, self.home_cwd, self.prev_cwd = saved
+
+    # set by judge(): where the simple commands judged are reported
+    seen: Collector | None = None
+    # the parse, when its text had line continuations: maps offsets back
+    spliced: ParseResult | None = None
+    # tokens this reading may still lex (shared with every nested state)
+    budget: list[int] = field(default_factory=lambda: [MAX_TOKENS])
+
+    def sub(self, text: str) -> State:
+        """A state for a text found inside this one: the same places (the
+        working directory and what is known of cd and $PWD), the same token
+        budget and the same report."""
+        sub = State(
+            text, self.cwd, self.ws, self.ws_real, self.policy, seen=self.seen, budget=self.budget
+        )
+        sub.home_cwd, sub.prev_cwd, sub.root = self.home_cwd, self.prev_cwd, self.root
+        sub.cd_trusted, sub.pwd_trusted = self.cd_trusted, self.pwd_trusted
+        return sub
+
+    def add(self, decision: Decision, rule: str, span: tuple[int, int], message: str) -> None:
+        self.findings.append(Finding(decision, rule, span, message))
+
+
+def clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
