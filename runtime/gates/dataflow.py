@@ -10,6 +10,7 @@ after the permission's own ask. ``--yolo`` does not waive it.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from charter.runtime.gates.outcome import Outcome
 from charter.runtime.results import ToolCall
@@ -38,26 +39,13 @@ def check(session: Session, call: ToolCall, out: Outcome) -> Outcome:
         "targets": list(verdict.targets),
         "labels": [str(lb) for lb in verdict.labels],
     }
+    changes: dict[str, Any] = {}
     if verdict.decision == "deny":
-        return dataclasses.replace(
-            out,
-            decision="deny",
-            gate=GATE,
-            rule=verdict.rule,
-            reason=verdict.reason,
-            status="blocked",
-            provenance=prov,
-            dataflow=verdict,
-        )
-    if verdict.decision == "ask" and out.decision == "allow":
-        return dataclasses.replace(
-            out,
-            decision="ask",
-            gate=GATE,
-            rule=verdict.rule,
-            reason=verdict.reason,
-            provenance=prov,
-            dataflow=verdict,
-            liftable_by="",
-        )
-    return dataclasses.replace(out, provenance=prov, dataflow=verdict)
+        changes = {"decision": "deny", "status": "blocked"}
+    elif verdict.decision == "ask" and out.decision == "allow":
+        # Asked at the approval gate after the permission's own ask; no
+        # launch flag waives it.
+        changes = {"decision": "ask", "liftable_by": ""}
+    if changes:
+        changes.update(gate=GATE, rule=verdict.rule, reason=verdict.reason)
+    return dataclasses.replace(out, provenance=prov, dataflow=verdict, **changes)

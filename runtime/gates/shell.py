@@ -46,19 +46,9 @@ def check(session: Session, call: ToolCall, out: Outcome, secrets: tuple[str, ..
         cwd_text = str(args.get("cwd", "."))
         cwd_check = confine(session.workspace, cwd_text, op="read")
         paths = (*paths, PathCheck("cwd", "read", cwd_text, cwd_check))
-        if cwd_check.decision == "deny":
-            return deny(
-                call,
-                "confinement",
-                cwd_check.rule,
-                f"the working directory is refused: {cwd_check.message}; no flag lifts this",
-                canonical=name,
-                entry=entry,
-                provenance=prov,
-                paths=paths,
-            )
     cwd = cwd_check.resolved
-    if cwd is None:  # confinement refused it, or nothing could be resolved
+    if cwd_check.decision == "deny" or cwd is None:
+        # Refused, or nothing could be resolved: there is nowhere to run it.
         return deny(
             call,
             "confinement",
