@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from charter.runtime.datafiles import read_text
+from charter.runtime.errors import CharterError
 from charter.runtime.plan import ArgumentGuard, PathArg, Permission
 
 __all__ = [
@@ -100,7 +101,7 @@ _CAPABILITY = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+(:[A-Za-z0-9_.-]+
 _IMPL = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
 
 
-class CatalogError(RuntimeError):
+class CatalogError(CharterError, RuntimeError):
     """The packaged catalog data is malformed. This is a packaging bug, never
     a user error, so it is raised rather than reported as a diagnostic."""
 

@@ -51,6 +51,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Literal
 from urllib.parse import unquote, unquote_plus
 
+from charter.runtime.errors import CharterError
 from charter.runtime.results import ToolResult
 
 __all__ = [
@@ -185,7 +186,7 @@ _MARKER_UNSAFE = re.compile(r"[<>]")
 _AUTH_WORDS = frozenset({"authorization", "auth", "bearer"})
 
 
-class TooManySecrets(Exception):
+class TooManySecrets(CharterError):
     """One text showed more than :data:`MAX_LEARNED_PER_TEXT` new credentials."""
 
 

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import anyio
 
 from charter.runtime.capabilities import is_granted
+from charter.runtime.errors import CharterError
 from charter.runtime.mcp.filters import select_tools
 from charter.runtime.mcp.launch import (
     ConnectPreview,
@@ -99,7 +100,7 @@ _MAX_PAGES = 100
 DISCOVERY_CONCURRENCY = 4
 
 
-class ConnectRefused(Exception):
+class ConnectRefused(CharterError):
     def __init__(self, rule: str, message: str) -> None:
         super().__init__(message)
         self.rule = rule

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from charter.runtime.env import build_env, validate_overlay
+from charter.runtime.errors import CharterError
 from charter.runtime.net.urlpolicy import audit_origin
 from charter.runtime.plan import McpServerPlan
 from charter.runtime.redact import Redactor, sensitive_name
@@ -49,7 +50,7 @@ __all__ = [
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class LaunchError(Exception):
+class LaunchError(CharterError):
     """The server cannot be started as declared; ``rule`` names why."""
 
     def __init__(self, rule: str, message: str) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from charter.runtime.atomic import write_atomic
+from charter.runtime.errors import CharterError
 from charter.runtime.naming import mcp_safe_names
 
 __all__ = [
@@ -62,7 +63,7 @@ MAX_LOCK_BYTES = 8 * 1024 * 1024
 Transport = Literal["stdio", "streamable_http"]
 
 
-class LockError(ValueError):
+class LockError(CharterError, ValueError):
     """The lock file cannot be read or does not have the expected shape."""
 
 

@@ -27,6 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
+from charter.runtime.errors import CharterError
+
 if TYPE_CHECKING:
     # Only the type: the plan module pulls in the shell grammar, which a
     # provider never needs.
@@ -69,7 +71,7 @@ _EMPTY_OBJECT_SCHEMA = '{"type": "object"}'
 # --------------------------------------------------------------------------- errors
 
 
-class ModelError(Exception):
+class ModelError(CharterError):
     """A provider could not produce a turn. The message is safe to show:
     providers remove credentials before raising."""
 

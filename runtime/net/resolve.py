@@ -15,10 +15,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
+from charter.runtime.errors import CharterError
+
 __all__ = ["ResolutionError", "Resolver", "StaticResolver", "SystemResolver"]
 
 
-class ResolutionError(Exception):
+class ResolutionError(CharterError):
     """The name could not be resolved (NXDOMAIN, timeout, resolver error)."""
 
 

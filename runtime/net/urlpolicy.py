@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from charter.runtime.errors import CharterError
 from charter.runtime.net.resolve import ResolutionError, Resolver
 
 __all__ = [
@@ -85,7 +86,7 @@ _LOCAL_CLASSES = frozenset({"loopback-address", "private-address", "cgnat-addres
 _SPECIAL_PORTS = {"http": 80, "https": 443}
 
 
-class UrlError(ValueError):
+class UrlError(CharterError, ValueError):
     """A URL that cannot be understood; ``reason`` is one of :data:`REASONS`."""
 
     def __init__(self, reason: str, message: str) -> None:
@@ -539,7 +540,7 @@ class UrlVerdict:
         }
 
 
-class UrlRefused(Exception):
+class UrlRefused(CharterError):
     """Raised by the HTTP transports when the policy refuses a request; every
     HTTP stack's refusal error derives from it, so callers catch one type."""
 

@@ -34,13 +34,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from charter.runtime.errors import CharterError
 from charter.runtime.plan import AgentPlan, SandboxMount, SandboxProfile, canonical_json
 from charter.runtime.sandbox.spec import HostFacts
 
 __all__ = ["Containment", "ContainmentRefused", "StageContainment", "prepare", "prepare_for_run"]
 
 
-class ContainmentRefused(Exception):
+class ContainmentRefused(CharterError):
     """The run must not start: a sandbox it needs cannot be built here."""
 
 

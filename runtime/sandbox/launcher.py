@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from charter.runtime.errors import CharterError
 from charter.runtime.plan import SandboxProfile
 from charter.runtime.sandbox import kernel
 from charter.runtime.sandbox.child import ChildPlan
@@ -47,7 +48,7 @@ __all__ = [
 _SETUP_TIMEOUT_S = 15.0
 
 
-class SandboxError(Exception):
+class SandboxError(CharterError):
     """A command could not be started in its sandbox."""
 
     def __init__(self, stage: str, message: str, errno: int = 0) -> None:
@@ -61,7 +62,7 @@ class _Retry(Exception):
     pass
 
 
-class SandboxUnavailable(Exception):
+class SandboxUnavailable(CharterError):
     """The profile cannot be met on this host; the message says what is missing."""
 
 

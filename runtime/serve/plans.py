@@ -23,13 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from charter.runtime.errors import CharterError
+
 if TYPE_CHECKING:
     from charter.runtime.prepared import PreparedPlan
 
 __all__ = ["FileSource", "Loaded", "PlanHolder", "PlanLoadError", "PlanSource"]
 
 
-class PlanLoadError(Exception):
+class PlanLoadError(CharterError):
     """The source holds no usable plan; the message says why."""
 
 

@@ -44,6 +44,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 from urllib.parse import parse_qs
 
+from charter.runtime.errors import CharterError
 from charter.runtime.hooks.common import MAX_EVENT_BYTES
 from charter.runtime.serve.decisions import Answer, Decider, HookKind
 
@@ -56,7 +57,7 @@ _HOOKS: dict[str, HookKind] = {
 _ASK = ("deny", "ask", "defer")
 
 
-class ListenError(ValueError):
+class ListenError(CharterError, ValueError):
     """A --listen value that cannot be used; the message says why."""
 
 

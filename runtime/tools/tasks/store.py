@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.atomic import fsync_dir, write_atomic
+from charter.runtime.errors import CharterError
 
 if TYPE_CHECKING:
     from charter.runtime.tools.registry import ToolRuntime
@@ -54,7 +55,7 @@ _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _POSIX = os.name == "posix"
 
 
-class TaskStoreError(OSError):
+class TaskStoreError(CharterError, OSError):
     """The store's folders are not what they must be (a symlink, a file, or
     a path that leaves the runtime directory)."""
 
