@@ -180,20 +180,19 @@ class _AsyncPinnedBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[SocketOption] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        # getaddrinfo blocks, so the lookup runs on a worker thread.
-        decision = await anyio.to_thread.run_sync(self._guard.pin, host, port)
-        if not decision.allowed:
-            raise self._refuse(decision)
-        error: Exception | None = None
-        for address in decision.addresses:
-            try:
-                return await self._inner.connect_tcp(
-                    address, port, timeout, local_address, socket_options
-                )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                error = exc
-        assert error is not None
-        raise error
+        stream: httpcore.AsyncNetworkStream = await _connect_pinned(
+            self._guard,
+            self._inner,
+            (httpcore.ConnectError, httpcore.ConnectTimeout),
+            self._refuse,
+            None,
+            host,
+            port,
+            timeout,
+            local_address,
+            socket_options,
+        )
+        return stream
 
     async def connect_unix_socket(
         self,
@@ -214,8 +213,9 @@ def _guard(policy: UrlPolicy | None, resolver: Resolver | None) -> Guard:
     return Guard(policy or UrlPolicy(), resolver if resolver is not None else SystemResolver())
 
 
-def _raw_host(url: httpx.URL) -> str:
-    return url.raw_host.decode("ascii", errors="replace")
+def _raw_host(url: Any) -> str:
+    raw: bytes = url.raw_host  # httpx.URL or httpx2.URL
+    return raw.decode("ascii", errors="replace")
 
 
 def _pool_options(
@@ -234,12 +234,54 @@ def _pool_options(
     }
 
 
-def _admit(guard: Guard, request: httpx.Request) -> None:
+def _admit(
+    guard: Guard,
+    request: Any,
+    refuse: Callable[[Decision], Exception] = BlockedRequest,
+    on_decision: UrlDecisionSink | None = None,
+) -> None:
     """Refuse a request whose URL the policy denies before any connection is
-    made (the backend still pins the address it connects to)."""
+    made (the backend still pins the address it connects to). ``request`` is
+    an httpx or an httpx2 request: both stacks spell the URL alike.
+    ``on_decision`` hears of the decision first (phase ``request``)."""
     decision = guard.check_request(request.url.scheme, _raw_host(request.url), request.url.port)
+    if on_decision is not None:
+        on_decision(url_decision_event("request", decision, method=request.method))
     if decision.verdict == "deny":
-        raise BlockedRequest(decision)
+        raise refuse(decision)
+
+
+async def _connect_pinned(
+    guard: Guard,
+    inner: Any,
+    errors: tuple[type[Exception], ...],
+    refuse: Callable[[Decision], Exception],
+    on_decision: UrlDecisionSink | None,
+    host: str,
+    port: int,
+    timeout: float | None,
+    local_address: str | None,
+    socket_options: Iterable[SocketOption] | None,
+) -> Any:
+    """What both asynchronous backends (httpcore's and httpcore2's) do to
+    open a connection: resolve and judge every answer, tell ``on_decision``
+    (phase ``connect``), then try the approved addresses in turn with
+    ``inner``; ``errors`` are that stack's failures to connect."""
+    # getaddrinfo blocks, so the lookup runs on a worker thread.
+    decision = await anyio.to_thread.run_sync(guard.pin, host, port)
+    if on_decision is not None:
+        on_decision(url_decision_event("connect", decision))
+    if not decision.allowed:
+        raise refuse(decision)
+    error: Exception | None = None
+    # Every address was judged safe, so trying them in turn is still pinned.
+    for address in decision.addresses:
+        try:
+            return await inner.connect_tcp(address, port, timeout, local_address, socket_options)
+        except errors as exc:
+            error = exc
+    assert error is not None  # an allowed decision always has addresses
+    raise error
 
 
 class PinnedTransport(httpx.HTTPTransport):
@@ -423,10 +465,6 @@ def mcp_http_client_factory(
     guard = _guard(policy, resolver)
     _hide_logged_urls(logging.getLogger("httpx2"), httpx2.URL)
 
-    def tell(event: dict[str, Any]) -> None:
-        if on_decision is not None:
-            on_decision(event)
-
     class BlockedHttpx2Request(httpx2.TransportError, UrlRefused):
         def __init__(self, decision: UrlVerdict) -> None:
             self.decision = decision
@@ -447,20 +485,19 @@ def mcp_http_client_factory(
             local_address: str | None = None,
             socket_options: Iterable[SocketOption] | None = None,
         ) -> httpcore2.AsyncNetworkStream:
-            decision = await anyio.to_thread.run_sync(guard.pin, host, port)
-            tell(url_decision_event("connect", decision))
-            if not decision.allowed:
-                raise BlockedHttpx2Request(decision)
-            error: Exception | None = None
-            for address in decision.addresses:
-                try:
-                    return await self._inner.connect_tcp(
-                        address, port, timeout, local_address, socket_options
-                    )
-                except (httpcore2.ConnectError, httpcore2.ConnectTimeout) as exc:
-                    error = exc
-            assert error is not None
-            raise error
+            stream: httpcore2.AsyncNetworkStream = await _connect_pinned(
+                guard,
+                self._inner,
+                (httpcore2.ConnectError, httpcore2.ConnectTimeout),
+                BlockedHttpx2Request,
+                on_decision,
+                host,
+                port,
+                timeout,
+                local_address,
+                socket_options,
+            )
+            return stream
 
         async def connect_unix_socket(
             self,
@@ -483,11 +520,7 @@ def mcp_http_client_factory(
             )
 
         async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-            host = request.url.raw_host.decode("ascii", errors="replace")
-            decision = guard.check_request(request.url.scheme, host, request.url.port)
-            tell(url_decision_event("request", decision, method=request.method))
-            if decision.verdict == "deny":
-                raise BlockedHttpx2Request(decision)
+            _admit(guard, request, BlockedHttpx2Request, on_decision)
             response = await super().handle_async_request(request)
             _record_peer(response.extensions)
             return response

@@ -209,19 +209,7 @@ def run_command(
     except _SandboxFailed as exc:
         return _not_started(start, str(exc))
     except (OSError, ValueError) as exc:
-        return ProcResult(
-            exit_code=None,
-            stdout="",
-            stderr="",
-            stdout_bytes=0,
-            stderr_bytes=0,
-            stdout_truncated=False,
-            stderr_truncated=False,
-            timed_out=False,
-            cancelled=False,
-            duration_s=time.monotonic() - start,
-            error=f"could not start {argv[0] if argv else '(nothing)'}: {exc}",
-        )
+        return _not_started(start, f"could not start {argv[0] if argv else '(nothing)'}: {exc}")
     spawn = spawn_record(proc)
     with _LIVE_LOCK:
         _LIVE[spawn.spawn_id] = (proc, spawn)

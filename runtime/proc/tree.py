@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
@@ -147,20 +148,10 @@ def group_running(pgid: int) -> bool:
         return False
     except PermissionError:
         return True  # exists but is not ours to signal: treat as alive
-    proc_root = Path("/proc")
-    if not proc_root.is_dir():
+    if not Path("/proc").is_dir():
         return True
-    for entry in proc_root.iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        # After the command name: state, ppid, pgrp, ...
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-            return True
-    return False
+    # After the command name: state, ppid, pgrp, ...
+    return any(len(f) > 2 and f[2] == str(pgid) for _, f in _live_stats())
 
 
 def session_members(sid: int) -> list[int]:
@@ -168,21 +159,25 @@ def session_members(sid: int) -> list[int]:
     empty where /proc is absent. The command leads its own session, so these
     are its descendants, whatever process group job control moved them to.
     The leader's unreaped zombie keeps ``sid`` from naming anyone else."""
-    proc_root = Path("/proc")
     if not HAS_PROC:
         return []
-    found: list[int] = []
-    for entry in proc_root.iterdir():
+    # After the command name: state, ppid, pgrp, session, ...
+    return [pid for pid, f in _live_stats() if len(f) > 3 and f[3] == str(sid)]
+
+
+def _live_stats() -> Iterator[tuple[int, list[str]]]:
+    """Each live process of /proc (zombies and dead ones left out) with the
+    fields of its stat line after the command name (state, ppid, pgrp,
+    session, ...). A process that ends while it is read is passed over."""
+    for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        # After the command name: state, ppid, pgrp, session, ...
-        if len(fields) > 3 and fields[3] == str(sid) and fields[0] not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
+        if fields and fields[0] not in ("Z", "X"):
+            yield int(entry.name), fields
 
 
 def leader_exited(proc: Process) -> bool:

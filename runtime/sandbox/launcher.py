@@ -119,7 +119,6 @@ def _launch(
         carrier = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         plan.proxy_fd = carrier[1].fileno()
     plan.status_fd = status_w
-    listener: socket.socket | None = None
     try:
         proc = subprocess.Popen(  # noqa: S603 - argv was decided by the gates
             list(argv),
@@ -141,12 +140,21 @@ def _launch(
     os.close(status_w)
     if carrier is not None:
         carrier[1].close()
+    return proc, _await_setup(proc, status_r, carrier)
+
+
+def _await_setup(
+    proc: Any, status_r: int, carrier: tuple[socket.socket, socket.socket] | None
+) -> socket.socket | None:
+    """Wait for the child to report its sandbox built (both ways of starting
+    one end here): raise what it reported, or the timeout, after killing it;
+    else hand back the proxy listener it sent, if one was asked for. Closes
+    the parent's ends of the status pipe and the carrier either way."""
     try:
         raw = _read_status(status_r, time.monotonic() + _SETUP_TIMEOUT_S)
         if raw:
             raise _parse_status(raw)
-        if carrier is not None:
-            listener = _receive_listener(carrier[0])
+        return _receive_listener(carrier[0]) if carrier is not None else None
     except BaseException:
         _abandon(proc)
         raise
@@ -154,7 +162,6 @@ def _launch(
         os.close(status_r)
         if carrier is not None:
             carrier[0].close()
-    return proc, listener
 
 
 def _stdio_fd(value: Any, index: int, opened: list[int]) -> tuple[int, int | None]:
@@ -225,21 +232,7 @@ def _launch_helper(
         for i, fd in enumerate(parents)
     ]
     proc = ContainedProcess(argv, pid, stdin=streams[0], stdout=streams[1], stderr=streams[2])
-    listener: socket.socket | None = None
-    try:
-        raw = _read_status(status_r, time.monotonic() + _SETUP_TIMEOUT_S)
-        if raw:
-            raise _parse_status(raw)
-        if carrier is not None:
-            listener = _receive_listener(carrier[0])
-    except BaseException:
-        _abandon(proc)
-        raise
-    finally:
-        os.close(status_r)
-        if carrier is not None:
-            carrier[0].close()
-    return proc, listener
+    return proc, _await_setup(proc, status_r, carrier)
 
 
 def _receive_listener(sock: socket.socket) -> socket.socket:
