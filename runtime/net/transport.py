@@ -237,7 +237,7 @@ def _pool_options(
 def _admit(
     guard: Guard,
     request: Any,
-    refuse: Callable[[Decision], Exception] = BlockedRequest,
+    refuse: Callable[[UrlVerdict], Exception] = BlockedRequest,
     on_decision: UrlDecisionSink | None = None,
 ) -> None:
     """Refuse a request whose URL the policy denies before any connection is
@@ -255,7 +255,7 @@ async def _connect_pinned(
     guard: Guard,
     inner: Any,
     errors: tuple[type[Exception], ...],
-    refuse: Callable[[Decision], Exception],
+    refuse: Callable[[UrlVerdict], Exception],
     on_decision: UrlDecisionSink | None,
     host: str,
     port: int,
