@@ -99,18 +99,23 @@ def check(session: Session, call: ToolCall, out: Outcome, secrets: tuple[str, ..
     )
     prov["shell_guard"] = {"decision": verdict.decision, "rule": verdict.rule}
     cache_key = None if (verdict.ungrantable or secrets) else f"shell:{name}:{fp}"
+    # What every outcome of this gate carries, whatever it decides.
+    judged: dict[str, Any] = {
+        "canonical": name,
+        "entry": entry,
+        "provenance": prov,
+        "fingerprint": fp,
+        "paths": paths,
+        "shell": verdict,
+    }
     if final == "deny":
+        guard_denied = verdict.decision == "deny"
         return deny(
             call,
             GATE,
-            verdict.rule if verdict.decision == "deny" else "shell-deny",
-            f"{why}: {verdict.message}" if verdict.decision == "deny" else why,
-            canonical=name,
-            entry=entry,
-            provenance=prov,
-            fingerprint=fp,
-            paths=paths,
-            shell=verdict,
+            verdict.rule if guard_denied else "shell-deny",
+            f"{why}: {verdict.message}" if guard_denied else why,
+            **judged,
         )
     rule = "launch-flag" if (lifted and final == "allow" and "flag" in why) else verdict.rule
     if final == "allow" and (env or secrets):
@@ -130,16 +135,11 @@ def check(session: Session, call: ToolCall, out: Outcome, secrets: tuple[str, ..
         rule,
         why if final != "ask" else f"{why}: {verdict.message}",
         call.tool,
-        canonical=name,
-        entry=entry,
-        provenance=prov,
-        fingerprint=fp,
         cache_key=cache_key,
         liftable_by=liftable if final == "ask" else "",
-        paths=paths,
-        shell=verdict,
         needs_approval=final == "ask",
         secret_targets=secrets,
+        **judged,
     )
 
 
