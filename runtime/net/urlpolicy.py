@@ -33,7 +33,7 @@ from charter.runtime.net.resolve import ResolutionError, Resolver
 __all__ = [
     "UrlVerdict",
     "UrlPolicy",
-    "Verdict",
+    "UrlAnswer",
     "audit_origin",
     "classify_address",
     "parse_host",
@@ -45,7 +45,7 @@ __all__ = [
     "REASONS",
 ]
 
-Verdict = Literal["allow", "deny", "needs-dns"]
+UrlAnswer = Literal["allow", "deny", "needs-dns"]
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # Every reason key the policy can return, with a one-line meaning. The keys are
@@ -514,7 +514,7 @@ class UrlVerdict:
     caused a refusal, when one did.
     """
 
-    verdict: Verdict
+    verdict: UrlAnswer
     reason: str
     normalized: str | None = None
     origin: str | None = None
@@ -578,7 +578,7 @@ class UrlPolicy:
 
     allow_local_network: bool = False
 
-    def _judge(self, cls: str) -> tuple[Verdict, str]:
+    def _judge(self, cls: str) -> tuple[UrlAnswer, str]:
         if cls == "public-address":
             return "allow", cls
         if self.allow_local_network and cls in _LOCAL_CLASSES:

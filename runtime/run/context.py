@@ -24,16 +24,16 @@ if TYPE_CHECKING:
     from charter.runtime.run.people import Prompter
     from charter.runtime.sandbox.containment import Containment
 
-__all__ = ["AgentResult", "RunContext", "Status"]
+__all__ = ["AgentResult", "RunContext", "AgentStatus"]
 
-Status = Literal["completed", "no_output", "failed", "cancelled", "killed"]
+AgentStatus = Literal["completed", "no_output", "failed", "cancelled", "killed"]
 
 
 @dataclass(frozen=True, slots=True)
 class AgentResult:
     agent_id: str
     agent_name: str
-    status: Status
+    status: AgentStatus
     reason: str
     output: str | None
     output_format: str | None

@@ -84,7 +84,7 @@ from charter.runtime.models import (
 from charter.runtime.plan import OutputSpec, Stage
 from charter.runtime.results import ToolCall, ToolResult, refusal
 from charter.runtime.run.calls import Announced, guard_records, run_in_worker
-from charter.runtime.run.context import AgentResult, RunContext, Status
+from charter.runtime.run.context import AgentResult, AgentStatus, RunContext
 from charter.runtime.run.edges import StageVisit, gate_reasons, refused, region_hash, stuck_reason
 from charter.runtime.run.progress import Meter
 from charter.runtime.run.prompt import hinted_edges, offered_specs, system_prompt
@@ -98,7 +98,7 @@ from charter.runtime.tools.web import web_config_for
 if TYPE_CHECKING:
     from charter.runtime.run.agents import AgentWorld
 
-__all__ = ["AgentResult", "AgentRun", "RunContext", "Status"]
+__all__ = ["AgentResult", "AgentRun", "AgentStatus", "RunContext"]
 
 _DEAD_END_TURNS = 2
 _MAX_MODEL_FAILURES = 3  # in a row, across error edges
@@ -154,7 +154,7 @@ class AgentRun:
         agent = self.session.agent.agent
         self.cancel = threading.Event()
         # Why this agent was stopped from outside (kill_agent), if it was.
-        self.stopped: tuple[Status, str] | None = None
+        self.stopped: tuple[AgentStatus, str] | None = None
         self.rt = ToolRuntime(
             workspace=ctx.workspace,
             store=RunStore(),
@@ -468,7 +468,7 @@ class AgentRun:
 
     # -- the loop ------------------------------------------------------------------
 
-    def _result(self, status: Status, reason: str, output: str | None = None) -> AgentResult:
+    def _result(self, status: AgentStatus, reason: str, output: str | None = None) -> AgentResult:
         spec = self.rt.output
         return AgentResult(
             agent_id=self.id,
@@ -482,7 +482,7 @@ class AgentRun:
             gates_forced=tuple(self.gates_forced),
         )
 
-    def partial(self, status: Status, reason: str) -> AgentResult:
+    def partial(self, status: AgentStatus, reason: str) -> AgentResult:
         """What this agent has to show when it is stopped from outside."""
         with self.rt.store.lock:
             output = self.rt.store.output
