@@ -26,7 +26,7 @@ from charter.compiler.frontends.blueprint import Blueprint
 from charter.compiler.frontends.regions import Region
 from charter.compiler.frontends.stage_toml import StageEntry
 from charter.compiler.rules import diag
-from charter.runtime.catalog import resolve_builtin
+from charter.compiler.tooltable import builtin_canonical
 
 __all__ = ["ALWAYS_VISIBLE", "blueprint_refusals"]
 
@@ -96,7 +96,7 @@ def _routing(e: StageEntry, top_names: set[str]) -> list[Diagnostic]:
 
 def _gates(e: StageEntry, known: set[str], checklists: set[str]) -> list[Diagnostic]:
     out = []
-    offered = {_canonical(t) for t in e.stage.available_tools}
+    offered = {builtin_canonical(t) for t in e.stage.available_tools}
     for path, edge in e.stage.all_edges():
         g = edge.gate
         if g is None:
@@ -126,7 +126,7 @@ def _gates(e: StageEntry, known: set[str], checklists: set[str]) -> list[Diagnos
                     ),
                 )
             )
-        extra = {_canonical(t) for t in g.tools}
+        extra = {builtin_canonical(t) for t in g.tools}
         if g.require_modifications and not (offered & set(_MODIFYING)) and not (offered & extra):
             out.append(
                 diag(
@@ -141,11 +141,6 @@ def _gates(e: StageEntry, known: set[str], checklists: set[str]) -> list[Diagnos
                 )
             )
     return out
-
-
-def _canonical(name: str) -> str:
-    b = resolve_builtin(name)
-    return b.name if b is not None else name
 
 
 def _self_loop(e: StageEntry) -> list[Diagnostic]:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from charter.compiler.diagnostics import Diagnostic, Span, format_key_path
-from charter.compiler.frontends.blueprint import Blueprint, Region, Stage
+from charter.compiler.frontends.blueprint import Blueprint, Region, StageTable
 from charter.compiler.frontends.config_toml import UserConfig
 from charter.compiler.frontends.project import AgentSources
 from charter.compiler.frontends.regions import SEED_KEYS, parse_percentage
@@ -33,6 +33,7 @@ from charter.compiler.frontends.stage_toml import StageEntry, combine_stages
 from charter.compiler.model_catalog import is_known, window
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
+from charter.compiler.tooltable import builtin_canonical
 from charter.runtime.catalog import resolve_builtin
 from charter.runtime.plan import AgentPlan
 
@@ -150,7 +151,7 @@ def _declarations(entry: StageEntry) -> list[Diagnostic]:
     return out
 
 
-def _model_entries(st: Stage) -> list[tuple[str, str, KeyPath]]:
+def _model_entries(st: StageTable) -> list[tuple[str, str, KeyPath]]:
     """(provider, model, key path of the model name) for every model a stage
     lists: ``models``, else the ``provider``/``model`` shorthand and
     ``fallbacks``."""
@@ -242,7 +243,7 @@ def _stage_shape(
     out = []
     base = ("stages", entry.name)
     tools = list(st.available_tools)
-    canonical = [(_canonical(t), i, t) for i, t in enumerate(tools)]
+    canonical = [(builtin_canonical(t), i, t) for i, t in enumerate(tools)]
     if st.tool_routing is not None:
         r = st.tool_routing
         targets = [r.default_region or "conversation"] + [
@@ -307,11 +308,6 @@ def _stage_shape(
                 )
             )
     return out
-
-
-def _canonical(name: str) -> str:
-    b = resolve_builtin(name)
-    return b.name if b is not None else name
 
 
 def _held_points(entry: StageEntry) -> list[Diagnostic]:
@@ -555,7 +551,7 @@ def _seed_decisions(calls: Iterable[str], plan: AgentPlan | None) -> str:
         if plan is not None:
             stage = plan.stage(plan.entry_stage)
             for st in stage.tools if stage is not None else ():
-                if st.name == _canonical(name):
+                if st.name == builtin_canonical(name):
                     decision = st.decision.permission
         if decision is None:
             b = resolve_builtin(name)

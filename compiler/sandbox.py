@@ -31,7 +31,7 @@ Every profile records where each setting came from (``settings``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -129,6 +129,29 @@ def _mount_problem(path: str) -> str | None:
     return None
 
 
+def _mounts(
+    t: Any, d: Declared, diags: list[Diagnostic]
+) -> Iterator[tuple[str, int, str, str, bool]]:
+    """The ``mount`` and ``mounts`` entries of a table, each as (key, index,
+    entry, path, writable); one that may never be mounted is reported and
+    left out."""
+    for key in ("mount", "mounts"):
+        for i, entry in enumerate(getattr(t, key)):
+            path, writable = _mount(entry)
+            problem = _mount_problem(path)
+            if problem is not None:
+                diags.append(
+                    diag(
+                        "sandbox-mount-refused",
+                        f"mount '{entry}': {problem}",
+                        d.span(key, i),
+                        key_path=d.key_path(key, i),
+                    )
+                )
+                continue
+            yield key, i, entry, path, writable
+
+
 def _record(acc: _Acc, d: Declared, key: str, value: Any, note: str = "") -> None:
     acc.settings.append(
         SandboxSetting(
@@ -160,22 +183,9 @@ def _apply_user(acc: _Acc, d: Declared, diags: list[Diagnostic]) -> None:
     if t.workspace is not None:
         acc.workspace = t.workspace
         _record(acc, d, "workspace", t.workspace)
-    for key in ("mount", "mounts"):
-        for i, entry in enumerate(getattr(t, key)):
-            path, writable = _mount(entry)
-            problem = _mount_problem(path)
-            if problem is not None:
-                diags.append(
-                    diag(
-                        "sandbox-mount-refused",
-                        f"mount '{entry}': {problem}",
-                        d.span(key, i),
-                        key_path=d.key_path(key, i),
-                    )
-                )
-                continue
-            acc.mounts[path] = writable
-            _record(acc, d, key, entry)
+    for key, _i, entry, path, writable in _mounts(t, d, diags):
+        acc.mounts[path] = writable
+        _record(acc, d, key, entry)
     acc.hidden += [h for h in t.hide if h not in acc.hidden]
     acc.read_only += [r for r in t.read_only if r not in acc.read_only]
     if t.limits is not None:
@@ -263,31 +273,18 @@ def _tighten(acc: _Acc, d: Declared, diags: list[Diagnostic]) -> None:
             _loosen(
                 diags, d, "workspace", "workspace = 'write' would loosen your read-only workspace"
             )
-    for key in ("mount", "mounts"):
-        for i, entry in enumerate(getattr(t, key)):
-            path, writable = _mount(entry)
-            problem = _mount_problem(path)
-            if problem is not None:
-                diags.append(
-                    diag(
-                        "sandbox-mount-refused",
-                        f"mount '{entry}': {problem}",
-                        d.span(key, i),
-                        key_path=d.key_path(key, i),
-                    )
+    for key, i, entry, path, writable in _mounts(t, d, diags):
+        if path not in acc.mounts:
+            diags.append(
+                diag(
+                    "sandbox-loosen-ignored",
+                    f"mount '{entry}' is not one your config mounts; it is not made visible",
+                    d.span(key, i),
+                    key_path=d.key_path(key, i),
                 )
-                continue
-            if path not in acc.mounts:
-                diags.append(
-                    diag(
-                        "sandbox-loosen-ignored",
-                        f"mount '{entry}' is not one your config mounts; it is not made visible",
-                        d.span(key, i),
-                        key_path=d.key_path(key, i),
-                    )
-                )
-                continue
-            acc.mounts[path] = acc.mounts[path] and writable
+            )
+            continue
+        acc.mounts[path] = acc.mounts[path] and writable
     acc.hidden += [h for h in t.hide if h not in acc.hidden]
     acc.read_only += [r for r in t.read_only if r not in acc.read_only]
     if t.limits is not None:

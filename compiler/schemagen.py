@@ -36,7 +36,7 @@ SCHEMAS: dict[str, tuple[str, str, str]] = {
         "Blueprint",
         "Charter blueprint (agent.leviath / blueprint.toml)",
     ),
-    "stage.v1.json": ("charter.compiler.frontends.blueprint", "Stage", "Charter stage file"),
+    "stage.v1.json": ("charter.compiler.frontends.blueprint", "StageTable", "Charter stage file"),
     "config.v1.json": (
         "charter.compiler.frontends.config_toml",
         "UserConfig",

@@ -17,7 +17,7 @@ from charter.compiler.rules import diag
 from charter.runtime.catalog import BuiltinTool, builtin_tools, resolve_builtin
 from charter.runtime.naming import mcp_safe_names
 
-__all__ = ["ToolRef", "ToolTable"]
+__all__ = ["ToolRef", "ToolTable", "all_builtin_names", "builtin_canonical"]
 
 Source = Literal["builtin", "authored", "mcp", "script"]
 
@@ -60,10 +60,7 @@ class ToolTable:
         built-in alias it does not reach."""
         if name in self.tools:
             return name
-        b = resolve_builtin(name)
-        if b is not None:
-            return b.name
-        return name
+        return builtin_canonical(name)
 
     def lookup(self, name: str) -> ToolRef | None:
         return self.tools.get(self.canonical(name))
@@ -142,6 +139,13 @@ class ToolTable:
 
     def add_dynamic_server(self, server: str, safe_prefix: str) -> None:
         self.dynamic_servers[safe_prefix] = server
+
+
+def builtin_canonical(name: str) -> str:
+    """A built-in alias as the built-in's canonical name (``bash`` is
+    ``shell``); any other name unchanged."""
+    b = resolve_builtin(name)
+    return b.name if b is not None else name
 
 
 def all_builtin_names() -> list[str]:

@@ -108,7 +108,9 @@ def verb_parser(name: str) -> argparse.ArgumentParser:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return action.choices[name]  # type: ignore[no-any-return]
-    raise KeyError(name)  # pragma: no cover - every verb has a sub-parser
+    from charter.compiler.errors import CompilerBug
+
+    raise CompilerBug(f"verb {name!r} has no sub-parser")  # pragma: no cover
 
 
 # Verbs that only read files, print, and (check, hook) append to the audit log

@@ -256,7 +256,9 @@ def render(shell: str) -> str:
         return _zsh(verbs)
     if shell == "fish":
         return _fish(verbs)
-    raise ValueError(f"no completion for {shell!r}; choose one of {', '.join(SHELLS)}")
+    from charter.compiler.errors import UnknownChoice
+
+    raise UnknownChoice(f"no completion for {shell!r}; choose one of {', '.join(SHELLS)}")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,8 +19,7 @@ from typing import Any
 
 from charter.compiler.cli._plan_arg import add_project_options, load_plan_or_project
 from charter.compiler.cli.show import explain
-
-_RANK = {"allow": 0, "ask": 1, "deny": 2}
+from charter.runtime.plan.vocabulary import RANK
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -78,7 +77,7 @@ def compare(old: Any, new: Any) -> list[dict[str, Any]]:
                         "change": "decision",
                         "before": before["decision"],
                         "after": after["decision"],
-                        "loosened": _RANK[after["decision"]] < _RANK[before["decision"]],
+                        "loosened": RANK[after["decision"]] < RANK[before["decision"]],
                         "why": after["why"],
                     }
                 )

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from charter.runtime.plan.vocabulary import PERMISSIONS
+
 __all__ = ["add_arguments", "run"]
 
 _EVENTS = {"claude-code": "PreToolUse", "gemini-cli": "BeforeTool"}
@@ -131,10 +133,10 @@ def _decision(client: str, text: str) -> str | None:
         return None
     if client == "claude-code":
         out = answer.get("hookSpecificOutput")
-        if isinstance(out, dict) and out.get("permissionDecision") in ("allow", "ask", "deny"):
+        if isinstance(out, dict) and out.get("permissionDecision") in PERMISSIONS:
             return str(out["permissionDecision"])
         return None
-    if answer.get("decision") in ("allow", "ask", "deny"):
+    if answer.get("decision") in PERMISSIONS:
         return str(answer["decision"])
     return "defer" if set(answer) <= {"systemMessage"} else None
 

@@ -344,8 +344,10 @@ def load_fallback_yaml(path: Path, display: str) -> Loaded[AgentFallback]:
         return n.diags
 
     loaded = load_document(path, display, AgentFallback, "yaml", precheck=precheck)
-    if loaded.model is None and loaded.diagnostics and all(
-        d.name == "empty-file" for d in loaded.diagnostics
+    if (
+        loaded.model is None
+        and loaded.diagnostics
+        and all(d.name == "empty-file" for d in loaded.diagnostics)
     ):
         # The host reads an empty fallback file as no settings at all.
         return Loaded(display, AgentFallback(), loaded.smap, (), {})
@@ -383,8 +385,7 @@ def _normalize(data: dict[str, Any], smap: SourceMap) -> list[Diagnostic]:
             caps,
             ("capabilities",),
             _CAPABILITY_KEYS,
-            "the agent host reads grants only from capabilities.defaults and "
-            "capabilities.slots",
+            "the agent host reads grants only from capabilities.defaults and capabilities.slots",
         )
         n.names_to_mapping(caps, "defaults", ("capabilities", "defaults"))
         slots = caps.get("slots")
@@ -438,8 +439,7 @@ def _check_slot_dirs(data: dict[str, Any], smap: SourceMap, root: Path) -> list[
                 if hint is None:
                     continue
                 problem = (
-                    f"folder '{value}' does not exist, so the slot is empty; "
-                    f"did you mean '{hint}'?"
+                    f"folder '{value}' does not exist, so the slot is empty; did you mean '{hint}'?"
                 )
                 severity = Severity.WARNING
             elif not target.is_dir():

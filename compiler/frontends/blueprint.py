@@ -21,7 +21,7 @@ A stage's outgoing edges may be written in either of two shapes:
 Both carry the same keys (``hint``, ``condition``, ``transform``,
 ``transform_config``, ``gate``, ``stuck_after_*``). A stage uses one shape or
 the other, never both, so there is a single place to look for its edges.
-:meth:`Stage.all_edges` hands back every edge as an :class:`Edge` together
+:meth:`StageTable.all_edges` hands back every edge as an :class:`EdgeTable` together
 with its key path, whichever shape it was written in.
 
 Stages may also live in their own files (``stages/<name>.toml``); see
@@ -61,22 +61,22 @@ __all__ = [
     "Condition",
     "ContextConfig",
     "ContextTransform",
-    "Edge",
+    "EdgeTable",
     "FileTracking",
-    "Gate",
+    "GateTable",
     "Hooks",
     "InteractionPoint",
     "Mode",
     "ModelConfig",
     "ModelEntry",
     "Nudge",
-    "OutputSpec",
+    "OutputTable",
     "Region",
     "RegionMapping",
     "RepetitionDetection",
     "Sandbox",
-    "Stage",
     "StageContext",
+    "StageTable",
     "ToolRouting",
     "Transform",
     "TransformConfig",
@@ -97,7 +97,7 @@ PositiveInt = Annotated[int, Field(ge=1)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
 
 
-class OutputSpec(InputModel):
+class OutputTable(InputModel):
     """The shape of a run's final answer. ``format`` is a free label (json,
     yaml, ... get a parse check at run time); ``schema`` is a JSON Schema
     written as a TOML table; ``validator`` is a script path."""
@@ -110,7 +110,7 @@ class OutputSpec(InputModel):
     validator: str | None = None
 
 
-class Gate(InputModel):
+class GateTable(InputModel):
     """What a stage must have done before an edge may be taken."""
 
     require_modifications: bool = False
@@ -149,7 +149,7 @@ class Transition(InputModel):
     condition: Condition | None = None
     transform: Transform | None = None
     transform_config: TransformConfig | None = None
-    gate: Gate | None = None
+    gate: GateTable | None = None
     stuck_after_iterations: PositiveInt | None = None
     stuck_after_minutes: PositiveInt | None = None
     stuck_after_same_file_edits: PositiveInt | None = None
@@ -183,7 +183,7 @@ class Transition(InputModel):
         return "llm_choice" if self.hint is not None else "always"
 
 
-class Edge(Transition):
+class EdgeTable(Transition):
     """An edge written as an item of ``[[stages.<from>.edges]]``."""
 
     to: Annotated[str, Field(min_length=1)]
@@ -360,7 +360,7 @@ class ContextTransform(InputModel):
     mappings: tuple[RegionMapping, ...] = ()
 
 
-class Stage(InputModel):
+class StageTable(InputModel):
     # Unset means autonomous at run time; kept None so lints can tell.
     mode: Mode | None = None
     description: str | None = None
@@ -381,7 +381,7 @@ class Stage(InputModel):
     max_iterations: PositiveInt | None = None
     max_revisits: NonNegativeInt | None = None
     require_output: bool = False
-    output: OutputSpec | None = None
+    output: OutputTable | None = None
     # Unset means: true for mode = "output", false otherwise.
     allow_complete: bool | None = None
     interaction_points: tuple[InteractionPoint, ...] = ()
@@ -418,17 +418,17 @@ class Stage(InputModel):
 
     # Outgoing edges, in either shape (see the module docs).
     transitions: dict[str, TransitionValue] = {}
-    edges: tuple[Edge, ...] = ()
+    edges: tuple[EdgeTable, ...] = ()
 
-    def all_edges(self) -> tuple[tuple[KeyPath, Edge], ...]:
+    def all_edges(self) -> tuple[tuple[KeyPath, EdgeTable], ...]:
         """Every outgoing edge with its key path relative to the stage's
         table: ``("transitions", target)`` or ``("edges", index)``."""
-        out: list[tuple[KeyPath, Edge]] = []
+        out: list[tuple[KeyPath, EdgeTable]] = []
         for target, t in self.transitions.items():
             keys = (
                 t.model_dump(exclude_unset=True, by_alias=True) if isinstance(t, Transition) else {}
             )
-            edge = Edge.model_validate({**keys, "to": target})
+            edge = EdgeTable.model_validate({**keys, "to": target})
             out.append((("transitions", target), edge))
         for i, e in enumerate(self.edges):
             out.append((("edges", i), e))
@@ -455,7 +455,7 @@ class Agent(InputModel):
     shell_hint: bool | None = None
     batch_tool_hint: bool | None = None
     nudge: Nudge | None = None
-    output: OutputSpec | None = None
+    output: OutputTable | None = None
 
 
 def _read_path(value: str) -> str:
@@ -481,7 +481,7 @@ class BlueprintReadPaths(InputModel):
 
 class Blueprint(InputModel):
     agent: Agent
-    stages: dict[str, Stage] = {}
+    stages: dict[str, StageTable] = {}
     tool_permissions: PermissionMap = {}
     # Declared, not granted: inert until the user's config opts in.
     safe_commands: SafeCommands | None = None
@@ -510,7 +510,7 @@ class Blueprint(InputModel):
 _NAME_LISTS = ("available_tools", "available_connectors", "required_tools")
 
 
-def check_stage(stage: Stage, smap: SourceMap, prefix: KeyPath) -> list[Diagnostic]:
+def check_stage(stage: StageTable, smap: SourceMap, prefix: KeyPath) -> list[Diagnostic]:
     """Checks on one validated stage that need positions: a name listed twice
     in a tool list, and both edge shapes used at once. ``prefix`` is where
     the stage's table sits in ``smap``'s file."""
@@ -579,7 +579,7 @@ def explain_misplaced(diags: Sequence[Diagnostic], *, stage_file: bool = False) 
     agent key written at the top level."""
     home = "the stage's own keys, above its first [sub-table] header"
     out = explain_misplaced_keys(
-        diags, keys=Stage.model_fields, depth=0 if stage_file else 2, what="stage", home=home
+        diags, keys=StageTable.model_fields, depth=0 if stage_file else 2, what="stage", home=home
     )
     if stage_file:
         return out
@@ -587,7 +587,7 @@ def explain_misplaced(diags: Sequence[Diagnostic], *, stage_file: bool = False) 
         m = _UNKNOWN.match(d.message) if d.name == "unknown-key" else None
         if m is None or d.key_path != m.group(1) or "did you mean" in d.message:
             continue
-        if m.group(1) in Stage.model_fields:
+        if m.group(1) in StageTable.model_fields:
             out[i] = dataclasses.replace(
                 d, help=f"'{m.group(1)}' is a stage key; put it under a [stages.<name>] table"
             )

@@ -10,13 +10,14 @@ It lives at the project root or in an agent directory and holds two things:
 """
 
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, Self
 
 from pydantic import Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from charter.compiler.frontends.base import Loaded, load_document
 from charter.compiler.frontends.validation import InputModel, thaw
+from charter.runtime.plan.vocabulary import Permission
 
 __all__ = ["Expectation", "LintSettings", "ProjectSettings", "SETTINGS_FILE", "load_settings"]
 
@@ -40,7 +41,7 @@ class Expectation(InputModel):
     unattended: bool = False
     yolo: bool = False
     allow: tuple[str, ...] = ()
-    decision: Literal["allow", "ask", "deny"]
+    decision: Permission
     why: str | None = None
 
     @model_validator(mode="after")

@@ -26,11 +26,12 @@ from pydantic import Discriminator, Field, Tag
 from charter.compiler.diagnostics import Diagnostic
 from charter.compiler.frontends.base import Loaded, load_document
 from charter.compiler.frontends.validation import InputModel
+from charter.runtime.plan.vocabulary import Permission
 
 __all__ = [
     "AgentMcpServers",
     "AgentSafeCommands",
-    "Limits",
+    "LimitsTable",
     "McpServer",
     "Permission",
     "PermissionMap",
@@ -50,7 +51,6 @@ __all__ = [
     "load_user_config",
 ]
 
-Permission = Literal["allow", "ask", "deny"]
 PermissionMap = dict[str, Permission]
 ScriptPermission = Literal["allow", "deny", "inherit"]
 
@@ -139,7 +139,7 @@ class SecurityConfig(InputModel):
     allow_blueprint_mcp_servers: bool = False
 
 
-class Limits(InputModel):
+class LimitsTable(InputModel):
     # 0 means "wait forever"; an expired prompt is a refusal, never consent.
     interaction_timeout_secs: Annotated[int, Field(ge=0)] = 3600
     # The shell tool's time limit (plan limits.shell_timeout_secs). Unlike the
@@ -248,7 +248,7 @@ class UserConfig(InputModel):
     agent_safe_commands: dict[str, AgentSafeCommands] = {}
     tool_script_permissions: ToolScriptPermissions = ToolScriptPermissions()
     agent_read_paths: dict[str, ReadPaths] = {}
-    limits: Limits = Limits()
+    limits: LimitsTable = LimitsTable()
     mcp_servers: tuple[McpServer, ...] = ()
     agent_mcp_servers: dict[str, AgentMcpServers] = {}
 

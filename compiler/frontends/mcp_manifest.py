@@ -202,6 +202,7 @@ def _whole_seconds(value: float) -> int:
 
 def load_mcp_manifest(path: Path, display: str) -> Loaded[McpServer]:
     """Read and validate one server manifest. Never raises on file content."""
+
     def precheck(data: dict[str, Any], smap: SourceMap) -> list[Diagnostic]:
         return [*_normalize(data, smap), *_cross_checks(data, smap)]
 

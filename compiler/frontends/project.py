@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from charter.compiler.diagnostics import Diagnostic, Span
 from charter.compiler.frontends.base import Loaded
-from charter.compiler.frontends.blueprint import Blueprint, Stage, load_blueprint
+from charter.compiler.frontends.blueprint import Blueprint, StageTable, load_blueprint
 from charter.compiler.frontends.charter_toml import SETTINGS_FILE, ProjectSettings, load_settings
 from charter.compiler.frontends.config_toml import (
     UserConfig,
@@ -95,7 +95,7 @@ class AgentSources:
     tools: tuple[AuthoredToolSource, ...] = ()
     mcp: tuple[Loaded[McpServer], ...] = ()
     blueprint: Loaded[Blueprint] | None = None
-    stage_files: tuple[Loaded[Stage], ...] = ()
+    stage_files: tuple[Loaded[StageTable], ...] = ()
     # The global fallback file above this agent's core, if any: its approval
     # is the host's global approval layer for the core.
     fallback: Loaded[AgentFallback] | None = None
@@ -180,8 +180,8 @@ def _discover(root: Path) -> tuple[list[Path], dict[Path, Path]]:
     fallbacks: dict[Path, Path] = {}
 
     def fallback_here(d: Path) -> bool:
-        return (d / CORE_FILE).is_file() and not _has_blueprint(d) and is_fallback_file(
-            d / CORE_FILE
+        return (
+            (d / CORE_FILE).is_file() and not _has_blueprint(d) and is_fallback_file(d / CORE_FILE)
         )
 
     def walk(d: Path, depth: int, above: Path | None) -> None:
@@ -308,7 +308,7 @@ def _load_agent(
                 Span(c.display(present[1])),
             )
         )
-    stage_files: list[Loaded[Stage]] = []
+    stage_files: list[Loaded[StageTable]] = []
     if present:
         path = present[0]
         blueprint = load_blueprint(path, c.display(path))

@@ -20,7 +20,12 @@ from pathlib import Path, PurePosixPath
 
 from charter.compiler.diagnostics import Diagnostic, Span
 from charter.compiler.frontends.base import Loaded, load_document
-from charter.compiler.frontends.blueprint import Blueprint, Stage, check_stage, explain_misplaced
+from charter.compiler.frontends.blueprint import (
+    Blueprint,
+    StageTable,
+    check_stage,
+    explain_misplaced,
+)
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
 
@@ -38,11 +43,11 @@ def stage_file_name(display: str) -> str:
     return PurePosixPath(display.replace("\\", "/")).stem
 
 
-def load_stage_file(path: Path, display: str) -> Loaded[Stage]:
-    def postcheck(stage: Stage, smap: SourceMap) -> list[Diagnostic]:
+def load_stage_file(path: Path, display: str) -> Loaded[StageTable]:
+    def postcheck(stage: StageTable, smap: SourceMap) -> list[Diagnostic]:
         return check_stage(stage, smap, ())
 
-    loaded = load_document(path, display, Stage, "toml", postcheck=postcheck)
+    loaded = load_document(path, display, StageTable, "toml", postcheck=postcheck)
     fixed = explain_misplaced(loaded.diagnostics, stage_file=True)
     return dataclasses.replace(loaded, diagnostics=tuple(fixed))
 
@@ -52,7 +57,7 @@ class StageEntry:
     """One stage of the combined table and where it was written."""
 
     name: str
-    stage: Stage
+    stage: StageTable
     display: str  # the file holding it
     smap: SourceMap = field(repr=False)  # that file's source map
     prefix: KeyPath = ()  # the stage's table inside that file: ("stages", name) or ()
@@ -68,7 +73,7 @@ def _where(span: Span) -> str:
 
 
 def combine_stages(
-    blueprint: Loaded[Blueprint], stage_files: list[Loaded[Stage]]
+    blueprint: Loaded[Blueprint], stage_files: list[Loaded[StageTable]]
 ) -> tuple[dict[str, StageEntry], list[Diagnostic]]:
     """One stage table: the blueprint's inline stages in the order written,
     then stage files in file-name order. A name defined twice keeps its
@@ -116,7 +121,7 @@ def combine_stages(
 
 
 def merge_stages(
-    blueprint: Loaded[Blueprint], stage_files: list[Loaded[Stage]]
+    blueprint: Loaded[Blueprint], stage_files: list[Loaded[StageTable]]
 ) -> list[Diagnostic]:
     """The diagnostics of :func:`combine_stages`: each stage defined twice."""
     return combine_stages(blueprint, stage_files)[1]

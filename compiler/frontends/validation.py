@@ -22,8 +22,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from charter.compiler.diagnostics import Diagnostic, Severity, did_you_mean, format_key_path
-from charter.compiler.rules import _BY_NAME, diag
+from charter.compiler.rules import diag, has_rule
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
+from charter.runtime.plan.vocabulary import PERMISSIONS
 
 __all__ = ["InputModel", "freeze", "thaw", "type_name", "validate_model"]
 
@@ -61,7 +62,7 @@ def thaw(value: Any) -> Any:
     return value
 
 
-_PERMISSIONS = {"allow", "ask", "deny"}
+_PERMISSIONS = frozenset(PERMISSIONS)
 _QUOTED = re.compile(r"'([^']*)'")
 
 
@@ -102,7 +103,7 @@ def _to_diag(
     on_key = bool(err["loc"]) and err["loc"][-1] == "[key]"
     where = smap.key_span(full) if on_key else smap.value_span(full)
 
-    if etype in _BY_NAME:
+    if has_rule(etype):
         return diag(etype, msg, where, key_path=key_path)
     if etype == "extra_forbidden":
         name = str(loc[-1]) if loc else "?"

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TextIO
 
 from charter.compiler.diagnostics import Diagnostic, Severity
+from charter.compiler.errors import UnknownChoice
 from charter.compiler.render._common import suppression_kind
 
 __all__ = ["FORMATS", "default_format", "exit_code", "render", "want_color"]
@@ -72,7 +73,7 @@ def render(
         from charter.compiler.render.github import render_github
 
         return render_github(diagnostics)
-    raise ValueError(f"unknown output format {fmt!r}; expected one of {', '.join(FORMATS)}")
+    raise UnknownChoice(f"unknown output format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
 def default_format(stream: TextIO, environ: Mapping[str, str] | None = None) -> str:

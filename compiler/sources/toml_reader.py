@@ -15,6 +15,7 @@ import tomllib
 from typing import Any
 
 from charter.compiler.diagnostics import Diagnostic, Span
+from charter.compiler.errors import ReaderStop
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
 from charter.compiler.sources.text import MAX_NESTING, SourceText
@@ -223,7 +224,7 @@ class _Scanner:
             else:
                 m = _BARE.match(self.t, a)
                 if not m:
-                    raise ValueError(f"unexpected character at {a}")
+                    raise ReaderStop(f"unexpected character at {a}")
                 name = m.group(0)
                 self.i = m.end()
             parts.append((name, a, self.i))
@@ -348,5 +349,5 @@ def scan_positions(text: str, smap: SourceMap) -> None:
     smap.add((), None, Span(smap.path, 1, 1))
     try:
         scanner.run()
-    except (ValueError, IndexError):
+    except (ReaderStop, ValueError, IndexError):
         pass

@@ -26,6 +26,7 @@ from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
 from charter.compiler.diagnostics import Diagnostic, Span, format_key_path
+from charter.compiler.errors import ReaderStop
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
 from charter.compiler.sources.text import MAX_NESTING, SourceText
@@ -79,7 +80,7 @@ def _plain_tag(ev: Any) -> str:
     return str(_RESOLVER.resolve(yaml.ScalarNode, ev.value, ev.implicit))
 
 
-class _ScalarProblem(Exception):
+class _ScalarProblem(ReaderStop):
     """PyYAML would refuse to construct this scalar (the host cannot load the file)."""
 
 
@@ -140,7 +141,7 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
-class _Abort(Exception):
+class _Abort(ReaderStop):
     """Raised inside the walker when the document cannot be read further."""
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from charter.compiler.diagnostics import Diagnostic
-from charter.compiler.frontends.blueprint import Blueprint, Edge, Stage, load_blueprint
+from charter.compiler.frontends.blueprint import Blueprint, EdgeTable, StageTable, load_blueprint
 from charter.compiler.frontends.config_toml import SafeShellEntry
 from charter.compiler.frontends.stage_toml import combine_stages, load_stage_file
 
@@ -87,7 +87,7 @@ def test_both_edge_shapes_normalise_to_edges_with_their_paths(tmp_path: Path) ->
         (("edges", 1), "stuck"),
     ]
     # The condition stays unset on the model so lints can tell "defaulted".
-    assert a_edges[0][1].condition is None and isinstance(a_edges[0][1], Edge)
+    assert a_edges[0][1].condition is None and isinstance(a_edges[0][1], EdgeTable)
 
 
 def test_empty_transitions_table_marks_a_terminal_stage(tmp_path: Path) -> None:
@@ -238,7 +238,7 @@ def test_loading_never_raises(tmp_path: Path, parts: list[str]) -> None:
         assert d.span.line >= 1 and d.span.col >= 1
     if loaded.model is not None:
         for stage in loaded.model.stages.values():
-            assert isinstance(stage, Stage)
+            assert isinstance(stage, StageTable)
             stage.all_edges()
 
 
@@ -264,7 +264,7 @@ def test_generated_json_schemas_accept_the_coder_example() -> None:
     bp = tomllib.loads((root / "agent.leviath").read_text(encoding="utf-8"))
     jsonschema.validate(bp, Blueprint.model_json_schema(mode="validation"))
     review = tomllib.loads((root / "stages" / "review.toml").read_text(encoding="utf-8"))
-    jsonschema.validate(review, Stage.model_json_schema(mode="validation"))
+    jsonschema.validate(review, StageTable.model_json_schema(mode="validation"))
     review["tool_permissions"]["shell"] = "dney"
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(review, Stage.model_json_schema(mode="validation"))
+        jsonschema.validate(review, StageTable.model_json_schema(mode="validation"))

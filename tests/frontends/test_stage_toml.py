@@ -8,7 +8,7 @@ import pytest
 from _support.cases import expected
 
 from charter.compiler.diagnostics import Diagnostic
-from charter.compiler.frontends.blueprint import Stage, load_blueprint
+from charter.compiler.frontends.blueprint import StageTable, load_blueprint
 from charter.compiler.frontends.stage_toml import (
     combine_stages,
     load_stage_file,
@@ -36,7 +36,7 @@ def test_stage_case(case: Path) -> None:
     loaded = load_stage_file(case, shown)
     assert_matches(case, loaded.diagnostics)
     if not expected(case):
-        assert isinstance(loaded.model, Stage)
+        assert isinstance(loaded.model, StageTable)
 
 
 def test_stage_name_is_the_file_stem() -> None:

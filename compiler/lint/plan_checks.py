@@ -9,11 +9,11 @@ from collections.abc import Iterable
 from charter.compiler.diagnostics import Diagnostic, Span
 from charter.compiler.rules import diag
 from charter.runtime.plan import AgentPlan, SourceRef, Stage
+from charter.runtime.plan.vocabulary import RANK
 
 __all__ = ["lint_agent"]
 
 _SHELL_NAMES = ("shell", "terminal")
-_RANK = {"allow": 0, "ask": 1, "deny": 2}
 
 
 def _span(ref: SourceRef | None, fallback: str) -> Span:
@@ -183,7 +183,7 @@ def _stage_checks(agent: AgentPlan, stages: Iterable[Stage]) -> list[Diagnostic]
         for name, d in decisions.items():
             said = {sv.scope: sv for sv in d.scopes}
             st, ag = said.get("stage"), said.get("agent")
-            if st and ag and st.value and ag.value and _RANK[st.value] < _RANK[ag.value]:
+            if st and ag and st.value and ag.value and RANK[st.value] < RANK[ag.value]:
                 out.append(
                     diag(
                         "stage-loosens-agent-permission",

@@ -1,0 +1,26 @@
+"""Lint checks: findings that read a resolved agent or its plan and change
+nothing in it.
+
+==========================  =================================================
+module                      what it reads
+==========================  =================================================
+:mod:`.sources`             a resolved agent with its source files, during
+                            the compile (errors here withhold the plan)
+:mod:`.plan_checks`         a compiled agent's plan (stage graph, shell
+                            policy, unattended stages, --yolo)
+==========================  =================================================
+
+Leviath's blueprint lints live beside them in
+:mod:`charter.compiler.leviath_lint` (run by ``charter validate``) and its
+load-time refusals in :mod:`charter.compiler.leviath_checks` (run from
+:mod:`.sources`). A new lint rule is registered in its group of
+:mod:`charter.compiler.rules` and checked in the module above that reads
+what it needs: :mod:`.plan_checks` when the plan is enough, :mod:`.sources`
+when it must point into the files.
+"""
+
+from __future__ import annotations
+
+from charter.compiler.lint.plan_checks import lint_agent
+
+__all__ = ["lint_agent"]
