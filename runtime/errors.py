@@ -4,8 +4,9 @@ Callers catch :class:`CharterError` to handle anything Charter reports, or a
 subclass for one concern. Where an exception also is a built-in kind
 (``ValueError``, ``OSError``...), code written against that kind keeps
 working. Private exceptions that never leave their module (a retry signal)
-are control flow and not drawn. The tree, with each class's module, kept
-true by ``tests/architecture/test_errors.py``::
+are control flow and not drawn. The compiler's branch (``CompilerError``) is
+drawn in :mod:`charter.compiler.errors`. The runtime's tree, with each
+class's module, kept true by ``tests/architecture/test_errors.py``::
 
     CharterError (errors)
         AwkError (shell.programs.awk)
