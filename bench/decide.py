@@ -42,8 +42,9 @@ from charter.runtime.plan import (
     StageTool,
     ToolEntry,
 )
+from charter.runtime.prepared import load_for_agents, prepare
 from charter.runtime.results import ToolCall
-from charter.runtime.session import load_for_agents, open_session, prepare
+from charter.runtime.session import open_session
 
 TOOLS = [
     "read_file", "read_files", "write_file", "edit_file", "patch", "list_dir", "search_files",

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     # decide: most projects have none, and the gates pull in the session,
     # approvals and the shell guard.
     from charter.runtime.plan import Plan
-    from charter.runtime.session import PreparedPlan
+    from charter.runtime.prepared import PreparedPlan
 
 __all__ = ["check_expectations", "expectation_count", "project_ignores"]
 
@@ -56,7 +56,7 @@ def check_expectations(project: Project, plan: Plan | None) -> list[Diagnostic]:
                 first.smap.value_span(("expect",)),
             )
         ]
-    from charter.runtime.session import prepare
+    from charter.runtime.prepared import prepare
 
     # Validators are compiled only for the tools an expectation calls.
     prepared = prepare(plan, eager=False)

@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from charter.runtime.capabilities import is_granted
+from charter.runtime.errors import CharterError
 from charter.runtime.redact import Redactor, redacted_views
 from charter.runtime.results import ToolResult, refusal
 
@@ -90,7 +91,7 @@ RESERVED_KEYS = frozenset({"executionStarted", "denial", "approval"})
 _TEXT_KEYS = frozenset({"content", "model_output", "display_output", "is_error", "error"})
 
 
-class CapabilityDenied(PermissionError):
+class CapabilityDenied(CharterError, PermissionError):
     """Raised by ``ctx.capability.require`` for a capability the tool's
     ``capabilities`` list does not grant."""
 

@@ -29,12 +29,13 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from charter.runtime.datafiles import read_text
+from charter.runtime.errors import CharterError
+from charter.runtime.plan import ArgumentGuard, PathArg, Permission
 
 __all__ = [
     "APPROVAL_ORDER",
     "BLOCKING_TOOLS",
     "BLUEPRINT_LOOSENABLE",
-    "PERMISSION_ORDER",
     "RISK_ORDER",
     "TOOLSETS",
     "Approval",
@@ -55,7 +56,6 @@ __all__ = [
     "shell_hint",
 ]
 
-Permission = Literal["allow", "ask", "deny"]
 Risk = Literal["low", "medium", "high", "critical"]
 Approval = Literal["auto", "prompt", "deny"]
 # "leviath": a tool of Leviath's own runtime that seed 004 does not list
@@ -81,8 +81,8 @@ Family = Literal[
 ]
 
 # Orders used to decide which of two values is stricter (a larger rank is
-# stricter). Kept here so every consumer ranks the vocabularies the same way.
-PERMISSION_ORDER: Mapping[str, int] = MappingProxyType({"allow": 0, "ask": 1, "deny": 2})
+# stricter). Kept here so every consumer ranks the vocabularies the same way;
+# the order of permissions is charter.runtime.plan.vocabulary.RANK.
 RISK_ORDER: Mapping[str, int] = MappingProxyType({"low": 0, "medium": 1, "high": 2, "critical": 3})
 APPROVAL_ORDER: Mapping[str, int] = MappingProxyType({"auto": 0, "prompt": 1, "deny": 2})
 
@@ -101,7 +101,7 @@ _CAPABILITY = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+(:[A-Za-z0-9_.-]+
 _IMPL = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
 
 
-class CatalogError(RuntimeError):
+class CatalogError(CharterError, RuntimeError):
     """The packaged catalog data is malformed. This is a packaging bug, never
     a user error, so it is raised rather than reported as a diagnostic."""
 
@@ -189,6 +189,16 @@ class BuiltinTool(BaseModel):
     input_rules: str | None = Field(
         description="Cross-field rules enforced alongside input_schema but not advertised, "
         "as canonical JSON text (see docs/builtin-tools.md)."
+    )
+    path_args: tuple[PathArg, ...] = Field(
+        default=(),
+        description="The arguments that name workspace paths, and how the tool uses each; "
+        "the compiler pins them into the plan.",
+    )
+    guard: ArgumentGuard | None = Field(
+        default=None,
+        description="The runtime check that reads the arguments beyond the schema "
+        "(shell, url or delegate); pinned into the plan.",
     )
     default_permission: Permission
     capability: str | None

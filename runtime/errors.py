@@ -1,10 +1,44 @@
-"""The root of every exception Charter raises on purpose.
+"""The root of every exception the runtime raises on purpose.
 
-Callers catch :class:`CharterError` to handle anything Charter reports,
-or a subclass for one concern. The tree of subclasses is drawn below and
-kept true by ``tests/test_errors.py``:
+Callers catch :class:`CharterError` to handle anything Charter reports, or a
+subclass for one concern. Where an exception also is a built-in kind
+(``ValueError``, ``OSError``...), code written against that kind keeps
+working. Private exceptions that never leave their module (a retry signal)
+are control flow and not drawn. The compiler's branch (``CompilerError``) is
+drawn in :mod:`charter.compiler.errors`. The runtime's tree, with each
+class's module, kept true by ``tests/architecture/test_errors.py``::
 
-    CharterError
+    CharterError (errors)
+        AwkError (shell.programs.awk)
+        CapabilityDenied (authored), also PermissionError
+        CatalogError (catalog), also RuntimeError
+        ConnectRefused (mcp.client)
+        ContainmentRefused (sandbox.containment)
+        LaunchError (mcp.launch)
+        ListenError (serve.server), also ValueError
+        LockError (mcp.lock), also ValueError
+        ModelError (models.base)
+            ModelRequestError (models.base)
+                ModelTimeoutError (models.base)
+            ModelResponseError (models.base)
+            ScriptError (models.base), also ValueError
+            ScriptExhaustedError (models.base)
+            ScriptExpectationError (models.base)
+        PlanError (loader)
+        PlanLoadError (serve.plans)
+        RegistryError (tools.registry)
+        ResolutionError (net.resolve)
+        SandboxError (sandbox.launcher)
+        SandboxUnavailable (sandbox.launcher)
+        SedError (shell.programs.sed)
+        SessionError (session)
+        ShellSyntaxError (shell.tree)
+            ShellTooLong (shell.tree)
+        TaskStoreError (tools.tasks.store), also OSError
+        TooManySecrets (redact)
+        UrlError (net.urlpolicy), also ValueError
+        UrlRefused (net.urlpolicy)
+            BlockedRequest (net.transport), also httpx.TransportError
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """What a tool call produces, whether it ran or was refused.
 
 Refusals are results, not exceptions: the model reads them and corrects
-itself. Each refusal names the gate that stopped the call. ``counts_as_work``
+itself. Each refusal names the gate that stopped the call (one of
+``charter.runtime.gates.GATES``). ``counts_as_work``
 is what edge gates look at: a refused, failed or malformed call never counts.
 """
 
@@ -10,12 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["GATES", "ToolCall", "ToolResult", "refusal"]
+__all__ = ["Status", "ToolCall", "ToolResult", "refusal"]
 
+# What became of one tool call: it ran (ok, error, timeout) or a gate or the
+# tool refused it (denied, unavailable, invalid, blocked).
 Status = Literal["ok", "error", "denied", "unavailable", "invalid", "blocked", "timeout"]
-
-# The gates, in the order a call meets them.
-GATES = ("visibility", "schema", "capability", "permission", "approval", "dataflow", "dispatch")
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from charter.runtime.plan import TaintPolicy, ToolEntry
+from charter.runtime.plan import Permission, TaintPolicy, ToolEntry
 
 __all__ = [
     "Label",
@@ -129,7 +129,7 @@ class Label:
 class TaintVerdict:
     """The data-flow gate's answer for one outbound call, with its targets and labels."""
 
-    decision: Literal["allow", "ask", "deny"]
+    decision: Permission
     rule: str
     reason: str
     targets: tuple[str, ...] = ()

@@ -35,7 +35,12 @@ import stat
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    # Annotations only: confinement stays free of pydantic (check-path,
+    # the sandbox's child).
+    from charter.runtime.plan.vocabulary import Permission
 
 __all__ = [
     "CLIENT_SETTINGS_DIRS",
@@ -43,7 +48,7 @@ __all__ = [
     "RECORDS_DIR",
     "SENSITIVE_DIRS",
     "SENSITIVE_FILES",
-    "PathDecision",
+    "PathVerdict",
     "PathOp",
     "Protection",
     "case_insensitive",
@@ -55,7 +60,6 @@ __all__ = [
 ]
 
 PathOp = Literal["read", "write"]
-Verdict = Literal["allow", "ask", "deny"]
 
 # Longer than any real path a model needs; also bounds the work done here.
 _MAX_PATH = 4096
@@ -102,10 +106,10 @@ _SYNTAX = frozenset("./\\:%~")
 
 
 @dataclass(frozen=True, slots=True)
-class PathDecision:
+class PathVerdict:
     """Whether a path may be used, the rule that decided, and the resolved path."""
 
-    decision: Verdict
+    decision: Permission
     rule: str  # stable key, e.g. "path-outside"
     message: str
     resolved: Path | None = None  # the real path, when the path could be judged
@@ -115,11 +119,11 @@ class PathDecision:
         return self.decision == "allow"
 
 
-def _deny(rule: str, message: str) -> PathDecision:
-    return PathDecision("deny", rule, message)
+def _deny(rule: str, message: str) -> PathVerdict:
+    return PathVerdict("deny", rule, message)
 
 
-def _spelling_problem(path: str) -> PathDecision | None:
+def _spelling_problem(path: str) -> PathVerdict | None:
     """Refuse spellings whose meaning depends on who reads them."""
     shown = repr(path[:200])
     if "\x00" in path:
@@ -192,7 +196,7 @@ def is_sensitive(relative: str | Path) -> bool:
 class Protection:
     """Why a path inside the workspace is not an ordinary file, and what that means."""
 
-    decision: Verdict  # "ask" (a person decides) or "deny"
+    decision: Permission  # "ask" (a person decides) or "deny"
     rule: str
     reason: str
 
@@ -386,7 +390,7 @@ def _components(path: str) -> list[str]:
     return [c for c in path.split(os.sep) if c and c != "."]
 
 
-def confine(workspace: Path, path: str, *, op: PathOp) -> PathDecision:
+def confine(workspace: Path, path: str, *, op: PathOp) -> PathVerdict:
     """Judge ``path`` (as a tool received it) against ``workspace`` for ``op``.
 
     Relative paths are taken from the workspace root; absolute paths must
@@ -460,10 +464,10 @@ def confine(workspace: Path, path: str, *, op: PathOp) -> PathDecision:
         return _deny(found.rule, f"path {path!r} is refused: {found.reason}")
     if found is not None:
         what = "sensitive" if found.rule == "path-sensitive" else "protected"
-        return PathDecision(
+        return PathVerdict(
             found.decision, found.rule, f"path {path!r} is {what}: {found.reason}", resolved
         )
-    return PathDecision("allow", "path-inside", f"path {path!r} is inside the workspace", resolved)
+    return PathVerdict("allow", "path-inside", f"path {path!r} is inside the workspace", resolved)
 
 
 def decide_path(workspace: str | Path, path: str, op: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from charter.runtime.plan import Plan
-    from charter.runtime.session import PreparedPlan
+    from charter.runtime.prepared import PreparedPlan
 
 __all__ = [
     "LoadedPlan",
@@ -102,7 +102,7 @@ def prepared_plan_or_project(
 
     wanted = list(agents)
     if target.is_file():
-        from charter.runtime.session import load_for_agents
+        from charter.runtime.prepared import load_for_agents
 
         try:
             return load_for_agents(target, wanted)
@@ -111,6 +111,6 @@ def prepared_plan_or_project(
     loaded = load_plan_or_project(target, config=config, use_user_config=use_user_config)
     if isinstance(loaded, str):
         return loaded
-    from charter.runtime.session import prepare
+    from charter.runtime.prepared import prepare
 
     return prepare(loaded.plan, agents=set(wanted) or None, eager=False)

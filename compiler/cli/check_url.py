@@ -33,7 +33,7 @@ from charter.compiler.cli._jsonl import (
 
 if TYPE_CHECKING:
     from charter.runtime.net.resolve import Resolver
-    from charter.runtime.net.urlpolicy import Decision
+    from charter.runtime.net.urlpolicy import UrlVerdict
 
 __all__ = ["add_arguments", "run"]
 
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     return one_or_batch(args.url, args.jsonl, one, answer, malformed={"normalized": None})
 
 
-def _print_one(decision: Decision, fmt: str, out: IO[str]) -> None:
+def _print_one(decision: UrlVerdict, fmt: str, out: IO[str]) -> None:
     if fmt == "json":
         out.write(json.dumps(decision.as_dict()) + "\n")
         return

@@ -181,7 +181,7 @@ def _check_command(client: str, hook: dict[str, Any], rep: Report) -> None:
 
 def _check_plan(plan: str, agent: str | None, rep: Report) -> None:
     from charter.runtime.loader import PlanError
-    from charter.runtime.session import load_for_agents
+    from charter.runtime.prepared import load_for_agents
 
     try:
         loaded = load_for_agents(plan, [agent] if agent else None)

@@ -239,12 +239,11 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(prepared, int):
         return prepared
     plan, project, found, provider, spec, task, workspace = prepared
-    from charter.runtime.session import SessionError, normalise_allow, prepare
+    from charter.runtime.prepared import prepare
+    from charter.runtime.session import SessionError
 
     try:
-        return _run(
-            args, plan, project, found, provider, spec, task, workspace, prepare, normalise_allow
-        )
+        return _run(args, plan, project, found, provider, spec, task, workspace, prepare)
     except SessionError as exc:
         return _refuse(str(exc))
     finally:
@@ -304,7 +303,6 @@ def _run(
     task: str,
     workspace: Path,
     prepare: Any,
-    normalise_allow: Any,
 ) -> int:
     from charter.runtime.audit import AuditLog
     from charter.runtime.env import build_env
@@ -385,7 +383,8 @@ def _run(
                 redactor=redactor,
                 env=env,
                 yolo=bool(args.yolo),
-                allow=tuple(normalise_allow(args.allow)),
+                # Each agent's session reads these as its plan names them.
+                allow=tuple(args.allow),
                 prompter=prompter,
                 cancel=cancel,
                 project_root=project.resolve() if project is not None else None,

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from charter.runtime.prepared import PreparedPlan
     from charter.runtime.serve import PlanHolder, ServeOptions
-    from charter.runtime.session import PreparedPlan
 
 __all__ = ["ProjectSource", "add_arguments", "run"]
 
@@ -143,8 +143,8 @@ class ProjectSource:
 
     def load(self) -> PreparedPlan:
         from charter.compiler.cli.run import _load
+        from charter.runtime.prepared import prepare
         from charter.runtime.serve import PlanLoadError
-        from charter.runtime.session import prepare
 
         loaded = _load(self.args)
         if isinstance(loaded, str):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from charter.compiler import emit_runtime
 from charter.compiler.describe import render_description
 from charter.compiler.diagnostics import Span
 from charter.compiler.frontends.base import server_id_from_path
@@ -244,9 +245,6 @@ def builtin_entry(ctx: AgentContext, ref: ToolRef, output: StageTable | None) ->
     if meta is not None and meta[0].risk is not None:
         if RISKS.index(meta[0].risk) > RISKS.index(risk):
             risk = meta[0].risk
-    # The catalog's schemas are Charter's own, checked by its tests; only
-    # schemas written by users are compiled here.
-    schema_text, note = b.input_schema, ""
     spec = output.output if output is not None else None
     description = (
         render_description(
@@ -259,19 +257,7 @@ def builtin_entry(ctx: AgentContext, ref: ToolRef, output: StageTable | None) ->
         if ctx.options.render_descriptions
         else b.description_template
     )
-    return ToolEntry(
-        name=b.name,
-        source="builtin",
-        impl=b.impl,
-        description=description,
-        input_schema=schema_text,
-        input_rules=b.input_rules,
-        validation_note=note,
-        capability=b.capability,
-        risk=cast(Any, risk),
-        blocks_on_person=b.blocks_on_person,
-        counts_as_work=b.counts_as_work,
-        outbound=b.outbound,
-        host_only=b.host_only,
-        origin=span_ref(ref.where),
+    # The catalog's facts a decision needs are pinned into the plan there.
+    return emit_runtime.builtin_entry(
+        b, description=description, risk=cast(Any, risk), origin=span_ref(ref.where)
     )

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from charter.compiler import emit_runtime
 from charter.compiler.describe import shell_hint_block
 from charter.compiler.diagnostics import did_you_mean, format_key_path
 from charter.compiler.frontends.base import server_id_from_path
@@ -209,6 +210,7 @@ def resolve_stage(
         system_prompt=st.system_prompt,
         fan_out=_fan_out(entry),
         origin=span_ref(entry.span()),
+        redirect_write=emit_runtime.redirect_write(),
     )
 
 

@@ -48,7 +48,8 @@ from charter.runtime.results import ToolCall
 
 if TYPE_CHECKING:
     from charter.runtime.gates import Outcome
-    from charter.runtime.session import PreparedPlan, Session
+    from charter.runtime.prepared import PreparedPlan
+    from charter.runtime.session import Session
 
 __all__ = [
     "ATTENDED_MODES",

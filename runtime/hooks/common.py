@@ -22,7 +22,8 @@ from charter.runtime.results import ToolCall
 
 if TYPE_CHECKING:
     from charter.runtime.gates import Outcome
-    from charter.runtime.session import PreparedPlan, Session
+    from charter.runtime.prepared import PreparedPlan
+    from charter.runtime.session import Session
 
 __all__ = [
     "MAX_EVENT_BYTES",
@@ -153,7 +154,8 @@ def open_for_event(
     selects the stage's unattended tool set (a peer's sub-agent: nobody
     watches it)."""
     from charter.runtime.loader import PlanError
-    from charter.runtime.session import SessionError, load_for_agents, open_session
+    from charter.runtime.prepared import load_for_agents
+    from charter.runtime.session import SessionError, open_session
 
     agent = options.agent
     if prepared is not None:

@@ -88,7 +88,7 @@ __all__ = [
 ]
 
 Approver = Callable[[ConnectPreview], bool]
-Status = Literal["ok", "refused", "failed", "timeout"]
+ConnectStatus = Literal["ok", "refused", "failed", "timeout"]
 # Receives an event name and its fields (already free of secrets).
 Recorder = Callable[[str, dict[str, Any]], None]
 
@@ -176,7 +176,7 @@ class DiscoveredTool:
 @dataclass(frozen=True, slots=True)
 class ServerReport:
     server: str
-    status: Status
+    status: ConnectStatus
     rule: str | None = None
     message: str = ""
     pinned: bool = False

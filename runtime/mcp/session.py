@@ -49,6 +49,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.approval import ApprovalRequest
+from charter.runtime.arguments import SchemaCheck
 from charter.runtime.capabilities import is_granted
 from charter.runtime.mcp.client import (
     DISCOVERY_CONCURRENCY,
@@ -78,8 +79,8 @@ from charter.runtime.plan import (
     StageTool,
     ToolEntry,
 )
+from charter.runtime.prepared import PreparedAgent, PreparedStage
 from charter.runtime.results import ToolResult, refusal
-from charter.runtime.session import PreparedAgent, PreparedStage, SchemaCheck
 
 if TYPE_CHECKING:
     from anyio import CapacityLimiter

@@ -35,7 +35,7 @@ import httpcore
 import httpx
 
 from charter.runtime.net.resolve import Resolver, SystemResolver
-from charter.runtime.net.urlpolicy import Decision, UrlPolicy, UrlRefused, audit_origin
+from charter.runtime.net.urlpolicy import UrlPolicy, UrlRefused, UrlVerdict, audit_origin
 
 if TYPE_CHECKING:
     import httpx2
@@ -64,13 +64,13 @@ class Guard:
     policy: UrlPolicy
     resolver: Resolver
 
-    def check_request(self, scheme: str, host: str, port: int | None) -> Decision:
+    def check_request(self, scheme: str, host: str, port: int | None) -> UrlVerdict:
         """Judge a request's target (literal host only; names pass as ``needs-dns``
         and are settled when the connection is opened)."""
         decision = self.policy.check(_url_for(scheme, host, port))
         return decision
 
-    def pin(self, host: str, port: int) -> Decision:
+    def pin(self, host: str, port: int) -> UrlVerdict:
         """Resolve ``host`` and judge every answer; the decision's ``addresses``
         are the only ones a connection may use."""
         return self.policy.check(_url_for("http", host, port), self.resolver)
@@ -84,7 +84,7 @@ def _url_for(scheme: str, host: str, port: int | None) -> str:
 class BlockedRequest(httpx.TransportError, UrlRefused):
     """httpx's error for a request the URL policy refused (also a :class:`UrlRefused`)."""
 
-    def __init__(self, decision: Decision) -> None:
+    def __init__(self, decision: UrlVerdict) -> None:
         self.decision = decision
         super().__init__(UrlRefused.__str__(self))
 
@@ -119,7 +119,7 @@ class _PinnedBackend(httpcore.NetworkBackend):
     def __init__(
         self,
         guard: Guard,
-        refuse: Callable[[Decision], Exception],
+        refuse: Callable[[UrlVerdict], Exception],
         inner: httpcore.NetworkBackend | None = None,
     ) -> None:
         self._guard = guard
@@ -165,7 +165,7 @@ class _AsyncPinnedBackend(httpcore.AsyncNetworkBackend):
     def __init__(
         self,
         guard: Guard,
-        refuse: Callable[[Decision], Exception],
+        refuse: Callable[[UrlVerdict], Exception],
         inner: httpcore.AsyncNetworkBackend | None = None,
     ) -> None:
         self._guard = guard
@@ -237,7 +237,7 @@ def _pool_options(
 def _admit(
     guard: Guard,
     request: Any,
-    refuse: Callable[[Decision], Exception] = BlockedRequest,
+    refuse: Callable[[UrlVerdict], Exception] = BlockedRequest,
     on_decision: UrlDecisionSink | None = None,
 ) -> None:
     """Refuse a request whose URL the policy denies before any connection is
@@ -255,7 +255,7 @@ async def _connect_pinned(
     guard: Guard,
     inner: Any,
     errors: tuple[type[Exception], ...],
-    refuse: Callable[[Decision], Exception],
+    refuse: Callable[[UrlVerdict], Exception],
     on_decision: UrlDecisionSink | None,
     host: str,
     port: int,
@@ -394,7 +394,7 @@ UrlDecisionSink = Callable[[dict[str, Any]], None]
 
 
 def url_decision_event(
-    phase: str, decision: Decision, *, method: str | None = None
+    phase: str, decision: UrlVerdict, *, method: str | None = None
 ) -> dict[str, Any]:
     """What may be recorded about one URL decision: the origin, host and port
     the policy judged, its verdict and reason, and addresses. Never a path,
@@ -466,7 +466,7 @@ def mcp_http_client_factory(
     _hide_logged_urls(logging.getLogger("httpx2"), httpx2.URL)
 
     class BlockedHttpx2Request(httpx2.TransportError, UrlRefused):
-        def __init__(self, decision: Decision) -> None:
+        def __init__(self, decision: UrlVerdict) -> None:
             self.decision = decision
             super().__init__(UrlRefused.__str__(self))
 

@@ -31,9 +31,9 @@ from charter.runtime.errors import CharterError
 from charter.runtime.net.resolve import ResolutionError, Resolver
 
 __all__ = [
-    "Decision",
+    "UrlVerdict",
     "UrlPolicy",
-    "Verdict",
+    "UrlAnswer",
     "audit_origin",
     "classify_address",
     "parse_host",
@@ -45,7 +45,7 @@ __all__ = [
     "REASONS",
 ]
 
-Verdict = Literal["allow", "deny", "needs-dns"]
+UrlAnswer = Literal["allow", "deny", "needs-dns"]
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 # Every reason key the policy can return, with a one-line meaning. The keys are
@@ -505,7 +505,7 @@ def parse_url(url: str) -> ParsedUrl:
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class UrlVerdict:
     """The policy's answer for one URL.
 
     ``normalized`` is the URL to fetch (None when it could not be parsed);
@@ -514,7 +514,7 @@ class Decision:
     caused a refusal, when one did.
     """
 
-    verdict: Verdict
+    verdict: UrlAnswer
     reason: str
     normalized: str | None = None
     origin: str | None = None
@@ -544,7 +544,7 @@ class UrlRefused(CharterError):
     """Raised by the HTTP transports when the policy refuses a request; every
     HTTP stack's refusal error derives from it, so callers catch one type."""
 
-    decision: Decision
+    decision: UrlVerdict
 
     def __str__(self) -> str:
         decision = getattr(self, "decision", None)
@@ -553,7 +553,7 @@ class UrlRefused(CharterError):
         return f"{audit_origin(decision)} refused: {decision.reason} ({decision.detail})"
 
 
-def audit_origin(target: str | Decision | ParsedUrl) -> str:
+def audit_origin(target: str | UrlVerdict | ParsedUrl) -> str:
     """What an audit record may show about a URL: ``scheme://host:port``.
 
     Userinfo, path, query and fragment can carry secrets, so they never reach
@@ -562,7 +562,7 @@ def audit_origin(target: str | Decision | ParsedUrl) -> str:
     """
     if isinstance(target, ParsedUrl):
         return target.origin
-    if isinstance(target, Decision):
+    if isinstance(target, UrlVerdict):
         return target.origin or "<invalid-url>"
     try:
         return parse_url(target).origin
@@ -578,26 +578,26 @@ class UrlPolicy:
 
     allow_local_network: bool = False
 
-    def _judge(self, cls: str) -> tuple[Verdict, str]:
+    def _judge(self, cls: str) -> tuple[UrlAnswer, str]:
         if cls == "public-address":
             return "allow", cls
         if self.allow_local_network and cls in _LOCAL_CLASSES:
             return "allow", "local-network-allowed"
         return "deny", cls
 
-    def check(self, url: str, resolver: Resolver | None = None) -> Decision:
+    def check(self, url: str, resolver: Resolver | None = None) -> UrlVerdict:
         """Decide on the literal host; with a resolver, also settle ``needs-dns``
         by resolving the name and judging every answer."""
         try:
             parsed = parse_url(url)
         except UrlError as exc:
-            return Decision("deny", exc.reason, detail=exc.message)
+            return UrlVerdict("deny", exc.reason, detail=exc.message)
         decision = self.check_parsed(parsed)
         if resolver is not None:
             decision = self.resolve(decision, resolver)
         return decision
 
-    def resolve(self, decision: Decision, resolver: Resolver) -> Decision:
+    def resolve(self, decision: UrlVerdict, resolver: Resolver) -> UrlVerdict:
         """Finish a ``needs-dns`` decision through ``resolver`` (fails closed)."""
         if decision.verdict != "needs-dns" or decision.host is None or decision.port is None:
             return decision
@@ -607,8 +607,8 @@ class UrlPolicy:
             return self.dns_failure(decision, str(exc))
         return self.judge_answers(decision, answers)
 
-    def check_parsed(self, parsed: ParsedUrl) -> Decision:
-        base = Decision(
+    def check_parsed(self, parsed: ParsedUrl) -> UrlVerdict:
+        base = UrlVerdict(
             "deny",
             "invalid-url",
             normalized=parsed.geturl(),
@@ -635,7 +635,7 @@ class UrlPolicy:
             return replace(base, reason="localhost-name", detail=REASONS["localhost-name"])
         return replace(base, verdict="needs-dns", reason="needs-dns", detail=REASONS["needs-dns"])
 
-    def judge_answers(self, decision: Decision, answers: Iterable[str]) -> Decision:
+    def judge_answers(self, decision: UrlVerdict, answers: Iterable[str]) -> UrlVerdict:
         """Finish a ``needs-dns`` decision with the resolver's answers.
 
         Every answer must be safe: one refused address refuses the request,
@@ -694,6 +694,6 @@ class UrlPolicy:
             detail=f"{decision.host} resolves to {', '.join(pinned)}",
         )
 
-    def dns_failure(self, decision: Decision, message: str) -> Decision:
+    def dns_failure(self, decision: UrlVerdict, message: str) -> UrlVerdict:
         """A ``needs-dns`` decision whose lookup failed: refused (fail closed)."""
         return replace(decision, verdict="deny", reason="dns-failure", detail=message)

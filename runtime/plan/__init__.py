@@ -3,81 +3,14 @@
 The compiler resolves every name, permission, capability and schema once and
 writes the answers here; the runtime executes what the plan says and never
 looks anything up again. :mod:`.vocabulary` holds the decision words and
-their order, :mod:`.model` the frozen models and their canonical JSON.
+their order, :mod:`.model` the frozen models and their canonical JSON,
+:mod:`.shell` the shell guard's policy as data. The package imports only
+the standard library and pydantic (``tests/architecture`` proves it).
 """
 
-from charter.runtime.plan.model import (
-    SCHEMA_VERSION,
-    AgentPlan,
-    AuthoredTool,
-    Clamp,
-    Decision,
-    Edge,
-    FanOut,
-    Gate,
-    Grant,
-    Limits,
-    McpServerPlan,
-    McpToolPin,
-    OutputSpec,
-    Plan,
-    PlanBody,
-    SandboxLimits,
-    SandboxMount,
-    SandboxProfile,
-    SandboxSetting,
-    ScopeValue,
-    ScriptPermission,
-    ScriptPermissions,
-    ScriptTool,
-    SourceDigest,
-    SourceRef,
-    Stage,
-    StageTool,
-    TaintPolicy,
-    ToolEntry,
-    canonical_json,
-    digest_of,
-    dumps_canonical,
-)
-from charter.runtime.plan.vocabulary import EXIT_CODES, PERMISSIONS, RANK, Permission, stricter
+from charter.runtime.plan import model, shell, vocabulary
+from charter.runtime.plan.model import *  # noqa: F403
+from charter.runtime.plan.shell import *  # noqa: F403
+from charter.runtime.plan.vocabulary import *  # noqa: F403
 
-__all__ = [
-    "EXIT_CODES",
-    "PERMISSIONS",
-    "RANK",
-    "SCHEMA_VERSION",
-    "AgentPlan",
-    "AuthoredTool",
-    "Clamp",
-    "Decision",
-    "Edge",
-    "FanOut",
-    "Gate",
-    "Grant",
-    "Limits",
-    "McpServerPlan",
-    "McpToolPin",
-    "OutputSpec",
-    "Permission",
-    "Plan",
-    "PlanBody",
-    "SandboxLimits",
-    "SandboxMount",
-    "SandboxProfile",
-    "SandboxSetting",
-    "ScopeValue",
-    "ScriptPermission",
-    "ScriptPermissions",
-    "ScriptTool",
-    "SourceDigest",
-    "SourceRef",
-    "Stage",
-    "StageTool",
-    "TaintPolicy",
-    "ToolEntry",
-    "canonical_json",
-    "digest_of",
-    "dumps_canonical",
-    "stricter",
-]
+__all__ = [*model.__all__, *shell.__all__, *vocabulary.__all__]

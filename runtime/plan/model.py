@@ -12,17 +12,17 @@ each gave and where it was written, and each clamp that changed the outcome.
 
 import hashlib
 import json
-from collections.abc import Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from charter.runtime.plan.vocabulary import Permission, stricter
-from charter.runtime.shell import ShellPolicy
+from charter.runtime.plan.shell import ShellPolicy
+from charter.runtime.plan.vocabulary import Permission
 
 __all__ = [
     "SCHEMA_VERSION",
     "AgentPlan",
+    "ArgumentGuard",
     "AuthoredTool",
     "Clamp",
     "Decision",
@@ -34,7 +34,7 @@ __all__ = [
     "McpServerPlan",
     "McpToolPin",
     "OutputSpec",
-    "Permission",
+    "PathArg",
     "Plan",
     "PlanBody",
     "SandboxLimits",
@@ -54,11 +54,13 @@ __all__ = [
     "canonical_json",
     "digest_of",
     "dumps_canonical",
-    "stricter",
 ]
 
 # 2: stages and agents carry a sandbox profile.
-SCHEMA_VERSION = 2
+# 3: the plan is self-contained: tools carry their aliases, path arguments,
+#    argument guard and schema trust; stages the permission a shell write
+#    answers to when write_file is not offered.
+SCHEMA_VERSION = 3
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=False)
@@ -139,6 +141,21 @@ class ScriptTool(_Frozen):
     override: str | None = None
 
 
+class PathArg(_Frozen):
+    """One argument of a tool that names a workspace path: confined to the
+    workspace before any approval, and how the tool uses it."""
+
+    arg: str  # the argument's name
+    op: Literal["read", "write"]
+    many: bool = False  # the argument is a list of paths
+    # The path a call that omits the argument touches ("." for a listing of
+    # the workspace root); None: an omitted argument touches nothing.
+    default: str | None = None
+
+
+ArgumentGuard = Literal["shell", "url", "delegate"]
+
+
 class ToolEntry(_Frozen):
     """One model-visible tool of an agent."""
 
@@ -163,6 +180,21 @@ class ToolEntry(_Frozen):
     authored: AuthoredTool | None = None
     mcp: McpToolPin | None = None
     script: ScriptTool | None = None
+    # What the runtime needs to decide a call, pinned when compiling so a
+    # newer catalog never changes the decisions of a plan already written.
+    # Other names the model may call the tool by (``bash`` for ``shell``).
+    aliases: tuple[str, ...] = ()
+    # The arguments that name workspace paths.
+    path_args: tuple[PathArg, ...] = ()
+    # The check that reads the arguments beyond the schema: ``shell`` (the
+    # command guard over ``command`` in ``cwd``, the environment overlay,
+    # secret bindings), ``url`` (the URL policy over ``url``), ``delegate``
+    # (the child core needs ``agents.spawn:<core_id>``, and the child's
+    # controls may only narrow).
+    guard: ArgumentGuard | None = None
+    # The schema is the built-in catalog's own, checked against its
+    # meta-schema by the catalog's tests, so the runtime does not check it again.
+    schema_trusted: bool = False
 
 
 class Gate(_Frozen):
@@ -308,6 +340,10 @@ class Stage(_Frozen):
     # Where this stage's commands run (None: a plan compiled without one).
     sandbox: SandboxProfile | None = None
     origin: SourceRef | None = None
+    # What each file a shell command writes answers to when the session
+    # does not offer write_file (otherwise write_file's own decision does):
+    # the built-in default for write_file when the plan was compiled.
+    redirect_write: Permission
 
 
 class Grant(_Frozen):
@@ -491,7 +527,3 @@ def _refuse_floats(value: Any) -> None:
             stack.extend(v.values())
         elif isinstance(v, list | tuple):
             stack.extend(v)
-
-
-def sorted_unique(values: Iterable[str]) -> tuple[str, ...]:
-    return tuple(sorted(set(values)))

@@ -33,6 +33,7 @@ import anyio.from_thread
 
 from charter.runtime.plan import OutputSpec
 from charter.runtime.results import ToolResult, refusal
+from charter.runtime.tools.registry import NO_PATHS, Registration, register
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -221,14 +222,25 @@ _AGENT_TOOLS = frozenset(
 )
 
 
+# The tools each sub-agent implementation serves; none takes a path.
+_SERVES: Mapping[str, tuple[str, ...]] = {
+    "agents.spawn": ("spawn_agent", "delegate_task"),
+    "tasks.status": ("check_agent", "task_status"),
+    "tasks.wait": ("wait_for_agent", "yield_until"),
+    "agents.send": ("send_to_agent",),
+    "tasks.cancel": ("kill_agent", "task_control"),
+    "tasks.list": ("task_list",),
+}
+
+
 def agent_tools(
     world: AgentWorld, me: AgentRun, base: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """Implementations of the sub-agent tools for the agent ``me``, keyed by
-    catalog ``impl``. The seed-000 task tools share these keys
-    (``task_status``, ``yield_until``, ``task_control``, ``task_list``): a
-    call naming one of this agent's children is answered here, anything else
-    goes to ``base``'s implementation for the key (background commands)."""
+) -> tuple[Registration, ...]:
+    """The registrations of the sub-agent tools for the agent ``me``. The
+    seed-000 task tools share their ``impl`` keys (``task_status``,
+    ``yield_until``, ``task_control``, ``task_list``): a call naming one of
+    this agent's children is answered here, anything else goes to ``base``'s
+    implementation for the key (background commands)."""
 
     def ok(text: str, **data: Any) -> ToolResult:
         return ToolResult("ok", text, data=dict(data))
@@ -350,8 +362,14 @@ def agent_tools(
         "tasks.cancel": cancel,
         "tasks.list": listing,
     }
+    def registered(runs: Mapping[str, Any]) -> tuple[Registration, ...]:
+        return tuple(
+            register(key, run, serves={tool: NO_PATHS for tool in _SERVES[key]})
+            for key, run in runs.items()
+        )
+
     if not base:
-        return mine
+        return registered(mine)
 
     def shared(key: str) -> Any:
         other = base.get(key)
@@ -373,4 +391,4 @@ def agent_tools(
 
         return run
 
-    return {key: shared(key) for key in mine}
+    return registered({key: shared(key) for key in mine})

@@ -19,6 +19,7 @@ from charter.runtime.run.progress import Meter
 
 if TYPE_CHECKING:
     from charter.runtime.approval import ApprovalAnswer, ApprovalProvider, ApprovalRequest
+    from charter.runtime.plan import ToolEntry
     from charter.runtime.run.context import RunContext
 
 __all__ = ["Announced", "guard_records", "run_in_worker"]
@@ -84,13 +85,15 @@ async def run_in_worker(
     )
 
 
-def guard_records(workspace: Path, tool: str, args: Mapping[str, Any]) -> ToolResult | None:
+def guard_records(
+    workspace: Path, entry: ToolEntry | None, args: Mapping[str, Any]
+) -> ToolResult | None:
     """The run's own records (``.charter/`` in the workspace: plans, audit
     logs, events) are not the agent's to overwrite with file tools."""
     from charter.runtime.tools.paths import path_args
 
     records = (workspace / ".charter").resolve()
-    for value, op in path_args(tool, args):
+    for _arg, value, op in path_args(entry, args):
         if op != "write":
             continue
         try:

@@ -18,22 +18,22 @@ if TYPE_CHECKING:
     from charter.runtime.audit import AuditLog
     from charter.runtime.mcp.session import McpRuntime
     from charter.runtime.models import ModelProvider
+    from charter.runtime.prepared import PreparedPlan
     from charter.runtime.redact import Redactor
     from charter.runtime.run.events import EventBus
     from charter.runtime.run.people import Prompter
     from charter.runtime.sandbox.containment import Containment
-    from charter.runtime.session import PreparedPlan
 
-__all__ = ["AgentResult", "RunContext", "Status"]
+__all__ = ["AgentResult", "RunContext", "AgentStatus"]
 
-Status = Literal["completed", "no_output", "failed", "cancelled", "killed"]
+AgentStatus = Literal["completed", "no_output", "failed", "cancelled", "killed"]
 
 
 @dataclass(frozen=True, slots=True)
 class AgentResult:
     agent_id: str
     agent_name: str
-    status: Status
+    status: AgentStatus
     reason: str
     output: str | None
     output_format: str | None

@@ -84,21 +84,21 @@ from charter.runtime.models import (
 from charter.runtime.plan import OutputSpec, Stage
 from charter.runtime.results import ToolCall, ToolResult, refusal
 from charter.runtime.run.calls import Announced, guard_records, run_in_worker
-from charter.runtime.run.context import AgentResult, RunContext, Status
+from charter.runtime.run.context import AgentResult, AgentStatus, RunContext
 from charter.runtime.run.edges import StageVisit, gate_reasons, refused, region_hash, stuck_reason
 from charter.runtime.run.progress import Meter
 from charter.runtime.run.prompt import hinted_edges, offered_specs, system_prompt
 from charter.runtime.run.shape import is_output_stage, output_spec
 from charter.runtime.session import Session, open_session
 from charter.runtime.tools.context import fold_sections, validate_output
-from charter.runtime.tools.registry import IMPLEMENTATIONS, RunStore, ToolRuntime
+from charter.runtime.tools.registry import IMPLEMENTATIONS, Registry, RunStore, ToolRuntime
 from charter.runtime.tools.tasks import cancel_tasks
 from charter.runtime.tools.web import web_config_for
 
 if TYPE_CHECKING:
     from charter.runtime.run.agents import AgentWorld
 
-__all__ = ["AgentResult", "AgentRun", "RunContext", "Status"]
+__all__ = ["AgentResult", "AgentRun", "AgentStatus", "RunContext"]
 
 _DEAD_END_TURNS = 2
 _MAX_MODEL_FAILURES = 3  # in a row, across error edges
@@ -154,7 +154,7 @@ class AgentRun:
         agent = self.session.agent.agent
         self.cancel = threading.Event()
         # Why this agent was stopped from outside (kill_agent), if it was.
-        self.stopped: tuple[Status, str] | None = None
+        self.stopped: tuple[AgentStatus, str] | None = None
         self.rt = ToolRuntime(
             workspace=ctx.workspace,
             store=RunStore(),
@@ -223,15 +223,14 @@ class AgentRun:
         except Exception:  # noqa: BLE001 - a failing redactor hides, never shows
             return "[hidden: redaction failed]"
 
-    def _registry(self) -> dict[str, Any]:
+    def _registry(self) -> Registry:
         from charter.runtime.run.agents import agent_tools
         from charter.runtime.run.people import people_tools
 
-        reg: dict[str, Any] = dict(IMPLEMENTATIONS)
+        own = list(agent_tools(self.world, self, IMPLEMENTATIONS))
         if self.ctx.prompter is not None:
-            reg.update(people_tools(self.ctx.prompter, self.ctx.run_dir / "scratch"))
-        reg.update(agent_tools(self.world, self, IMPLEMENTATIONS))
-        return reg
+            own += people_tools(self.ctx.prompter, self.ctx.run_dir / "scratch").registrations()
+        return IMPLEMENTATIONS.overlay(own)
 
     def deliver(self, message: str, region: str | None) -> None:
         """A message from the parent agent, read before this agent's next turn."""
@@ -427,9 +426,7 @@ class AgentRun:
             def run() -> ToolResult:
                 return execute(session, tool_call, registry, approvals, audit, runtime=rt)
 
-            guarded = guard_records(
-                self.ctx.workspace, outcome.canonical or call.name, call.arguments
-            )
+            guarded = guard_records(self.ctx.workspace, outcome.entry, call.arguments)
             if guarded is not None and outcome.decision != "deny":
                 result, decision, gate, rule = guarded, "deny", "dispatch", "run-records"
                 self._audit_refusal(call, "dispatch", "run-records", guarded.content)
@@ -471,7 +468,7 @@ class AgentRun:
 
     # -- the loop ------------------------------------------------------------------
 
-    def _result(self, status: Status, reason: str, output: str | None = None) -> AgentResult:
+    def _result(self, status: AgentStatus, reason: str, output: str | None = None) -> AgentResult:
         spec = self.rt.output
         return AgentResult(
             agent_id=self.id,
@@ -485,7 +482,7 @@ class AgentRun:
             gates_forced=tuple(self.gates_forced),
         )
 
-    def partial(self, status: Status, reason: str) -> AgentResult:
+    def partial(self, status: AgentStatus, reason: str) -> AgentResult:
         """What this agent has to show when it is stopped from outside."""
         with self.rt.store.lock:
             output = self.rt.store.output

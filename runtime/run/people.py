@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
@@ -40,6 +40,7 @@ from charter.runtime.approval import (
     NonInteractiveProvider,
 )
 from charter.runtime.results import ToolResult, refusal
+from charter.runtime.tools.registry import NO_PATHS, Registry, register
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -447,15 +448,15 @@ def _edit_with_editor(
     return ToolResult("ok", "The user's version of the document:\n\n" + edited)
 
 
-Impl = Callable[..., ToolResult]
+def people_tools(prompter: Prompter, scratch: Path) -> Registry:
+    """The registry of the human-in-the-loop tools for one run
+    (``human.ask``, ``human.review``), each dispatching on the canonical tool
+    name. None takes a path. The arguments were checked against the tool's
+    schema by the gates."""
 
-
-def people_tools(prompter: Prompter, scratch: Path) -> dict[str, Impl]:
-    """Implementations keyed by catalog ``impl`` key (``human.ask``,
-    ``human.review``), each dispatching on the canonical tool name. The
-    arguments were checked against the tool's schema by the gates."""
-
-    def ask(args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **_: Any) -> ToolResult:
+    def ask(
+        args: Mapping[str, Any], rt: Any, *, tool: str | None = None, approved: bool = False
+    ) -> ToolResult:
         if tool == "ask_user_text":
             return _ask_text(prompter, str(args["prompt"]))
         if tool == "ask_user_choice":
@@ -472,7 +473,7 @@ def people_tools(prompter: Prompter, scratch: Path) -> dict[str, Impl]:
         )
 
     def review(
-        args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **_: Any
+        args: Mapping[str, Any], rt: Any, *, tool: str | None = None, approved: bool = False
     ) -> ToolResult:
         if tool == "present_for_review":
             return _review(prompter, str(args["title"]), str(args["markdown"]))
@@ -481,4 +482,22 @@ def people_tools(prompter: Prompter, scratch: Path) -> dict[str, Impl]:
             return _edit(prompter, str(args["content"]), str(prompt) if prompt else None, scratch)
         return refusal("unavailable", "dispatch", "unknown-tool", f"{tool!r} is not a review tool")
 
-    return {"human.ask": ask, "human.review": review}
+    return Registry(
+        [
+            register(
+                "human.ask",
+                ask,
+                serves={
+                    "ask_user_text": NO_PATHS,
+                    "ask_user_choice": NO_PATHS,
+                    "ask_user_confirm": NO_PATHS,
+                    "clarify": NO_PATHS,
+                },
+            ),
+            register(
+                "human.review",
+                review,
+                serves={"present_for_review": NO_PATHS, "edit_document": NO_PATHS},
+            ),
+        ]
+    )

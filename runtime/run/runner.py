@@ -34,11 +34,11 @@ if TYPE_CHECKING:
     from charter.runtime.approval import ApprovalProvider
     from charter.runtime.audit import AuditLog
     from charter.runtime.models import ModelProvider
+    from charter.runtime.prepared import PreparedPlan
     from charter.runtime.redact import Redactor
     from charter.runtime.run.events import EventBus
     from charter.runtime.run.people import Prompter
     from charter.runtime.sandbox.containment import Containment
-    from charter.runtime.session import PreparedPlan
 
 __all__ = ["INTERRUPT_GRACE_S", "RunOptions", "RunReport", "execute_run"]
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 from charter.runtime.errors import CharterError
 
 if TYPE_CHECKING:
-    from charter.runtime.session import PreparedPlan
+    from charter.runtime.prepared import PreparedPlan
 
 __all__ = ["FileSource", "Loaded", "PlanHolder", "PlanLoadError", "PlanSource"]
 
@@ -72,7 +72,7 @@ class FileSource:
 
     def load(self) -> PreparedPlan:
         from charter.runtime.loader import PlanError
-        from charter.runtime.session import load_for_agents
+        from charter.runtime.prepared import load_for_agents
 
         try:
             # Every agent, and every argument validator compiled now: the

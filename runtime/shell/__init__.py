@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from charter.runtime.shell.guard import evaluate, judge
 from charter.runtime.shell.policy import (
-    Decision,
     Finding,
     SafeShellCommand,
     ShellPolicy,
@@ -24,7 +23,6 @@ from charter.runtime.shell.report import DYNAMIC, Dynamic, JudgedCommand, Judgem
 
 __all__ = [
     "DYNAMIC",
-    "Decision",
     "Dynamic",
     "Finding",
     "JudgedCommand",

@@ -7,16 +7,15 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from charter.runtime.plan.shell import SafeShellCommand, ShellPolicy
+from charter.runtime.plan.vocabulary import RANK, Permission, stricter
 
 __all__ = [
     "CLIENT_SETTINGS_RULE",
     "PERSON_ONLY_RULES",
     "REDIRECT_WRITE_RULE",
     "RULE_KEYS",
-    "Decision",
     "Finding",
     "SafeShellCommand",
     "ShellPolicy",
@@ -25,45 +24,14 @@ __all__ = [
     "combine",
     "fingerprint",
     "person_only",
-    "stricter",
 ]
-
-Decision = Literal["allow", "ask", "deny"]
-_RANK: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
-
-
-def stricter(a: Decision, b: Decision) -> Decision:
-    return a if _RANK[a] >= _RANK[b] else b
-
-
-class SafeShellCommand(BaseModel):
-    """One compiled ``[safe_commands]`` shell entry: the literal words a
-    command must start with (program first), already parsed and checked by
-    the compiler so the runtime only compares words."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    words: tuple[str, ...]
-    source: str  # the entry as the user wrote it, for messages
-    justification: str | None = None
-
-
-class ShellPolicy(BaseModel):
-    """Everything the guard needs from the plan. Frozen and plain data so it
-    can be embedded in the compiled plan and round-trip through JSON."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    # The built-in read-only table (``[safe_commands] defaults``).
-    defaults: bool = True
-    safe: tuple[SafeShellCommand, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Finding:
     """One reason found in one simple command."""
 
-    decision: Decision
+    decision: Permission
     rule: str
     span: tuple[int, int]
     message: str
@@ -85,7 +53,7 @@ class Write:
 class Verdict:
     """The shell guard's decision on a command, the deciding rule and where in the text."""
 
-    decision: Decision
+    decision: Permission
     rule: str
     span: tuple[int, int]
     message: str
@@ -163,12 +131,12 @@ def person_only(verdict: Verdict) -> Finding | None:
 
 
 def combine(
-    tool_permission: Decision,
+    tool_permission: Permission,
     verdict: Verdict,
-    write_permission: Decision,
+    write_permission: Permission,
     *,
     lifted_by_flag: bool,
-) -> tuple[Decision, str]:
+) -> tuple[Permission, str]:
     """The final decision for one shell call, and why.
 
     1. A write outside the workspace, or any guard ``deny``, is final.
@@ -184,7 +152,7 @@ def combine(
     """
     if any(w.path is not None and not w.inside_workspace for w in verdict.writes):
         return "deny", "the command writes outside the workspace; no permission or flag lifts that"
-    guard: Decision = "allow"
+    guard: Permission = "allow"
     for f in verdict.findings:
         if f.rule != REDIRECT_WRITE_RULE:
             guard = stricter(guard, f.decision)
@@ -193,7 +161,7 @@ def combine(
     if tool_permission == "deny":
         return "deny", "the shell tool's permission is deny"
     if guard == "allow" and tool_permission == "ask":
-        decision: Decision = "allow"
+        decision: Permission = "allow"
         reason = "the guard recognises the command as safe, which lifts the shell tool's ask"
     else:
         decision = stricter(tool_permission, guard)
@@ -205,7 +173,7 @@ def combine(
     if verdict.writes:
         if write_permission == "deny":
             return "deny", "the command writes a file and write_file is denied"
-        if _RANK[write_permission] > _RANK[decision]:
+        if RANK[write_permission] > RANK[decision]:
             decision = write_permission
             reason = "the command writes a file, which answers to write_file"
     if decision == "ask":
@@ -255,7 +223,7 @@ def fingerprint(
 
 # Every rule key the guard can report, with the decision it carries. Keys are
 # stable: tools and transcripts match on them.
-RULE_KEYS: dict[str, Decision] = {
+RULE_KEYS: dict[str, Permission] = {
     # allow
     "read-only": "allow",
     "safe-command": "allow",

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from charter.runtime.errors import CharterError
+
 __all__ = [
     "EXPANSION_KINDS",
     "Command",
@@ -30,7 +32,7 @@ __all__ = [
 Tok = tuple[str, int, int]  # a token: (terminal, start, end)
 
 
-class ShellSyntaxError(Exception):
+class ShellSyntaxError(CharterError):
     """The text is not shell Charter understands; ``pos`` is a 0-based offset."""
 
     def __init__(self, pos: int, message: str) -> None:

@@ -1,46 +1,38 @@
-"""Which arguments of a built-in call are workspace paths, and how each is
-used. Kept apart from the tool implementations so the gate pipeline can
+"""Which arguments of a call are workspace paths, and how each is used: as
+the plan's entry for the tool says (``ToolEntry.path_args``), never by the
+tool's name. Kept apart from the tool implementations so the gates can
 consult confinement without importing every tool."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from charter.runtime.workspace import PathOp
+if TYPE_CHECKING:
+    from charter.runtime.plan import ToolEntry
+    from charter.runtime.workspace import PathOp
 
 __all__ = ["path_args"]
 
 
-def path_args(tool_name: str, args: Mapping[str, Any]) -> list[tuple[str, PathOp]]:
-    """The workspace paths a call would touch and how, so confinement can be
-    consulted before approval. Unknown tools and tools without paths give []."""
-    from charter.runtime.catalog import resolve_builtin
-
-    entry = resolve_builtin(tool_name)
+def path_args(entry: ToolEntry | None, args: Mapping[str, Any]) -> list[tuple[str, str, PathOp]]:
+    """(argument, path, op) for every workspace path the call would touch,
+    so confinement can be consulted before approval. A tool the plan does
+    not describe, or one without path arguments, gives []."""
     if entry is None:
         return []
-    name = entry.name
-    out: list[tuple[str, PathOp]] = []
-
-    def add(value: Any, op: PathOp) -> None:
-        # A wrongly typed argument is the schema gate's to report; here it is
-        # kept (as text) so confinement can still refuse it rather than skip it.
-        out.append((value if isinstance(value, str) else str(value), op))
-
-    if name in ("read_file",):
-        if "path" in args:
-            add(args["path"], "read")
-    elif name == "read_files":
-        paths = args.get("paths")
-        if isinstance(paths, list | tuple):
-            for p in paths:
-                add(p, "read")
-    elif name in ("write_file", "edit_file", "patch"):
-        if "path" in args:
-            add(args["path"], "write")
-    elif name in ("list_dir", "search_files"):
-        add(args.get("path", "."), "read")
-    elif name == "terminal":
-        add(args.get("cwd", "."), "read")
+    out: list[tuple[str, str, PathOp]] = []
+    for spec in entry.path_args:
+        if spec.arg not in args:
+            if spec.default is not None:
+                out.append((spec.arg, spec.default, spec.op))
+            continue
+        value = args[spec.arg]
+        values = value if spec.many and isinstance(value, list | tuple) else None
+        if spec.many and values is None:
+            continue  # not a list: the schema gate reports it
+        for v in values if values is not None else (value,):
+            # A wrongly typed argument is the schema gate's to report; here it
+            # is kept (as text) so confinement can still refuse it, not skip it.
+            out.append((spec.arg, v if isinstance(v, str) else str(v), spec.op))
     return out

@@ -16,7 +16,7 @@ import jinja2
 import jinja2.meta
 import pytest
 from jsonschema import Draft202012Validator
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from charter.runtime import catalog
 from charter.runtime.catalog import (
@@ -369,6 +369,11 @@ def _walk(value: Any) -> None:
     if isinstance(value, tuple):
         for item in value:
             _walk(item)
+    elif isinstance(value, BaseModel):
+        # A nested model (a path argument) must itself be frozen, all the way down.
+        assert value.model_config.get("frozen") is True, type(value)
+        for field in type(value).model_fields:
+            _walk(getattr(value, field))
     else:
         assert value is None or isinstance(value, str | bool | int), type(value)
 

@@ -415,7 +415,7 @@ def test_a_schema_that_does_not_compile_is_an_error_and_stays_closed(tree: Any) 
     """CH701 is an error (no plan), and the agent's tool keeps the broken schema
     text, so a plan made anyway (the error suppressed) refuses every call to it
     instead of letting unchecked arguments through."""
-    from charter.runtime.session import SchemaCheck
+    from charter.runtime.arguments import SchemaCheck
 
     files = {
         "agent.yaml": core(),

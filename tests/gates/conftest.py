@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from charter.compiler.emit_runtime import builtin_entry, redirect_write
 from charter.runtime.approval import ApprovalAnswer, ApprovalRequest
 from charter.runtime.catalog import resolve_builtin
 from charter.runtime.plan import (
@@ -29,20 +30,19 @@ from charter.runtime.session import Session, open_session
 
 
 def builtin(name: str, *, schema: str | None | bool = True) -> ToolEntry:
+    """The plan entry the compiler writes for a built-in (input rules aside),
+    with another schema, or validation off, when the test asks."""
     b = resolve_builtin(name)
     assert b is not None, name
-    return ToolEntry(
-        name=b.name,
-        source="builtin",
-        impl=b.impl,
-        description=b.summary,
-        input_schema=b.input_schema if schema is True else (schema or None),
-        validation_note="" if schema else "validation off for the test",
-        capability=b.capability,
-        risk=b.risk,
-        counts_as_work=b.counts_as_work,
-        outbound=b.outbound,
-        blocks_on_person=b.blocks_on_person,
+    entry = builtin_entry(b, description=b.summary).model_copy(update={"input_rules": None})
+    if schema is True:
+        return entry
+    return entry.model_copy(
+        update={
+            "input_schema": schema or None,
+            "validation_note": "" if schema else "validation off for the test",
+            "schema_trusted": False,
+        }
     )
 
 
@@ -92,7 +92,16 @@ def make_plan(
         )
         names = tuple(sorted(perms))
         un = tuple(sorted(unattended[sname])) if unattended and sname in unattended else names
-        plan_stages.append(Stage(name=sname, mode="work", attended=names, unattended=un, tools=st))
+        plan_stages.append(
+            Stage(
+                name=sname,
+                mode="work",
+                attended=names,
+                unattended=un,
+                tools=st,
+                redirect_write=redirect_write(),
+            )
+        )
     grant_models = tuple(g if isinstance(g, Grant) else Grant(capability=g) for g in grants)
     body = PlanBody(
         compiler_version="test",

@@ -22,7 +22,7 @@ from charter.runtime.approval import (
 from charter.runtime.gates import decide, execute
 from charter.runtime.redact import Redactor
 from charter.runtime.results import ToolCall
-from charter.runtime.tools.registry import ToolRuntime
+from charter.runtime.tools.registry import Registry, ToolRuntime
 
 
 def _plan(kit: SimpleNamespace, **kw: Any) -> Any:
@@ -349,7 +349,7 @@ def test_dispatch_refusal_without_an_implementation(
     result = execute(
         session,
         ToolCall("read_file", {"path": "notes.txt"}),
-        {},
+        Registry([]),
         kit.Recorder(),
         runtime=_rt(workspace),
     )

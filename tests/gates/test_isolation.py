@@ -211,7 +211,7 @@ def test_load_for_agents_fast_path_and_fallback(kit: SimpleNamespace, tmp_path: 
     import pytest
 
     from charter.runtime.loader import PlanError
-    from charter.runtime.session import load_for_agents
+    from charter.runtime.prepared import load_for_agents
 
     plan = kit.make_plan({"s": {"read_file": "allow"}})
     body = plan.body.model_copy(

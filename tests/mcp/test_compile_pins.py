@@ -170,7 +170,7 @@ def test_a_pinned_schema_that_does_not_compile_is_an_error_and_stays_closed(
     the schema stays pinned as written, so the runtime would refuse every call
     to the tool rather than run it unchecked."""
     from charter.compiler.mcp_lock import lock_path
-    from charter.runtime.session import SchemaCheck
+    from charter.runtime.arguments import SchemaCheck
 
     root = project(kit, tmp_path)
     path = lock_path(root, ".")

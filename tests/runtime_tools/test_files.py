@@ -5,8 +5,12 @@ from typing import Any
 
 import pytest
 
+from charter.compiler.emit_runtime import builtin_entry
+from charter.runtime.catalog import resolve_builtin
+from charter.runtime.plan import ToolEntry
 from charter.runtime.tools.files import READ_CAP_BYTES
-from charter.runtime.tools.registry import IMPLEMENTATIONS, ToolRuntime, dispatch, path_args
+from charter.runtime.tools.paths import path_args
+from charter.runtime.tools.registry import IMPLEMENTATIONS, ToolRuntime, dispatch
 
 
 @pytest.fixture
@@ -174,18 +178,39 @@ def test_search_files(rt: ToolRuntime) -> None:
     assert dispatch("search_files", {"query": "x", "path": "../ws-evil"}, rt).status == "denied"
 
 
+def _entry(name: str) -> ToolEntry:
+    """The plan entry the compiler writes for a built-in tool."""
+    tool = resolve_builtin(name)
+    assert tool is not None, name
+    return builtin_entry(tool, description="")
+
+
 def test_path_args() -> None:
-    assert path_args("read_file", {"path": "a"}) == [("a", "read")]
-    assert path_args("read_files", {"paths": ["a", "b"]}) == [("a", "read"), ("b", "read")]
-    assert path_args("write_file", {"path": "a", "content": ""}) == [("a", "write")]
-    assert path_args("edit_file", {"path": "a"}) == [("a", "write")]
-    assert path_args("patch", {"path": "a"}) == [("a", "write")]
-    assert path_args("list_dir", {}) == [(".", "read")]
-    assert path_args("search_files", {"query": "q", "path": "src"}) == [("src", "read")]
-    assert path_args("terminal", {"command": "ls", "cwd": "sub"}) == [("sub", "read")]
-    assert path_args("bash", {"command": "ls"}) == []
-    assert path_args("context_read", {"region": "r"}) == []
-    assert path_args("no_such_tool", {"path": "/etc"}) == []
+    # The plan entry says which arguments are paths; nothing goes by name.
+    assert path_args(_entry("read_file"), {"path": "a"}) == [("path", "a", "read")]
+    assert path_args(_entry("read_files"), {"paths": ["a", "b"]}) == [
+        ("paths", "a", "read"),
+        ("paths", "b", "read"),
+    ]
+    assert path_args(_entry("write_file"), {"path": "a", "content": ""}) == [
+        ("path", "a", "write")
+    ]
+    assert path_args(_entry("edit_file"), {"path": "a"}) == [("path", "a", "write")]
+    assert path_args(_entry("patch"), {"path": "a"}) == [("path", "a", "write")]
+    assert path_args(_entry("list_dir"), {}) == [("path", ".", "read")]
+    assert path_args(_entry("search_files"), {"query": "q", "path": "src"}) == [
+        ("path", "src", "read")
+    ]
+    assert path_args(_entry("terminal"), {"command": "ls", "cwd": "sub"}) == [
+        ("cwd", "sub", "read")
+    ]
+    # A shell command runs in its working directory, the root when omitted.
+    assert path_args(_entry("shell"), {"command": "ls"}) == [("cwd", ".", "read")]
+    assert path_args(_entry("context_read"), {"region": "r"}) == []
+    # A tool the plan does not describe touches nothing the gates could confine.
+    assert path_args(None, {"path": "/etc"}) == []
+    # A list argument that is not a list is the schema gate's to refuse.
+    assert path_args(_entry("read_files"), {"paths": "a"}) == []
 
 
 def test_unknown_tool_is_unavailable(rt: ToolRuntime) -> None:

@@ -15,6 +15,7 @@ import posixpath
 import re
 from pathlib import Path
 
+from charter.runtime.plan.vocabulary import Permission, stricter
 from charter.runtime.shell.guard.commands import judge_text, salvage
 from charter.runtime.shell.guard.paths import realpath
 from charter.runtime.shell.guard.state import MAX_COMMAND_CHARS, State
@@ -22,12 +23,10 @@ from charter.runtime.shell.normalize import Reading, hidden_characters, readings
 from charter.runtime.shell.policy import (
     PERSON_ONLY_RULES,
     REDIRECT_WRITE_RULE,
-    Decision,
     Finding,
     ShellPolicy,
     Verdict,
     Write,
-    stricter,
 )
 from charter.runtime.shell.report import Collector, Judgement
 from charter.runtime.shell.syntax import ParseResult
@@ -72,7 +71,12 @@ def _guarded(
 
 
 def _single(
-    decision: Decision, rule: str, span: tuple[int, int], message: str, *, ungrantable: bool = False
+    decision: Permission,
+    rule: str,
+    span: tuple[int, int],
+    message: str,
+    *,
+    ungrantable: bool = False,
 ) -> Verdict:
     """A verdict resting on one finding, which it also lists: what a verdict
     holds is judged from its findings (``person_only`` among them)."""
@@ -176,7 +180,7 @@ def _evaluate(
         )
     if commands == 0 and not findings:
         return Verdict("ask", "empty-command", span_all, "the command runs nothing")
-    decision: Decision = "allow"
+    decision: Permission = "allow"
     for f in findings:
         decision = stricter(decision, f.decision)
     if decision == "allow":

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from charter.runtime.shell.policy import Decision, Finding, ShellPolicy, Write
+from charter.runtime.plan.vocabulary import Permission
+from charter.runtime.shell.policy import Finding, ShellPolicy, Write
 from charter.runtime.shell.report import Collector
 from charter.runtime.shell.syntax import ParseResult, SimpleCommand, Subshell
 
@@ -84,7 +85,7 @@ class State:
         sub.cd_trusted, sub.pwd_trusted = self.cd_trusted, self.pwd_trusted
         return sub
 
-    def add(self, decision: Decision, rule: str, span: tuple[int, int], message: str) -> None:
+    def add(self, decision: Permission, rule: str, span: tuple[int, int], message: str) -> None:
         self.findings.append(Finding(decision, rule, span, message))
 
 

@@ -33,6 +33,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from charter.runtime.errors import CharterError
 from charter.runtime.shell.programs.base import Checked, Issue
 
 __all__ = ["AwkError", "awk", "awk_problem", "tokenize_awk"]
@@ -44,7 +45,7 @@ class _Tok:
     text: str
 
 
-class AwkError(Exception):
+class AwkError(CharterError):
     """The program is not something the tokenizer can read."""
 
 

@@ -26,6 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from charter.runtime.errors import CharterError
 from charter.runtime.shell.options import Spec, read_args
 from charter.runtime.shell.programs.base import Checked, Issue, one
 
@@ -47,7 +48,7 @@ class SedCommand:
     script: int = 0  # which script (of several -e) it came from
 
 
-class SedError(Exception):
+class SedError(CharterError):
     """sed would refuse the script. ``partial`` holds the commands compiled
     before the error (a ``w`` among them has already opened its file)."""
 
