@@ -15,7 +15,7 @@ from charter.runtime.catalog import BuiltinTool, shell_hint
 if TYPE_CHECKING:
     import jinja2
 
-__all__ = ["render_description", "shell_hint_block"]
+__all__ = ["render_description", "shell_hint_block", "shows_answer_shape"]
 
 
 @cache
@@ -71,6 +71,17 @@ def _render(
         tool=tool,
         shell_timeout_secs=shell_timeout_secs,
     ).strip()
+
+
+@cache
+def shows_answer_shape(template: str) -> bool:
+    """Whether a description template reads the stage's answer shape
+    (``output``), which a parent may override at run time."""
+    if "output" not in template:  # most templates: no parse needed
+        return False
+    from jinja2 import meta
+
+    return "output" in meta.find_undeclared_variables(_env().parse(template))
 
 
 def shell_hint_block(platform: str) -> str | None:

@@ -10,7 +10,8 @@ already written and reviewed:
   name workspace paths, which argument guard reads its calls (the shell
   guard, the URL policy, the delegate check), and whether its schema is the
   catalog's own (checked by the catalog's tests, so the runtime skips the
-  meta-schema check);
+  meta-schema check), and the description template of one whose
+  description shows the stage's answer shape (submit_output);
 - per stage, what a file written by a shell command answers to when the
   session does not offer write_file: the catalog's default for write_file.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from charter.compiler.describe import shows_answer_shape
 from charter.runtime.catalog import BuiltinTool, default_permission
 from charter.runtime.plan import Permission, SourceRef, ToolEntry
 
@@ -54,6 +56,11 @@ def builtin_entry(
         path_args=tool.path_args,
         guard=tool.guard,
         schema_trusted=True,
+        # Pinned only where the description depends on the answer shape,
+        # which a parent may override at run time.
+        description_template=(
+            tool.description_template if shows_answer_shape(tool.description_template) else None
+        ),
     )
 
 

@@ -195,6 +195,10 @@ class ToolEntry(_Frozen):
     # The schema is the built-in catalog's own, checked against its
     # meta-schema by the catalog's tests, so the runtime does not check it again.
     schema_trusted: bool = False
+    # The description's template, for a built-in whose description shows the
+    # stage's answer shape (submit_output): a parent that overrides the shape
+    # renders it again from here, not from the catalog of a newer Charter.
+    description_template: str | None = None
 
 
 class Gate(_Frozen):

@@ -92,11 +92,15 @@ def offered_specs(session: Session, shape: OutputSpec | None) -> list[ToolSpec]:
                 # every call (schema-unusable); the model is still told the
                 # tool takes an object, so its call gets that refusal.
                 spec = ToolSpec(entry.name, entry.description, {"type": "object"})
-            if shape is not None and name == "submit_output" and entry.source == "builtin":
+            if shape is not None and entry.description_template is not None:
                 spec = dataclasses.replace(
                     spec,
                     description=_submit_description(
-                        shape.format, shape.instructions, shape.example
+                        entry.description_template,
+                        entry.name,
+                        shape.format,
+                        shape.instructions,
+                        shape.example,
                     ),
                 )
             specs.append(spec)
@@ -104,17 +108,15 @@ def offered_specs(session: Session, shape: OutputSpec | None) -> list[ToolSpec]:
 
 
 @functools.lru_cache(maxsize=64)
-def _submit_description(fmt: str | None, instructions: str | None, example: str | None) -> str:
-    """submit_output's description for an overridden shape, rendered from the
-    catalog's own template as the compiler renders it for a declared one, so
-    the tool does not advertise the shape the parent overrode."""
+def _submit_description(
+    template: str, tool: str, fmt: str | None, instructions: str | None, example: str | None
+) -> str:
+    """The description of a tool that shows the answer shape (submit_output),
+    rendered for a shape the parent overrode from the template the plan
+    pinned, as the compiler rendered it for the declared one, so the tool does
+    not advertise the shape that was overridden."""
     import jinja2
 
-    from charter.runtime.catalog import resolve_builtin
-
-    tool = resolve_builtin("submit_output")
-    if tool is None:  # pragma: no cover - the packaged catalog always has it
-        raise RuntimeError("the built-in catalog has no submit_output")
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
     out = {"format": fmt, "instructions": instructions, "example": example}
-    return env.from_string(tool.description_template).render(output=out, tool=tool.name).strip()
+    return env.from_string(template).render(output=out, tool=tool).strip()

@@ -167,3 +167,32 @@ def test_changing_the_catalog_after_compiling_changes_no_decision(
     recompiled = _compile(tmp_path, "after")
     capsys.readouterr()
     assert _echo_in_discover_under_yolo(recompiled, workspace) == "deny"
+
+
+def test_an_overridden_answer_shape_is_described_from_the_plan_not_the_catalog(
+    tmp_path: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A parent that overrides a child's answer shape has submit_output's
+    description rendered again at run time: from the template the plan
+    pinned, so a newer catalog's wording never reaches an existing plan."""
+    from charter.runtime.plan import OutputSpec
+    from charter.runtime.run.prompt import offered_specs
+
+    plan_path = _compile(tmp_path, "shape")
+    raw = json.loads(catalog._read_data())
+    for tool in raw["tools"]:
+        tool["description_template"] = "A newer Charter's wording for {{ tool }}."
+    monkeypatch.setattr(catalog, "_catalog", lambda: catalog._build(json.dumps(raw)))
+
+    plan = load_plan(plan_path)
+    session = open_session(plan, "coder", workspace=workspace, stage="summary")
+    shape = OutputSpec(format="json", instructions="An object with a findings array.")
+    [described] = [s for s in offered_specs(session, shape) if s.name == "submit_output"]
+    assert "Format: json" in described.description
+    assert "An object with a findings array." in described.description
+    assert "newer Charter" not in described.description
+    # Only a description that shows the shape is pinned as a template.
+    agent = plan.body.agent("coder")
+    assert agent is not None
+    pinned = {e.name for e in agent.tools if e.description_template is not None}
+    assert pinned == {"submit_output"}
