@@ -350,17 +350,11 @@ IMPLEMENTATIONS = Registry(
 def dispatch(
     tool: str, call_args: Mapping[str, Any], rt: ToolRuntime, *, approved: bool = False
 ) -> ToolResult:
-    """Run the built-in ``tool`` directly (a canonical name, or an alias the
-    built-in catalog lists). Performs no permission checks: this is for
-    tests and callers outside the gates, which decide before dispatching."""
+    """Run the built-in ``tool`` directly, by its canonical name. Performs no
+    permission checks: this is for tests and callers outside the gates, which
+    decide before dispatching. Aliases are the plan's business (the visibility
+    gate maps them); the shipped catalog is not consulted here either."""
     reg = IMPLEMENTATIONS.serving(tool)
-    if reg is None:
-        from charter.runtime.catalog import resolve_builtin
-
-        builtin = resolve_builtin(tool)
-        if builtin is not None:
-            tool = builtin.name
-            reg = IMPLEMENTATIONS.serving(tool)
     if reg is None:
         return refusal(
             "unavailable",
