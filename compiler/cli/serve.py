@@ -142,15 +142,18 @@ class ProjectSource:
         return h.hexdigest(), seen
 
     def load(self) -> PreparedPlan:
-        from charter.compiler.cli.run import _load
+        from charter.compiler.cli._plan_arg import load_plan_or_project
         from charter.runtime.prepared import prepare
         from charter.runtime.serve import PlanLoadError
 
-        loaded = _load(self.args)
+        loaded = load_plan_or_project(
+            self.args.target,
+            config=self.args.config,
+            use_user_config=not self.args.no_user_config,
+        )
         if isinstance(loaded, str):
             raise PlanLoadError(loaded)
-        plan, _ = loaded
-        return prepare(plan, eager=True)
+        return prepare(loaded.plan, eager=True)
 
 
 def _token(args: argparse.Namespace) -> str | None | int:
