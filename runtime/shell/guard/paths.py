@@ -38,6 +38,7 @@ __all__ = [
     "outside",
     "real_below",
     "realpath",
+    "relative",
     "sensitive_path",
     "within",
 ]
@@ -265,7 +266,7 @@ def client_settings_args(
                 raw = posixpath.join(st.cwd, cand)
             real = real_below(st, raw)
             if within(real, st.ws_real):
-                _client_settings(st, posixpath.relpath(real, st.ws_real), (w.start, w.end))
+                _client_settings(st, relative(real, st.ws_real), (w.start, w.end))
 
 
 def _path_finding(
@@ -396,29 +397,43 @@ def real_below(st: State, raw: str) -> str:
     """``os.path.realpath(raw)``, cheaper for the common case of a plain path
     below the workspace: the workspace's own real path is known, so only the
     components under it are looked at, one ``lstat`` each, and a component
-    that does not exist ends the walk (nothing below it can be a link). Any
-    symlink, ``.`` or ``..`` goes to the full resolution."""
-    prefix = st.ws.rstrip("/") + "/"
+    that does not exist ends the walk (nothing below it can be a link). A
+    ``.`` component is skipped, as ``realpath`` skips it (``find .``, ``./x``
+    are most of the paths commands name); any symlink or ``..`` goes to the
+    full resolution."""
+    ws = st.ws
+    if raw == ws:
+        return st.ws_real
+    prefix = ws.rstrip("/") + "/"
     if not raw.startswith(prefix):
         return realpath(raw)
     parts = raw[len(prefix) :].split("/")
-    if any(p in (".", "..") for p in parts):
+    if ".." in parts:
         return realpath(raw)
     current = st.ws_real.rstrip("/")
     for i, part in enumerate(parts):
-        if not part:
-            continue  # a doubled or trailing slash
+        if not part or part == ".":
+            continue  # a doubled or trailing slash, or the directory itself
         current += "/" + part
         try:
             mode = os.lstat(current).st_mode
         except (FileNotFoundError, NotADirectoryError):
-            rest = "/".join(p for p in parts[i + 1 :] if p)
+            rest = "/".join(p for p in parts[i + 1 :] if p and p != ".")
             return current + ("/" + rest if rest else "")
         except (OSError, ValueError):
             return realpath(raw)
         if stat.S_ISLNK(mode):
             return realpath(raw)
-    return current
+    return current or "/"
+
+
+def relative(real: str, root: str) -> str:
+    """``posixpath.relpath(real, root)`` for a ``real`` already known to be
+    :func:`within` ``root`` (both absolute and normalised, as real paths
+    are): the rest of the string, at a fraction of relpath's cost."""
+    if real == root:
+        return "."
+    return real[len(root.rstrip("/")) + 1 :]
 
 
 def within(path: str, root: str) -> bool:
