@@ -394,6 +394,20 @@ def match_outside(st: State, pattern: str) -> str | None:
 
 
 def real_below(st: State, raw: str) -> str:
+    """``os.path.realpath(raw)`` (see :func:`_resolve_below`), looked up once
+    per decision: the program rule, the client-settings check and the write
+    confinement each ask about the same argument. The memo lives in the
+    decision's :class:`State` and dies with it, so it never answers for a
+    later command; within one decision a second ``lstat`` of the same path
+    could only see a change made after the first, which the command (run
+    after the decision) could make anyway."""
+    found = st.resolved.get(raw)
+    if found is None:
+        found = st.resolved[raw] = _resolve_below(st, raw)
+    return found
+
+
+def _resolve_below(st: State, raw: str) -> str:
     """``os.path.realpath(raw)``, cheaper for the common case of a plain path
     below the workspace: the workspace's own real path is known, so only the
     components under it are looked at, one ``lstat`` each, and a component
