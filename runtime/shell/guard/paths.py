@@ -17,6 +17,7 @@ import os
 import posixpath
 import re
 import stat
+from collections.abc import Sequence
 
 from charter.runtime.shell.gitrepo import untrusted_repository
 from charter.runtime.shell.guard.state import State, clip
@@ -221,7 +222,11 @@ def generic_args(
             continue
         if idx in text_args:
             continue
-        for cand, tilde in _path_candidates(v, w, st.cwd if probe else None):
+        # (a word that is no option names itself: the common case, inline)
+        cands: Sequence[tuple[str, bool]] = ((v, w.tilde),)
+        if v[:1] == "-":
+            cands = _path_candidates(v, w, st.cwd if probe else None)
+        for cand, tilde in cands:
             # the word's own text was checked for a credential name just above
             if _path_finding(st, cand, tilde, (w.start, w.end), w.glob, named=cand == v):
                 break
@@ -252,7 +257,10 @@ def client_settings_args(
         v = w.value
         if v is None or idx in text_args:
             continue
-        for cand, tilde in _path_candidates(v, w, st.cwd):
+        cands: Sequence[tuple[str, bool]] = ((v, w.tilde),)
+        if v[:1] == "-":
+            cands = _path_candidates(v, w, st.cwd)
+        for cand, tilde in cands:
             if tilde or cand.startswith("~"):
                 continue  # outside the workspace: other rules speak about it
             if cand.startswith("/"):
