@@ -35,6 +35,7 @@ __all__ = [
     "client_settings_args",
     "generic_args",
     "git_repository",
+    "join_relative",
     "match_outside",
     "outside",
     "real_below",
@@ -271,7 +272,7 @@ def client_settings_args(
                     _client_settings(st, cand, (w.start, w.end))
                 continue
             else:
-                raw = posixpath.join(st.cwd, cand)
+                raw = join_relative(st.cwd, cand)
             real = real_below(st, raw)
             if within(real, st.ws_real):
                 _client_settings(st, relative(real, st.ws_real), (w.start, w.end))
@@ -355,7 +356,7 @@ def _path_problem(
             return "path-outside-workspace", f"{clip(value)} is outside the workspace"
         return None
     else:
-        raw = posixpath.join(st.cwd, value)
+        raw = join_relative(st.cwd, value)
     norm = posixpath.normpath(raw)
     if not within(norm, st.ws):
         if sensitive_path(norm):
@@ -456,6 +457,13 @@ def relative(real: str, root: str) -> str:
     if real == root:
         return "."
     return real[len(root.rstrip("/")) + 1 :]
+
+
+def join_relative(directory: str, name: str) -> str:
+    """``posixpath.join(directory, name)`` for a ``name`` that does not start
+    with ``/`` (callers have checked): the same string, without join's
+    type checks and loop, which cost more than the rest of a path's check."""
+    return directory + name if not directory or directory.endswith("/") else directory + "/" + name
 
 
 def within(path: str, root: str) -> bool:
