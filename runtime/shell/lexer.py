@@ -241,6 +241,9 @@ def lex(text: str, sp: Spliced | None, max_tokens: int = -1) -> Lexed:
     i = 0
     expect_delim: tuple[int, bool] | None = None  # (redirect start, strip tabs)
     sub_close = -1  # the offset just after the `)` that closed a substitution
+    # where a line starts although no newline precedes it in the spliced
+    # text: after a comment's backslash-newline (bash ended the line there)
+    line_start = 0
     append = tokens.append
 
     def tok(kind: str, start: int, end: int) -> None:
@@ -276,7 +279,7 @@ def lex(text: str, sp: Spliced | None, max_tokens: int = -1) -> Lexed:
             continue
 
         # command syntax
-        if c == "#" and (i == 0 or (text[i - 1] in _COMMENT_AFTER and i != sub_close)):
+        if c == "#" and (i == line_start or (text[i - 1] in _COMMENT_AFTER and i != sub_close)):
             end = text.find("\n", i)
             end = n if end < 0 else end
             cut = None if sp is None else sp.cut_between(i, end)
@@ -289,6 +292,9 @@ def lex(text: str, sp: Spliced | None, max_tokens: int = -1) -> Lexed:
                 if pending:
                     i = _read_heredocs(text, i, pending, heredocs, sp)
                     pending.clear()
+                # the next line starts here: a `#` right after is a comment
+                # too, though the spliced text shows the first comment's end
+                line_start = i
                 continue
             comments.append((i, end))
             i = end

@@ -88,6 +88,14 @@ def _flatten(children: list[Any]) -> list[Any]:
 
 
 def _build_chain(children: list[Any], text: str) -> _Chain:
+    if len(children) == 1:
+        # one command, or one pipeline: the usual case, and nothing to merge
+        # (chains are never changed once built, so one can be shared)
+        only = children[0]
+        if type(only) is _Chain:
+            return only
+        if type(only) is not _Splice and type(only) is not tuple:
+            return _Chain([only], [])
     commands: list[Command] = []
     ops: list[str] = []
     for c in _flatten(children):
@@ -111,6 +119,9 @@ def _build_start(children: list[Any], text: str, ctx: _Ctx) -> Program:
 
 def _build_simple(children: list[Any], text: str, ctx: _Ctx) -> SimpleCommand:
     words, redirects = _group(_flatten(children), text, ctx)
+    if not redirects:
+        # words come in text order
+        return SimpleCommand(tuple(words), (), words[0].start, words[-1].end)
     starts = [w.start for w in words] + [r.start for r in redirects]
     ends = [w.end for w in words] + [r.end for r in redirects]
     return SimpleCommand(tuple(words), tuple(redirects), min(starts), max(ends))
@@ -247,17 +258,19 @@ class _Table:
     """lark's LALR table, re-keyed for a tight loop: ``actions[state][terminal]``
     is ``(True, next_state)`` for a shift or ``(False, rule)`` for a reduce,
     where ``rule`` is ``(origin, length, builder)``; ``gotos[state][origin]``
-    is the state after a reduction."""
+    is the state after a reduction.
+
+    A state whose only action is one reduction (other than to ``start``)
+    reduces on every terminal: the standard LALR "default reduction", which
+    saves a round trip per word. It is folded into the row (the reduction
+    under every terminal the lexer can produce), so the loop does one lookup
+    per step; an error is still found, on the next shift, exactly where the
+    table without defaults would not reach it either."""
 
     actions: dict[int, dict[str, tuple[bool, Any]]]
     gotos: dict[int, dict[str, int]]
     start: int
     end: int
-    # States whose only action is one reduction (other than to `start`): the
-    # loop reduces there at once instead of first looking at the next token,
-    # which is the standard LALR "default reduction" and saves a round trip
-    # per word.
-    defaults: dict[int, tuple[str, int, Any]]
 
 
 @functools.cache
@@ -290,75 +303,79 @@ def build_parser() -> _Table:
             sym: (True, arg) if shift else (False, rules[arg]) for sym, (shift, arg) in acts.items()
         }
     gotos = {int(state): dict(goto) for state, goto in data["gotos"].items()}
-    defaults: dict[int, tuple[str, int, Any]] = {}
+    terminals = {sym for acts in actions.values() for sym in acts} | {"$END"}
     for state_id, acts in actions.items():
         kinds = set(acts.values())
         if len(kinds) == 1:
             ((is_shift, rule),) = kinds
             if not is_shift and rule[0] != "start":
-                defaults[state_id] = rule
-    return _Table(actions, gotos, data["start"], data["end"], defaults)
+                actions[state_id] = dict.fromkeys(terminals, (False, rule))
+    return _Table(actions, gotos, data["start"], data["end"])
 
 
 def _drive(tokens: list[Tok], text: str, ctx: _Ctx) -> Program:
     table = build_parser()
     actions = table.actions
     gotos = table.gotos
-    defaults = table.defaults
-    states = [table.start]
+    state = table.start  # always states[-1]
+    states = [state]
     values: list[Any] = []
+    n = len(tokens)
     end_tok: Tok = ("$END", len(text), len(text))
-    for t in [*tokens, end_tok]:
+    k = 0
+    while k <= n:
+        t = tokens[k] if k < n else end_tok
+        k += 1
         kind = t[0]
         while True:
-            rule = defaults.get(states[-1])
-            if rule is None:
-                act = actions[states[-1]].get(kind)
-                if act is None:
-                    raise ShellSyntaxError(t[1], _unexpected(t, text))
-                if act[0]:
-                    states.append(act[1])
-                    values.append(t)
-                    break
-                rule = act[1]
-            name, size, builder = rule
+            act = actions[state].get(kind)
+            if act is None:
+                raise ShellSyntaxError(t[1], _unexpected(t, text))
+            if act[0]:
+                state = act[1]
+                states.append(state)
+                values.append(t)
+                break
+            name, size, builder = act[1]
             if builder is None and size == 2 and type(values[-2]) is _Splice:
                 # the hot path: a `+`/`*` helper rule growing by one element
                 last = values.pop()
-                states.pop()
-                states.pop()
-                value: Any = values.pop()
+                del states[-2:]
+                value: Any = values[-1]
                 if type(last) is _Splice:
                     value.extend(last)
                 else:
                     value.append(last)
+                state = gotos[states[-1]][name]
+                states.append(state)
+                continue
+            if size:
+                children = values[-size:]
+                del values[-size:]
+                del states[-size:]
             else:
-                if size:
-                    children = values[-size:]
-                    del values[-size:]
-                    del states[-size:]
-                else:
-                    children = []
-                if builder is None:
-                    if children and type(children[0]) is _Splice:
-                        # grow the helper rule's list in place: copying it
-                        # would make long lists (`ls; ls; ...`) quadratic
-                        value = children[0]
-                        for c in children[1:]:
-                            if type(c) is _Splice:
-                                value.extend(c)
-                            else:
-                                value.append(c)
-                    else:
-                        value = _Splice(_flatten(children))
-                elif builder == "expand1":
+                children = []
+            if builder is None:
+                if children and type(children[0]) is _Splice:
+                    # grow the helper rule's list in place: copying it
+                    # would make long lists (`ls; ls; ...`) quadratic
                     value = children[0]
+                    for c in children[1:]:
+                        if type(c) is _Splice:
+                            value.extend(c)
+                        else:
+                            value.append(c)
                 else:
-                    value = builder(children, text, ctx)
-                if name == "start" and len(states) == 1 and kind == "$END":
-                    assert isinstance(value, Program)
-                    return value
-            states.append(gotos[states[-1]][name])
+                    value = _Splice(_flatten(children))
+            elif builder == "expand1":
+                value = children[0]
+            else:
+                value = builder(children, text, ctx)
+            if name == "start" and len(states) == 1 and kind == "$END":
+                assert isinstance(value, Program)
+                return value
+            state = gotos[states[-1]][name]
+            states.append(state)
             values.append(value)
     raise ShellSyntaxError(len(text), "the command ends too early")
 

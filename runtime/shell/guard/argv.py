@@ -232,7 +232,7 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word]) -> None:
         w = args[index] if 0 <= index < len(args) else w0
         return (w.start, w.end)
 
-    sym = [_symbolic(w) for w in args]
+    sym = [w.value if w.value is not None else _symbolic(w) for w in args]
     dcwd = st.cwd if st.cwd is not None else st.home_cwd
     issue = destructive(prog, sym, dcwd, st.ws)
     for k, w in enumerate(args):

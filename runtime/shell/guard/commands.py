@@ -225,7 +225,8 @@ def _simple(st: State, cmd: SimpleCommand) -> None:
 
 def _word_expansions(st: State, w: Word) -> None:
     for p in w.parts:
-        _part(st, p)
+        if p.kind in _EXPANSION_RULE:  # (most parts are literal text: no call)
+            _part(st, p)
         for q in p.inner:
             _part(st, q)
     if w.tilde:

@@ -23,8 +23,6 @@ an argument names (:mod:`.paths`).
 
 from __future__ import annotations
 
-import posixpath
-
 from charter.runtime.shell.guard import commands
 from charter.runtime.shell.guard.paths import (
     DISCARD,
@@ -32,6 +30,7 @@ from charter.runtime.shell.guard.paths import (
     match_outside,
     outside,
     real_below,
+    relative,
     sensitive_path,
     within,
 )
@@ -41,7 +40,7 @@ from charter.runtime.shell.policy import CLIENT_SETTINGS_RULE, REDIRECT_WRITE_RU
 from charter.runtime.shell.programs import UNKNOWN, block_device
 from charter.runtime.shell.syntax import Redirect, Word
 from charter.runtime.shell.writers import CWD, RUN_TIME, Target, write_targets
-from charter.runtime.workspace import case_insensitive, protection
+from charter.runtime.workspace import RECORDS_DIR, case_insensitive, protection
 
 __all__ = ["confine_write", "judge_redirect", "unnameable", "writer_targets"]
 
@@ -159,6 +158,16 @@ def confine_write(
 
 
 _BRACE_LIMIT = 64
+# The names protection() compares case-folded on a case-insensitive file system.
+_FOLDED_NAMES = frozenset({RECORDS_DIR, ".git"})
+
+
+def _fold_matters(parts: tuple[str, ...]) -> bool:
+    """Whether folding case can change what protection() says of ``parts``:
+    only a component that is one of the folded names in another case
+    (``.GIT``). Otherwise both answers are the same, and the file system
+    need not be asked whether it ignores case (a directory scan per write)."""
+    return any(p not in _FOLDED_NAMES and p.casefold() in _FOLDED_NAMES for p in parts)
 
 
 def unnameable(st: State, span: tuple[int, int], redirect: bool, why: str) -> None:
@@ -221,9 +230,9 @@ def _confine_one(
             f"{by} {verb} {real}, outside the workspace; no permission or flag lifts this",
         )
         return
-    rel = posixpath.relpath(real, st.ws_real)
+    rel = relative(real, st.ws_real)
     parts = tuple(p for p in rel.split("/") if p and p != ".")
-    guarded = protection(parts, "write", fold=case_insensitive(st.ws_real))
+    guarded = protection(parts, "write", fold=_fold_matters(parts) and case_insensitive(st.ws_real))
     if guarded is not None and guarded.rule == "path-run-records":
         st.add(
             "deny",

@@ -17,6 +17,7 @@ import os
 import posixpath
 import re
 import stat
+from collections.abc import Sequence
 
 from charter.runtime.shell.gitrepo import untrusted_repository
 from charter.runtime.shell.guard.state import State, clip
@@ -34,10 +35,12 @@ __all__ = [
     "client_settings_args",
     "generic_args",
     "git_repository",
+    "join_relative",
     "match_outside",
     "outside",
     "real_below",
     "realpath",
+    "relative",
     "sensitive_path",
     "within",
 ]
@@ -220,7 +223,11 @@ def generic_args(
             continue
         if idx in text_args:
             continue
-        for cand, tilde in _path_candidates(v, w, st.cwd if probe else None):
+        # (a word that is no option names itself: the common case, inline)
+        cands: Sequence[tuple[str, bool]] = ((v, w.tilde),)
+        if v[:1] == "-":
+            cands = _path_candidates(v, w, st.cwd if probe else None)
+        for cand, tilde in cands:
             # the word's own text was checked for a credential name just above
             if _path_finding(st, cand, tilde, (w.start, w.end), w.glob, named=cand == v):
                 break
@@ -251,7 +258,10 @@ def client_settings_args(
         v = w.value
         if v is None or idx in text_args:
             continue
-        for cand, tilde in _path_candidates(v, w, st.cwd):
+        cands: Sequence[tuple[str, bool]] = ((v, w.tilde),)
+        if v[:1] == "-":
+            cands = _path_candidates(v, w, st.cwd)
+        for cand, tilde in cands:
             if tilde or cand.startswith("~"):
                 continue  # outside the workspace: other rules speak about it
             if cand.startswith("/"):
@@ -262,10 +272,10 @@ def client_settings_args(
                     _client_settings(st, cand, (w.start, w.end))
                 continue
             else:
-                raw = posixpath.join(st.cwd, cand)
+                raw = join_relative(st.cwd, cand)
             real = real_below(st, raw)
             if within(real, st.ws_real):
-                _client_settings(st, posixpath.relpath(real, st.ws_real), (w.start, w.end))
+                _client_settings(st, relative(real, st.ws_real), (w.start, w.end))
 
 
 def _path_finding(
@@ -346,7 +356,7 @@ def _path_problem(
             return "path-outside-workspace", f"{clip(value)} is outside the workspace"
         return None
     else:
-        raw = posixpath.join(st.cwd, value)
+        raw = join_relative(st.cwd, value)
     norm = posixpath.normpath(raw)
     if not within(norm, st.ws):
         if sensitive_path(norm):
@@ -393,32 +403,67 @@ def match_outside(st: State, pattern: str) -> str | None:
 
 
 def real_below(st: State, raw: str) -> str:
+    """``os.path.realpath(raw)`` (see :func:`_resolve_below`), looked up once
+    per decision: the program rule, the client-settings check and the write
+    confinement each ask about the same argument. The memo lives in the
+    decision's :class:`State` and dies with it, so it never answers for a
+    later command; within one decision a second ``lstat`` of the same path
+    could only see a change made after the first, which the command (run
+    after the decision) could make anyway."""
+    found = st.resolved.get(raw)
+    if found is None:
+        found = st.resolved[raw] = _resolve_below(st, raw)
+    return found
+
+
+def _resolve_below(st: State, raw: str) -> str:
     """``os.path.realpath(raw)``, cheaper for the common case of a plain path
     below the workspace: the workspace's own real path is known, so only the
     components under it are looked at, one ``lstat`` each, and a component
-    that does not exist ends the walk (nothing below it can be a link). Any
-    symlink, ``.`` or ``..`` goes to the full resolution."""
-    prefix = st.ws.rstrip("/") + "/"
+    that does not exist ends the walk (nothing below it can be a link). A
+    ``.`` component is skipped, as ``realpath`` skips it (``find .``, ``./x``
+    are most of the paths commands name); any symlink or ``..`` goes to the
+    full resolution."""
+    ws = st.ws
+    if raw == ws:
+        return st.ws_real
+    prefix = ws.rstrip("/") + "/"
     if not raw.startswith(prefix):
         return realpath(raw)
     parts = raw[len(prefix) :].split("/")
-    if any(p in (".", "..") for p in parts):
+    if ".." in parts:
         return realpath(raw)
     current = st.ws_real.rstrip("/")
     for i, part in enumerate(parts):
-        if not part:
-            continue  # a doubled or trailing slash
+        if not part or part == ".":
+            continue  # a doubled or trailing slash, or the directory itself
         current += "/" + part
         try:
             mode = os.lstat(current).st_mode
         except (FileNotFoundError, NotADirectoryError):
-            rest = "/".join(p for p in parts[i + 1 :] if p)
+            rest = "/".join(p for p in parts[i + 1 :] if p and p != ".")
             return current + ("/" + rest if rest else "")
         except (OSError, ValueError):
             return realpath(raw)
         if stat.S_ISLNK(mode):
             return realpath(raw)
-    return current
+    return current or "/"
+
+
+def relative(real: str, root: str) -> str:
+    """``posixpath.relpath(real, root)`` for a ``real`` already known to be
+    :func:`within` ``root`` (both absolute and normalised, as real paths
+    are): the rest of the string, at a fraction of relpath's cost."""
+    if real == root:
+        return "."
+    return real[len(root.rstrip("/")) + 1 :]
+
+
+def join_relative(directory: str, name: str) -> str:
+    """``posixpath.join(directory, name)`` for a ``name`` that does not start
+    with ``/`` (callers have checked): the same string, without join's
+    type checks and loop, which cost more than the rest of a path's check."""
+    return directory + name if not directory or directory.endswith("/") else directory + "/" + name
 
 
 def within(path: str, root: str) -> bool:

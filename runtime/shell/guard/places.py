@@ -16,7 +16,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from charter.runtime.shell.guard.paths import realpath
+from charter.runtime.shell.guard.paths import join_relative, realpath
 from charter.runtime.shell.guard.state import State
 from charter.runtime.shell.programs import UNKNOWN
 from charter.runtime.shell.syntax import Part, SimpleCommand, Word
@@ -194,8 +194,8 @@ def locate(st: State, text: str, tilde: bool) -> tuple[str, str]:
     if base is None:
         return "unknown", "it is relative to a directory changed earlier in the command"
     if base[1]:
-        return "home", posixpath.join(base[0], text)
-    return "path", posixpath.join(base[0], text)
+        return "home", join_relative(base[0], text)
+    return "path", join_relative(base[0], text)
 
 
 def change_dir(st: State, prog: str, args: tuple[Word, ...] | list[Word]) -> None:

@@ -73,13 +73,23 @@ class State:
     spliced: ParseResult | None = None
     # tokens this reading may still lex (shared with every nested state)
     budget: list[int] = field(default_factory=lambda: [MAX_TOKENS])
+    # real paths already resolved in this decision (shared with every nested
+    # state; see paths.real_below)
+    resolved: dict[str, str] = field(default_factory=dict)
 
     def sub(self, text: str) -> State:
         """A state for a text found inside this one: the same places (the
         working directory and what is known of cd and $PWD), the same token
         budget and the same report."""
         sub = State(
-            text, self.cwd, self.ws, self.ws_real, self.policy, seen=self.seen, budget=self.budget
+            text,
+            self.cwd,
+            self.ws,
+            self.ws_real,
+            self.policy,
+            seen=self.seen,
+            budget=self.budget,
+            resolved=self.resolved,
         )
         sub.home_cwd, sub.prev_cwd, sub.root = self.home_cwd, self.prev_cwd, self.root
         sub.cd_trusted, sub.pwd_trusted = self.cd_trusted, self.pwd_trusted
