@@ -159,6 +159,17 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word]) -> None:
     first = 0
     while True:
         if first >= len(words):
+            if first:
+                # Only reserved words (`!`, `! !`): bash runs nothing, but
+                # other shell parsers read it as an error. Where readers
+                # disagree the guard asks rather than allow.
+                last = words[first - 1]
+                st.add(
+                    "ask",
+                    "control-structure",
+                    (words[0].start, last.end),
+                    f"{clip(' '.join(w.raw for w in words[:first]))} with no command after it",
+                )
             return
         w0 = words[first]
         prefix = w0.value
