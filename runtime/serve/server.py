@@ -37,6 +37,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -176,6 +177,26 @@ class _Server(ThreadingHTTPServer):
             super().process_request_thread(request, client_address)
         finally:
             self.slots.release()
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # socketserver's default prints a traceback to stderr. A client that
+        # goes away mid-request is routine (its hook timed out); anything
+        # else is one line naming the client, so the operator sees what
+        # failed without a traceback. The connection closes unanswered,
+        # which both clients treat as the hook failing.
+        exc = sys.exc_info()[1]
+        if exc is None or isinstance(exc, (ConnectionError, TimeoutError)):
+            return
+        try:
+            where = f"{client_address[0]}:{client_address[1]}"
+        except (IndexError, TypeError):
+            where = str(client_address)
+        # The exception's type only: its text may quote the request (a
+        # header holding the bearer token, say), and stderr is not redacted.
+        sys.stderr.write(
+            f"charter serve: a request from {where} failed ({type(exc).__name__}); "
+            "closed it unanswered\n"
+        )
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -454,3 +454,23 @@ def test_the_decision_log_redacts_secrets(serve: Any, tmp_path: Path, workspace:
     text = log.read_text()
     assert "sk-live-0123456789abcdef" not in text
     assert "<redacted:" in text
+
+
+def test_a_failed_request_is_one_line_on_stderr_not_a_traceback(serve: Any, capsys: Any) -> None:
+    """What the HTTP layer cannot handle is reported in one line naming the
+    client and the kind of failure (not its text, which may quote a token);
+    a client that hung up is routine and says nothing."""
+    running = serve(ServeOptions())
+    inner = running.server._server
+    try:
+        raise ValueError("bad header line")
+    except ValueError:
+        inner.handle_error(None, ("127.0.0.1", 40000))
+    try:
+        raise ConnectionResetError("peer reset")
+    except ConnectionResetError:
+        inner.handle_error(None, ("127.0.0.1", 40001))
+    err = capsys.readouterr().err
+    assert err == (
+        "charter serve: a request from 127.0.0.1:40000 failed (ValueError); closed it unanswered\n"
+    )
