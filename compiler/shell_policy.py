@@ -18,14 +18,11 @@ from charter.compiler.diagnostics import Diagnostic, Span, format_key_path
 from charter.compiler.frontends.config_toml import SafeCommands, SafeShellEntry
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
-from charter.runtime.shell import SafeShellCommand, ShellPolicy, evaluate
-from charter.runtime.shell.programs import (
-    ASK_PROGRAMS,
-    INTERPRETERS,
-    SHELLS,
-    WRAPPERS,
-)
-from charter.runtime.shell.syntax import SimpleCommand, parse
+from charter.runtime.plan.shell import SafeShellCommand, ShellPolicy
+
+# The guard (its grammar, program tables and judge) is imported where an
+# entry is actually checked: most projects have no [safe_commands], and
+# loading the guard is most of a validate's start-up otherwise.
 
 __all__ = ["compile_shell_policy", "parse_safe_entry"]
 
@@ -72,6 +69,9 @@ def parse_safe_entry(text: str) -> tuple[tuple[str, ...] | None, str | None, str
             ),
             "unparseable-safe-command",
         )
+    from charter.runtime.shell.programs import ASK_PROGRAMS, INTERPRETERS, SHELLS, WRAPPERS
+    from charter.runtime.shell.syntax import SimpleCommand, parse
+
     result = parse(text)
     if result.program is None:
         why = result.error.message if result.error is not None else "it does not parse"
@@ -204,6 +204,8 @@ def compile_shell_policy(
 
 
 def _cannot_lift(entry: SafeShellCommand) -> str | None:
+    from charter.runtime.shell import evaluate
+
     """What the guard still says about the entry's own words when the entry
     is in force, if that is not allow."""
     v = evaluate(
@@ -226,6 +228,8 @@ def _check_examples(
     span: object,
     index: int,
 ) -> list[Diagnostic]:
+    from charter.runtime.shell import evaluate
+
     out: list[Diagnostic] = []
     policy = ShellPolicy(defaults=False, safe=(compiled,))
     assert callable(span)

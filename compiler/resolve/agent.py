@@ -26,7 +26,7 @@ from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
 from charter.compiler.tooltable import ToolTable
 from charter.runtime.plan import Grant, McpServerPlan, SandboxProfile, Stage, ToolEntry
-from charter.runtime.shell import ShellPolicy
+from charter.runtime.plan.shell import ShellPolicy
 
 __all__ = ["ResolvedAgent", "resolve_agent"]
 

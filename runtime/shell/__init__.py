@@ -9,7 +9,8 @@ names one execution shape for approvals. See ``docs/shell-guard.md``.
 
 from __future__ import annotations
 
-from charter.runtime.shell.guard import evaluate, judge
+from typing import TYPE_CHECKING, Any
+
 from charter.runtime.shell.policy import (
     Finding,
     SafeShellCommand,
@@ -20,6 +21,9 @@ from charter.runtime.shell.policy import (
     fingerprint,
 )
 from charter.runtime.shell.report import DYNAMIC, Dynamic, JudgedCommand, Judgement
+
+if TYPE_CHECKING:
+    from charter.runtime.shell.guard import evaluate, judge
 
 __all__ = [
     "DYNAMIC",
@@ -36,3 +40,16 @@ __all__ = [
     "fingerprint",
     "judge",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The guard itself (about 60 ms to import) loads on first use: the
+    # compiler and the plan's users import this package for the policy's
+    # data and the verdict types, and many of them never judge a command.
+    if name in ("evaluate", "judge"):
+        from charter.runtime.shell import guard
+
+        value = getattr(guard, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
