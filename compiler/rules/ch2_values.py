@@ -1,8 +1,5 @@
 """Rules CH2xx: structure and values, with CH25x: Leviath's loading defaults
 and regions.
-
-Imported by :mod:`charter.compiler.rules`, which is the catalog a rule is looked up in;
-a new rule of this group is one more :func:`register` call here (see the package doc).
 """
 
 from __future__ import annotations

@@ -1,8 +1,4 @@
-"""Rules CH3xx: names (tools, toolsets, stages, servers).
-
-Imported by :mod:`charter.compiler.rules`, which is the catalog a rule is looked up in;
-a new rule of this group is one more :func:`register` call here (see the package doc).
-"""
+"""Rules CH3xx: names (tools, toolsets, stages, servers)."""
 
 from __future__ import annotations
 

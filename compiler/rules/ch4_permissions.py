@@ -1,9 +1,6 @@
 """Rules CH4xx: permissions, capabilities and secrets, with CH45x (what a
 blueprint asks for beyond its tools) and CH47x (the sandbox profile,
 compiler/sandbox.py).
-
-Imported by :mod:`charter.compiler.rules`, which is the catalog a rule is looked up in;
-a new rule of this group is one more :func:`register` call here (see the package doc).
 """
 
 from __future__ import annotations

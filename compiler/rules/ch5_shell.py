@@ -1,8 +1,4 @@
-"""Rules CH5xx: the shell policy (compiler/shell_policy.py).
-
-Imported by :mod:`charter.compiler.rules`, which is the catalog a rule is looked up in;
-a new rule of this group is one more :func:`register` call here (see the package doc).
-"""
+"""Rules CH5xx: the shell policy (compiler/shell_policy.py)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Rules CH6xx: the stage graph, with CH65x: Leviath's lints of a blueprint's stages.
-
-Imported by :mod:`charter.compiler.rules`, which is the catalog a rule is looked up in;
-a new rule of this group is one more :func:`register` call here (see the package doc).
-"""
+"""Rules CH6xx: the stage graph, with CH65x: Leviath's lints of a blueprint's stages."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Rules CH7xx: tools and MCP (schemas, scripts, servers, locks).
-
-Imported by :mod:`charter.compiler.rules`, which is the catalog a rule is looked up in;
-a new rule of this group is one more :func:`register` call here (see the package doc).
-"""
+"""Rules CH7xx: tools and MCP (schemas, scripts, servers, locks)."""
 
 from __future__ import annotations
 

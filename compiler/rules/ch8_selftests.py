@@ -1,8 +1,5 @@
 """Rules CH8xx: policy self-tests (CH80x) and suppressions (CH89x,
 compiler/suppress.py).
-
-Imported by :mod:`charter.compiler.rules`, which is the catalog a rule is looked up in;
-a new rule of this group is one more :func:`register` call here (see the package doc).
 """
 
 from __future__ import annotations
