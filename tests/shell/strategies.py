@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 from hypothesis import strategies as st
 
 WORDS = [
@@ -242,14 +244,15 @@ _QUOTED_LITERALS = [
 ]
 
 
-class Chooser:
-    """Where the grammar's choices come from."""
+class Chooser(ABC):
+    """Where the grammar's choices come from: hypothesis draws in the suite,
+    a seeded random generator in the bench."""
 
-    def one(self, options: list[str]) -> str:
-        raise NotImplementedError
+    @abstractmethod
+    def one(self, options: list[str]) -> str: ...
 
-    def number(self, low: int, high: int) -> int:
-        raise NotImplementedError
+    @abstractmethod
+    def number(self, low: int, high: int) -> int: ...
 
     def some(self, options: list[str], most: int) -> str:
         return "".join(self.one(options) for _ in range(self.number(0, most)))
