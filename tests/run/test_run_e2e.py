@@ -25,6 +25,20 @@ def lines(*answers: str) -> str:
     return "".join(a + "\n" for a in answers)
 
 
+def run_solo(charter_run: Any, workdir: Path, name: str, *args: str, **options: Any) -> Any:
+    """`charter run` of the one-stage `solo` fixture agent, driven by script `name`."""
+    return charter_run(
+        FIXTURES / "solo",
+        "--agent",
+        "solo",
+        "--model",
+        script(name),
+        *args,
+        workdir=workdir,
+        **options,
+    )
+
+
 def audit_of(ran: Any) -> list[dict[str, Any]]:
     read = read_events(ran.run_dir / "audit.jsonl")
     assert read.problems == []
@@ -124,17 +138,7 @@ def test_notes_core_runs_with_its_authored_tool(charter_run: Any, tmp_path: Path
 def test_attended_run_answers_on_stdin(charter_run: Any, tmp_path: Path) -> None:
     answers = lines("Ada", "d", "o", "2", "o", "", "o", "o")
     out = tmp_path / "answer.json"
-    ran = charter_run(
-        FIXTURES / "solo",
-        "--agent",
-        "solo",
-        "--model",
-        script("solo-attended.yaml"),
-        "--output",
-        str(out),
-        workdir=tmp_path,
-        stdin=answers,
-    )
+    ran = run_solo(charter_run, tmp_path, "solo-attended.yaml", "--output", str(out), stdin=answers)
     assert ran.code == 0, ran.stderr
     assert json.loads(out.read_text()) == {"ok": True, "file": "out.txt"}
     assert (tmp_path / "out.txt").read_text() == "hi"
@@ -153,15 +157,7 @@ def test_attended_run_answers_on_stdin(charter_run: Any, tmp_path: Path) -> None
 
 
 def test_gate_is_forced_open_after_max_attempts(charter_run: Any, tmp_path: Path) -> None:
-    ran = charter_run(
-        FIXTURES / "solo",
-        "--agent",
-        "solo",
-        "--model",
-        script("solo-gate-forced.yaml"),
-        "--yolo",
-        workdir=tmp_path,
-    )
+    ran = run_solo(charter_run, tmp_path, "solo-gate-forced.yaml", "--yolo")
     assert ran.code == 0, ran.stderr
     assert len(ran.of("gate_blocked")) == 1
     forged = ran.tool_results("write_file")[0]
@@ -174,15 +170,7 @@ def test_gate_is_forced_open_after_max_attempts(charter_run: Any, tmp_path: Path
 
 
 def test_max_iterations_edge(charter_run: Any, tmp_path: Path) -> None:
-    ran = charter_run(
-        FIXTURES / "solo",
-        "--agent",
-        "solo",
-        "--model",
-        script("solo-max-iterations.yaml"),
-        "--yolo",
-        workdir=tmp_path,
-    )
+    ran = run_solo(charter_run, tmp_path, "solo-max-iterations.yaml", "--yolo")
     assert ran.code == 0, ran.stderr
     taken = ran.of("edge_taken")
     assert [(e["to"], e["condition"]) for e in taken] == [("fallback", "max_iterations")]
@@ -190,15 +178,7 @@ def test_max_iterations_edge(charter_run: Any, tmp_path: Path) -> None:
 
 
 def test_shell_timeout(charter_run: Any, tmp_path: Path) -> None:
-    ran = charter_run(
-        FIXTURES / "solo",
-        "--agent",
-        "solo",
-        "--model",
-        script("solo-shell-timeout.yaml"),
-        "--yolo",
-        workdir=tmp_path,
-    )
+    ran = run_solo(charter_run, tmp_path, "solo-shell-timeout.yaml", "--yolo")
     assert ran.code == 0, ran.stderr
     shell = ran.of("tool_finished")[0]
     assert shell["status"] == "timeout" and shell["duration_ms"] < 4000
@@ -210,16 +190,8 @@ def test_the_config_shell_timeout_is_in_the_plan_and_stops_the_shell(
     """[limits] script_shell_timeout_secs (1 s in fast.config.toml) becomes the
     plan's shell_timeout_secs: the shell tool's description says so and a
     command that runs longer is stopped."""
-    ran = charter_run(
-        FIXTURES / "solo",
-        "--agent",
-        "solo",
-        "--model",
-        script("solo-config-shell-timeout.yaml"),
-        "--config",
-        str(FAST),
-        "--yolo",
-        workdir=tmp_path,
+    ran = run_solo(
+        charter_run, tmp_path, "solo-config-shell-timeout.yaml", "--config", str(FAST), "--yolo"
     )
     assert ran.code == 0, ran.stderr
     plan = json.loads((ran.run_dir / "plan.json").read_text())
@@ -235,15 +207,12 @@ def test_the_config_shell_timeout_is_in_the_plan_and_stops_the_shell(
 def test_interaction_timeout_refuses(charter_run: Any, tmp_path: Path) -> None:
     read_fd, write_fd = os.pipe()  # input that stays open and never says anything
     with os.fdopen(read_fd) as never, os.fdopen(write_fd, "w"):
-        ran = charter_run(
-            FIXTURES / "solo",
-            "--agent",
-            "solo",
-            "--model",
-            script("solo-interaction-timeout.yaml"),
+        ran = run_solo(
+            charter_run,
+            tmp_path,
+            "solo-interaction-timeout.yaml",
             "--config",
             str(FAST),
-            workdir=tmp_path,
             stdin=never,
         )
     # The script ends in a stage that is not finished: no output.
@@ -338,15 +307,7 @@ def test_bad_plan_file_is_refused(charter_run: Any, tmp_path: Path) -> None:
 
 
 def test_plan_file_runs_like_a_project(charter_run: Any, tmp_path: Path) -> None:
-    first = charter_run(
-        FIXTURES / "solo",
-        "--agent",
-        "solo",
-        "--model",
-        script("solo-gate-forced.yaml"),
-        "--yolo",
-        workdir=tmp_path,
-    )
+    first = run_solo(charter_run, tmp_path, "solo-gate-forced.yaml", "--yolo")
     plan = first.run_dir / "plan.json"
     again = charter_run(
         plan,
@@ -364,31 +325,15 @@ def test_plan_file_runs_like_a_project(charter_run: Any, tmp_path: Path) -> None
 def test_script_expectation_failure_ends_without_output(charter_run: Any, tmp_path: Path) -> None:
     # The attended script expects the full attended tool set; --yolo withdraws
     # the blocking tools, so its first turn's expectation fails.
-    ran = charter_run(
-        FIXTURES / "solo",
-        "--agent",
-        "solo",
-        "--model",
-        script("solo-attended.yaml"),
-        "--yolo",
-        workdir=tmp_path,
-    )
+    ran = run_solo(charter_run, tmp_path, "solo-attended.yaml", "--yolo")
     assert ran.code == 4
     assert "offered tools differ" in ran.finished["reason"]
     assert "unexpected" not in ran.finished["reason"]
 
 
 def test_quiet_prints_only_the_answer(charter_run: Any, tmp_path: Path) -> None:
-    ran = charter_run(
-        FIXTURES / "solo",
-        "--agent",
-        "solo",
-        "--model",
-        script("solo-gate-forced.yaml"),
-        "--yolo",
-        "--quiet",
-        workdir=tmp_path,
-        json_events=False,
+    ran = run_solo(
+        charter_run, tmp_path, "solo-gate-forced.yaml", "--yolo", "--quiet", json_events=False
     )
     assert ran.code == 0
     assert ran.stdout == '{"forced": true}\n'
@@ -463,15 +408,7 @@ def test_environment_credentials_never_reach_the_views(
 ) -> None:
     secret = "charter-test-secret-0123456789abcdef"
     monkeypatch.setenv("CHARTER_TEST_API_TOKEN", secret)
-    ran = charter_run(
-        FIXTURES / "solo",
-        "--agent",
-        "solo",
-        "--model",
-        script("solo-secret.yaml"),
-        "--yolo",
-        workdir=tmp_path,
-    )
+    ran = run_solo(charter_run, tmp_path, "solo-secret.yaml", "--yolo")
     assert ran.code == 0, ran.finished["reason"]
     assert (tmp_path / "s.txt").read_text().endswith(secret)  # the tool itself got it
     assert secret not in ran.stdout
