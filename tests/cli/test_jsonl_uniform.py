@@ -15,7 +15,7 @@ import io
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -24,10 +24,18 @@ from charter.compiler.cli import main
 REPO = Path(__file__).resolve().parents[2]
 CODER = REPO / "blueprints" / "coder"
 
-VERBS: list[
-    tuple[str, list[str], dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]
-] = [
-    (
+
+class Verb(NamedTuple):
+    name: str
+    argv: list[str]
+    allow: dict[str, Any]
+    deny: dict[str, Any]
+    ask: dict[str, Any]
+    wrong: dict[str, Any]
+
+
+VERBS: list[Verb] = [
+    Verb(
         "check",
         ["check", str(CODER), "--no-user-config", "--agent", "coder", "--stage", "discover"],
         {"tool": "read_file", "args": {"path": "README.md"}},
@@ -35,7 +43,7 @@ VERBS: list[
         {"tool": "shell", "args": {"command": "pip install x"}},
         {"tool": "read_file", "args": "README.md"},
     ),
-    (
+    Verb(
         "check-path",
         ["check-path"],
         {"path": "src/main.py"},
@@ -43,7 +51,7 @@ VERBS: list[
         {"path": ".env"},
         {"path": 5},
     ),
-    (
+    Verb(
         "check-shell",
         ["check-shell"],
         {"command": "ls"},
@@ -51,7 +59,7 @@ VERBS: list[
         {"command": "echo $(id)"},
         {"command": ["ls"]},
     ),
-    (
+    Verb(
         "check-url",
         ["check-url"],
         {"url": "http://8.8.8.8/"},
@@ -60,7 +68,11 @@ VERBS: list[
         {"url": 8},
     ),
 ]
-IDS = [v[0] for v in VERBS]
+
+
+@pytest.fixture(params=VERBS, ids=[v.name for v in VERBS])
+def verb(request: pytest.FixtureRequest) -> Verb:
+    return request.param  # type: ignore[no-any-return]
 
 
 def _batch(
@@ -77,28 +89,19 @@ def _line(n: int, obj: dict[str, Any]) -> str:
     return json.dumps({"id": n, **obj})
 
 
-@pytest.mark.parametrize(("verb", "argv", "allow", "deny", "ask", "wrong"), VERBS, ids=IDS)
 def test_the_same_fields_and_exit_codes(
-    capsys: Any,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-    verb: str,
-    argv: list[str],
-    allow: dict[str, Any],
-    deny: dict[str, Any],
-    ask: dict[str, Any],
-    wrong: dict[str, Any],
+    capsys: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, verb: Verb
 ) -> None:
     def run(*objs: dict[str, Any]) -> tuple[int, list[dict[str, Any]]]:
         return _batch(
-            capsys, monkeypatch, argv, [_line(n, o) for n, o in enumerate(objs, 1)], tmp_path
+            capsys, monkeypatch, verb.argv, [_line(n, o) for n, o in enumerate(objs, 1)], tmp_path
         )
 
-    code, rows = run(allow)
+    code, rows = run(verb.allow)
     assert code == 0 and rows[0]["decision"] == "allow", rows
-    code, rows = run(allow, ask)
+    code, rows = run(verb.allow, verb.ask)
     assert code == 3 and rows[1]["decision"] in ("ask", "needs-dns"), rows
-    code, rows = run(allow, deny, ask)
+    code, rows = run(verb.allow, verb.deny, verb.ask)
     assert code == 1 and [r["id"] for r in rows] == [1, 2, 3], rows
     assert rows[1]["decision"] == "deny"
     for row in rows:
@@ -106,27 +109,18 @@ def test_the_same_fields_and_exit_codes(
         assert isinstance(row["rule"], str) and isinstance(row["reason"], str) and row["reason"]
 
 
-@pytest.mark.parametrize(("verb", "argv", "allow", "deny", "ask", "wrong"), VERBS, ids=IDS)
 def test_bad_lines_are_answered_deny_in_step(
-    capsys: Any,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-    verb: str,
-    argv: list[str],
-    allow: dict[str, Any],
-    deny: dict[str, Any],
-    ask: dict[str, Any],
-    wrong: dict[str, Any],
+    capsys: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, verb: Verb
 ) -> None:
     lines = [
         "not json",
         "[1, 2]",
-        _line(3, wrong),
-        _line(4, {k: "\ud800" if isinstance(v, str) else v for k, v in allow.items()}),
+        _line(3, verb.wrong),
+        _line(4, {k: "\ud800" if isinstance(v, str) else v for k, v in verb.allow.items()}),
         '{"id": 5, "nested": ' + "[" * 5000 + "]" * 5000 + "}",
-        _line(6, allow),
+        _line(6, verb.allow),
     ]
-    code, rows = _batch(capsys, monkeypatch, argv, lines, tmp_path)
+    code, rows = _batch(capsys, monkeypatch, verb.argv, lines, tmp_path)
     assert code == 2
     assert [r["id"] for r in rows] == [None, None, 3, 4, None, 6]
     for n, row in enumerate(rows[:5], 1):
@@ -135,56 +129,38 @@ def test_bad_lines_are_answered_deny_in_step(
     assert rows[5]["decision"] == "allow"
 
 
-def _single_argv(verb: str, argv: list[str], obj: dict[str, Any], ws: Path) -> list[str]:
+def _single_argv(verb: Verb, obj: dict[str, Any], ws: Path) -> list[str]:
     """The command line that asks one verb about one of its batch lines."""
-    if verb == "check":
+    argv = verb.argv
+    if verb.name == "check":
         return [*argv, "--workspace", str(ws), obj["tool"], json.dumps(obj["args"])]
-    if verb == "check-path":
+    if verb.name == "check-path":
         return [*argv, "--workspace", str(ws), obj["path"]]
-    if verb == "check-shell":
+    if verb.name == "check-shell":
         return [*argv, "--workspace", str(ws), obj["command"]]
     return [*argv, obj["url"]]
 
 
-@pytest.mark.parametrize(("verb", "argv", "allow", "deny", "ask", "wrong"), VERBS, ids=IDS)
-def test_one_call_exits_with_the_vocabulary_codes(
-    capsys: Any,
-    tmp_path: Path,
-    verb: str,
-    argv: list[str],
-    allow: dict[str, Any],
-    deny: dict[str, Any],
-    ask: dict[str, Any],
-    wrong: dict[str, Any],
-) -> None:
+def test_one_call_exits_with_the_vocabulary_codes(capsys: Any, tmp_path: Path, verb: Verb) -> None:
     from charter.runtime.plan.vocabulary import EXIT_CODES
 
-    for word, obj in (("allow", allow), ("deny", deny), ("ask", ask)):
-        code = main(_single_argv(verb, argv, obj, tmp_path))
+    for word, obj in (("allow", verb.allow), ("deny", verb.deny), ("ask", verb.ask)):
+        code = main(_single_argv(verb, obj, tmp_path))
         capsys.readouterr()
-        assert code == EXIT_CODES[word], (verb, word, obj)
+        assert code == EXIT_CODES[word], (verb.name, word, obj)
 
 
-@pytest.mark.parametrize(("verb", "argv", "allow", "deny", "ask", "wrong"), VERBS, ids=IDS)
 def test_the_operand_and_jsonl_are_one_or_the_other(
-    capsys: Any,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-    verb: str,
-    argv: list[str],
-    allow: dict[str, Any],
-    deny: dict[str, Any],
-    ask: dict[str, Any],
-    wrong: dict[str, Any],
+    capsys: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, verb: Verb
 ) -> None:
-    monkeypatch.setattr(sys, "stdin", io.StringIO(_line(1, allow) + "\n"))
-    both = main([*_single_argv(verb, argv, allow, tmp_path), "--jsonl"])
+    monkeypatch.setattr(sys, "stdin", io.StringIO(_line(1, verb.allow) + "\n"))
+    both = main([*_single_argv(verb, verb.allow, tmp_path), "--jsonl"])
     out, err = capsys.readouterr()
-    assert both == 2 and out == "" and f"charter {verb}: --jsonl reads" in err, err
-    neither = [*argv, "--workspace", str(tmp_path)] if verb != "check-url" else argv
+    assert both == 2 and out == "" and f"charter {verb.name}: --jsonl reads" in err, err
+    neither = verb.argv if verb.name == "check-url" else [*verb.argv, "--workspace", str(tmp_path)]
     assert main(neither) == 2
     out, err = capsys.readouterr()
-    assert out == "" and f"charter {verb}: give a" in err, err
+    assert out == "" and f"charter {verb.name}: give a" in err, err
 
 
 def test_exit_codes_come_from_the_vocabulary() -> None:
