@@ -58,6 +58,12 @@ def authored(name: str) -> dict[str, str]:
     }
 
 
+def project_files(agent_yaml: str = "", tool: str | None = None) -> dict[str, str]:
+    """An agent core (`core()` unless given) with its empty slots, and one authored tool."""
+    files = {"agent.yaml": agent_yaml or core(), "agent/mcp/.keep": "", "agent/tools/.keep": ""}
+    return {**files, **authored(tool)} if tool else files
+
+
 def stage_decisions(result: CompileResult, stage: str) -> dict[str, Any]:
     assert result.plan is not None, [str(d) for d in result.diagnostics]
     [agent] = result.plan.body.agents
@@ -70,14 +76,7 @@ def stage_decisions(result: CompileResult, stage: str) -> dict[str, Any]:
 
 
 def test_authored_tool_named_like_a_builtin_is_a_collision_naming_both(tree: Any) -> None:
-    root = tree(
-        {
-            "agent.yaml": core(),
-            "agent/mcp/.keep": "",
-            "agent/tools/.keep": "",
-            **authored("read_file"),
-        }
-    )
+    root = tree(project_files(tool="read_file"))
     result = compiled(root)
     assert result.plan is None
     [d] = [d for d in result.diagnostics if d.name == "tool-name-collision"]
@@ -86,13 +85,7 @@ def test_authored_tool_named_like_a_builtin_is_a_collision_naming_both(tree: Any
 
 def test_authored_tool_named_like_a_reached_builtin_alias_collides(tree: Any) -> None:
     bp = BP_HEAD + '[stages.s]\navailable_tools = ["shell", "bash"]\n'
-    files = {
-        "agent.yaml": core(),
-        "agent.leviath": bp,
-        "agent/mcp/.keep": "",
-        "agent/tools/.keep": "",
-        **authored("bash"),
-    }
+    files = {**project_files(tool="bash"), "agent.leviath": bp}
     result = compiled(tree(files))
     found = [d.message for d in result.diagnostics if d.name == "tool-name-collision"]
     assert any("built-in tool 'shell'" in m and "authored tool 'bash'" in m for m in found)
@@ -100,14 +93,7 @@ def test_authored_tool_named_like_a_reached_builtin_alias_collides(tree: Any) ->
 
 
 def test_authored_web_search_is_fine_for_a_core_that_does_not_reach_the_builtin(tree: Any) -> None:
-    root = tree(
-        {
-            "agent.yaml": core(),
-            "agent/mcp/.keep": "",
-            "agent/tools/.keep": "",
-            **authored("web_search"),
-        }
-    )
+    root = tree(project_files(tool="web_search"))
     result = compiled(root)
     assert "tool-name-collision" not in codes(result)
     assert result.plan is not None
@@ -116,14 +102,7 @@ def test_authored_web_search_is_fine_for_a_core_that_does_not_reach_the_builtin(
 
 
 def test_toolset_builtin_and_authored_tool_of_the_same_name_collide(tree: Any) -> None:
-    root = tree(
-        {
-            "agent.yaml": core(),
-            "agent/mcp/.keep": "",
-            "agent/tools/.keep": "",
-            **authored("terminal"),
-        }
-    )
+    root = tree(project_files(tool="terminal"))
     result = compiled(root)
     assert "tool-name-collision" in codes(result)
 
@@ -230,7 +209,7 @@ def test_user_config_is_the_ceiling_and_its_agent_overlay_trusts_more(tree: Any)
 
 
 def test_a_user_deny_covers_tools_sharing_the_implementation(tree: Any) -> None:
-    root = tree({"agent.yaml": core(), "agent/mcp/.keep": "", "agent/tools/.keep": ""})
+    root = tree(project_files())
     cfg = root.parent / "config.toml"
     cfg.write_text('[tool_permissions]\nshell = "deny"\n')
     result = compile_project(load_project(root, config=cfg), POSIX)
@@ -251,14 +230,7 @@ def test_web_fetch_may_be_preapproved_by_a_blueprint(tree: Any) -> None:
 
 def test_core_approval_joins_and_the_stricter_wins(tree: Any) -> None:
     extra = "approval:\n  tools:\n    read_file: deny\n"
-    root = tree(
-        {
-            "agent.yaml": core(extra),
-            "agent/mcp/.keep": "",
-            "agent/tools/.keep": "",
-            **authored("note"),
-        }
-    )
+    root = tree(project_files(core(extra), tool="note"))
     result = compiled(root)
     decisions = stage_decisions(result, "main")
     assert decisions["read_file"].permission == "deny"
@@ -282,7 +254,7 @@ def test_metadata_overrides_cannot_loosen_a_builtin(
     tree: Any, override: str, fragment: str
 ) -> None:
     extra = "  metadata:\n    " + override + "\n"
-    root = tree({"agent.yaml": core(extra), "agent/mcp/.keep": "", "agent/tools/.keep": ""})
+    root = tree(project_files(core(extra)))
     result = compiled(root)
     [d] = [d for d in result.diagnostics if d.name == "metadata-override-loosens"]
     assert fragment in d.message
@@ -293,7 +265,7 @@ def test_metadata_override_may_tighten_and_disable(tree: Any) -> None:
     extra = (
         "  metadata:\n    terminal: {approval_policy: deny}\n    web_extract: {enabled: false}\n"
     )
-    root = tree({"agent.yaml": core(extra), "agent/mcp/.keep": "", "agent/tools/.keep": ""})
+    root = tree(project_files(core(extra)))
     result = compiled(root)
     decisions = stage_decisions(result, "main")
     assert decisions["terminal"].permission == "deny"
@@ -304,26 +276,14 @@ def test_metadata_override_may_tighten_and_disable(tree: Any) -> None:
 
 
 def test_authored_gate_capability_must_be_granted(tree: Any) -> None:
-    root = tree(
-        {
-            "agent.yaml": core(grants=""),
-            "agent/mcp/.keep": "",
-            "agent/tools/.keep": "",
-            **authored("note"),
-        }
-    )
+    root = tree(project_files(core(grants=""), tool="note"))
     result = compiled(root)
     [d] = [d for d in result.diagnostics if d.name == "capability-not-granted" and d.is_error]
     assert "tool.call:note" in d.message and d.span.path == "agent/tools/note/tool.yaml"
 
 
 def test_plural_capabilities_cannot_satisfy_the_gate(tree: Any) -> None:
-    files = {
-        "agent.yaml": core(grants=""),
-        "agent/mcp/.keep": "",
-        "agent/tools/.keep": "",
-        **authored("note"),
-    }
+    files = project_files(core(grants=""), tool="note")
     files["agent/tools/note/tool.yaml"] += "capabilities: [tool.call:note]\n"
     result = compiled(tree(files))
     [d] = [d for d in result.diagnostics if d.name == "capability-not-granted" and d.is_error]
@@ -335,37 +295,20 @@ def test_slot_scoped_grant_satisfies_only_its_own_tool(tree: Any) -> None:
         '  slots:\n    agent/tools/note:\n      "tool.call:note": {}\n      "tool.call:other": {}\n'
     )
     text = core(grants="") + grants
-    files = {
-        "agent.yaml": text,
-        "agent/mcp/.keep": "",
-        "agent/tools/.keep": "",
-        **authored("note"),
-        **authored("other"),
-    }
+    files = {**project_files(text, tool="note"), **authored("other")}
     result = compiled(tree(files))
     bad = [d for d in result.diagnostics if d.name == "capability-not-granted" and d.is_error]
     assert [d.span.path for d in bad] == ["agent/tools/other/tool.yaml"]
 
 
 def test_wildcard_secret_grant_is_refused(tree: Any) -> None:
-    root = tree(
-        {
-            "agent.yaml": core(grants='    "secret.bind:*": {}\n'),
-            "agent/mcp/.keep": "",
-            "agent/tools/.keep": "",
-        }
-    )
+    root = tree(project_files(core(grants='    "secret.bind:*": {}\n')))
     result = compiled(root)
     assert "wildcard-secret-grant" in codes(result) and result.plan is None
 
 
 def test_authored_module_is_pinned_and_checked_without_import(tree: Any) -> None:
-    files = {
-        "agent.yaml": core(),
-        "agent/mcp/.keep": "",
-        "agent/tools/.keep": "",
-        **authored("note"),
-    }
+    files = project_files(tool="note")
     files["agent/tools/note/module.py"] = (
         "raise SystemExit('imported!')\ndef execute(ctx, args):\n    return 1\n"
     )
@@ -377,12 +320,7 @@ def test_authored_module_is_pinned_and_checked_without_import(tree: Any) -> None
 
 
 def test_authored_entrypoint_with_wrong_signature(tree: Any) -> None:
-    files = {
-        "agent.yaml": core(),
-        "agent/mcp/.keep": "",
-        "agent/tools/.keep": "",
-        **authored("note"),
-    }
+    files = project_files(tool="note")
     files["agent/tools/note/module.py"] = "def execute(args):\n    return 1\n"
     result = compiled(tree(files))
     assert "authored-entrypoint-invalid" in codes(result)
@@ -392,12 +330,7 @@ def test_authored_entrypoint_with_wrong_signature(tree: Any) -> None:
 
 
 def test_external_ref_turns_validation_off_with_a_warning(tree: Any) -> None:
-    files = {
-        "agent.yaml": core(),
-        "agent/mcp/.keep": "",
-        "agent/tools/.keep": "",
-        **authored("note"),
-    }
+    files = project_files(tool="note")
     files["agent/tools/note/tool.yaml"] = (
         "input_schema: {$ref: 'https://example.com/s.json'}\ncapability: tool.call:note\n"
     )
@@ -417,12 +350,7 @@ def test_a_schema_that_does_not_compile_is_an_error_and_stays_closed(tree: Any) 
     instead of letting unchecked arguments through."""
     from charter.runtime.arguments import SchemaCheck
 
-    files = {
-        "agent.yaml": core(),
-        "agent/mcp/.keep": "",
-        "agent/tools/.keep": "",
-        **authored("note"),
-    }
+    files = project_files(tool="note")
     files["agent/tools/note/tool.yaml"] = (
         "input_schema: {type: object, properties: {topic: {type: strng}}}\n"
         "capability: tool.call:note\n"
@@ -438,12 +366,7 @@ def test_a_schema_that_does_not_compile_is_an_error_and_stays_closed(tree: Any) 
 
 
 def test_a_fractional_schema_bound_compiles_into_the_schema_text(tree: Any) -> None:
-    files = {
-        "agent.yaml": core(),
-        "agent/mcp/.keep": "",
-        "agent/tools/.keep": "",
-        **authored("note"),
-    }
+    files = project_files(tool="note")
     files["agent/tools/note/tool.yaml"] = (
         "input_schema:\n  type: object\n  properties:\n    w: {type: number, minimum: 0.5}\n"
         "capability: tool.call:note\n"
