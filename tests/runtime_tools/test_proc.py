@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import charter.runtime.proc.tree as proc_tree
-from charter.runtime.proc import Capture, group_running, run_command, start_marker
+from charter.runtime.proc import Capture, ProcResult, group_running, run_command, start_marker
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
 
@@ -29,6 +29,15 @@ signal.signal(signal.SIGTERM, signal.SIG_IGN)
 print(os.getpid(), grand.pid, flush=True)
 time.sleep(60)
 """
+
+
+def sh(script: str) -> list[str]:
+    return ["/bin/sh", "-c", script]
+
+
+def run_here(cwd: Path, argv: list[str], timeout_s: float, **options: Any) -> ProcResult:
+    """`run_command` in `cwd` with the test environment."""
+    return run_command(argv, cwd=cwd, env=ENV, timeout_s=timeout_s, **options)
 
 
 def _gone(pid: int) -> bool:
@@ -62,9 +71,7 @@ def _assert_no_orphan(pgid: int) -> None:
 
 def test_timeout_kills_a_grandchild_that_ignores_term(tmp_path: Path) -> None:
     start = time.monotonic()
-    res = run_command(
-        [sys.executable, "-c", STUBBORN], cwd=tmp_path, env=ENV, timeout_s=1.5, cancel=None
-    )
+    res = run_here(tmp_path, [sys.executable, "-c", STUBBORN], 1.5)
     elapsed = time.monotonic() - start
     assert res.timed_out and not res.cancelled
     assert res.pgid is not None
@@ -77,13 +84,7 @@ def test_timeout_kills_a_grandchild_that_ignores_term(tmp_path: Path) -> None:
 def test_cancel_event_stops_the_tree(tmp_path: Path) -> None:
     cancel = threading.Event()
     threading.Timer(0.5, cancel.set).start()
-    res = run_command(
-        ["/bin/sh", "-c", "sleep 30 & sleep 30"],
-        cwd=tmp_path,
-        env=ENV,
-        timeout_s=30,
-        cancel=cancel,
-    )
+    res = run_here(tmp_path, sh("sleep 30 & sleep 30"), 30, cancel=cancel)
     assert res.cancelled and not res.timed_out
     assert res.duration_s < 5
     assert res.pgid is not None
@@ -92,13 +93,7 @@ def test_cancel_event_stops_the_tree(tmp_path: Path) -> None:
 
 def test_a_finished_command_leaves_nothing_running(tmp_path: Path) -> None:
     # The backgrounded sleep holds the pipes open; it is stopped with its command.
-    res = run_command(
-        ["/bin/sh", "-c", "sleep 30 & echo started"],
-        cwd=tmp_path,
-        env=ENV,
-        timeout_s=20,
-        cancel=None,
-    )
+    res = run_here(tmp_path, sh("sleep 30 & echo started"), 20)
     assert res.exit_code == 0 and not res.timed_out
     assert res.stdout == "started\n"
     assert res.duration_s < 5
@@ -116,13 +111,7 @@ def _rss_kib() -> int:
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
 def test_200_mb_of_output_keeps_memory_bounded(tmp_path: Path) -> None:
     before = _rss_kib()
-    res = run_command(
-        ["/bin/sh", "-c", "head -c 200000000 /dev/zero | tr '\\0' x; echo oops >&2"],
-        cwd=tmp_path,
-        env=ENV,
-        timeout_s=30,
-        cancel=None,
-    )
+    res = run_here(tmp_path, sh("head -c 200000000 /dev/zero | tr '\\0' x; echo oops >&2"), 30)
     growth_mb = (_rss_kib() - before) / 1024
     assert res.exit_code == 0
     assert res.stdout_bytes == 200_000_000
@@ -136,13 +125,8 @@ def test_200_mb_of_output_keeps_memory_bounded(tmp_path: Path) -> None:
 
 
 def test_output_cap_is_per_stream_and_exact(tmp_path: Path) -> None:
-    res = run_command(
-        ["/bin/sh", "-c", "printf 'abcdefghij'; printf '0123456789' >&2; exit 4"],
-        cwd=tmp_path,
-        env=ENV,
-        timeout_s=10,
-        output_cap=4,
-        cancel=None,
+    res = run_here(
+        tmp_path, sh("printf 'abcdefghij'; printf '0123456789' >&2; exit 4"), 10, output_cap=4
     )
     assert res.exit_code == 4
     assert res.stdout.startswith("abcd\n[truncated] stdout: kept the first 4 bytes")
@@ -151,25 +135,17 @@ def test_output_cap_is_per_stream_and_exact(tmp_path: Path) -> None:
 
 
 def test_redact_hook_sees_output_before_the_result(tmp_path: Path) -> None:
-    res = run_command(
-        ["/bin/sh", "-c", "echo token=s3cr3t-value"],
-        cwd=tmp_path,
-        env=ENV,
-        timeout_s=10,
-        cancel=None,
+    res = run_here(
+        tmp_path,
+        sh("echo token=s3cr3t-value"),
+        10,
         redact=lambda t: t.replace("s3cr3t-value", "<redacted>"),
     )
     assert res.stdout == "token=<redacted>\n"
 
 
 def test_a_missing_program_is_a_result_not_an_exception(tmp_path: Path) -> None:
-    res = run_command(
-        [str(tmp_path / "no-such-shell"), "-c", "true"],
-        cwd=tmp_path,
-        env=ENV,
-        timeout_s=5,
-        cancel=None,
-    )
+    res = run_here(tmp_path, [str(tmp_path / "no-such-shell"), "-c", "true"], 5)
     assert res.exit_code is None and res.error is not None and "could not start" in res.error
     assert not res.ok
 
@@ -193,12 +169,8 @@ def test_start_marker_is_field_22_of_proc_stat() -> None:
 
 @pytest.mark.skipif(not LINUX, reason="the start marker is read from /proc")
 def test_the_spawn_record_names_the_child(tmp_path: Path) -> None:
-    first = run_command(
-        [sys.executable, "-c", SELF_STAT], cwd=tmp_path, env=ENV, timeout_s=10, cancel=None
-    )
-    second = run_command(
-        [sys.executable, "-c", SELF_STAT], cwd=tmp_path, env=ENV, timeout_s=10, cancel=None
-    )
+    first = run_here(tmp_path, [sys.executable, "-c", SELF_STAT], 10)
+    second = run_here(tmp_path, [sys.executable, "-c", SELF_STAT], 10)
     for res in (first, second):
         assert res.ok and res.spawn is not None
         pid, marker = res.stdout.split()
@@ -246,13 +218,7 @@ def test_a_changed_start_marker_means_no_kill_is_sent(
 ) -> None:
     real_killpg = os.killpg
     sent = _recycled_after_spawn(monkeypatch)
-    res = run_command(
-        [sys.executable, "-c", "import time; time.sleep(30)"],
-        cwd=tmp_path,
-        env=ENV,
-        timeout_s=0.5,
-        cancel=None,
-    )
+    res = run_here(tmp_path, [sys.executable, "-c", "import time; time.sleep(30)"], 0.5)
     assert res.spawn is not None and res.spawn.pgid is not None
     try:
         assert res.timed_out and not res.ok
@@ -280,9 +246,7 @@ def test_the_marker_is_checked_before_every_group_signal(
         return real_signal(spawn, proc, sig)
 
     monkeypatch.setattr(proc_tree, "signal_group", signal_group)
-    res = run_command(
-        ["/bin/sh", "-c", "sleep 30 & echo started"], cwd=tmp_path, env=ENV, timeout_s=20
-    )
+    res = run_here(tmp_path, sh("sleep 30 & echo started"), 20)
     assert res.ok and res.stdout == "started\n" and res.stop_error is None
     assert checked and all(
         recorded is not None and current == recorded and returncode is None
@@ -384,14 +348,7 @@ def test_capture_never_holds_more_than_its_limits(
         held.append((len(self.head), len(self.tail)))  # after every single chunk
 
     monkeypatch.setattr(Capture, "feed", feed)
-    res = run_command(
-        [sys.executable, "-c", FLOOD],
-        cwd=tmp_path,
-        env=ENV,
-        timeout_s=30,
-        output_cap=head,
-        tail_chars=tail,
-    )
+    res = run_here(tmp_path, [sys.executable, "-c", FLOOD], 30, output_cap=head, tail_chars=tail)
     assert res.ok and res.stdout_truncated and res.stderr_truncated
     assert res.stdout_bytes > 1_000_000 and res.stderr_bytes > 1_000_000
     assert len(held) > 20
@@ -409,14 +366,12 @@ def test_capture_never_holds_more_than_its_limits(
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc")
 def test_a_tail_of_200_mb_keeps_memory_bounded(tmp_path: Path) -> None:
     before = _rss_kib()
-    res = run_command(
-        ["/bin/sh", "-c", "head -c 200000000 /dev/zero | tr '\\0' x; echo; echo end"],
-        cwd=tmp_path,
-        env=ENV,
-        timeout_s=30,
+    res = run_here(
+        tmp_path,
+        sh("head -c 200000000 /dev/zero | tr '\\0' x; echo; echo end"),
+        30,
         output_cap=None,
         tail_chars=12_000,
-        cancel=None,
     )
     growth_mb = (_rss_kib() - before) / 1024
     assert res.exit_code == 0
