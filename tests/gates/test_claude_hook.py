@@ -19,6 +19,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from _support.hooks import PERSON_ONLY, WORK_STAGE
 
 from charter.runtime.hooks.claude_code import KNOWN_TOOLS, decide_event
 
@@ -43,31 +44,8 @@ OFFERED = {
 
 @pytest.fixture
 def plans(kit: SimpleNamespace, tmp_path: Path) -> dict[str, Path]:
-    work = {
-        "shell": "ask",
-        "terminal": "ask",
-        "read_file": "allow",
-        "write_file": "ask",
-        "edit_file": "ask",
-        "patch": "ask",
-        "search_files": "allow",
-        "list_dir": "allow",
-        "web_fetch": "ask",
-        "web_search": "deny",
-        "docs__lookup": "allow",
-        "todo": "allow",
-        "delegate_task": "ask",
-        "send_to_agent": "allow",
-        "task_list": "allow",
-        "task_status": "allow",
-        "task_control": "allow",
-        "yield_until": "allow",
-        "skill_view": "allow",
-        "schedule_manage": "deny",
-        "clarify": "allow",
-        "ask_user_confirm": "allow",
-    }
-    unattended = [t for t in work if t not in ("clarify", "ask_user_confirm")]
+    work = dict(WORK_STAGE)
+    unattended = [t for t in work if t not in PERSON_ONLY]
     plan = kit.make_plan(
         {"work": work, "lean": {"read_file": "allow"}},
         tools=[kit.mcp_tool("docs", "lookup")],

@@ -25,6 +25,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from _support.hooks import PERSON_ONLY, WORK_STAGE
 
 from charter.compiler.cli import main
 from charter.runtime.serve import (
@@ -43,31 +44,7 @@ HOOKS = Path(__file__).resolve().parents[1] / "fixtures" / "hooks"
 @pytest.fixture
 def plan_file(kit: SimpleNamespace, tmp_path: Path) -> Path:
     """One plan for the three corpora: the union of their test plans' tools."""
-    work = {
-        "shell": "ask",
-        "terminal": "ask",
-        "read_file": "allow",
-        "read_files": "allow",
-        "write_file": "ask",
-        "edit_file": "ask",
-        "patch": "ask",
-        "search_files": "allow",
-        "list_dir": "allow",
-        "web_fetch": "ask",
-        "web_search": "deny",
-        "docs__lookup": "allow",
-        "todo": "allow",
-        "delegate_task": "ask",
-        "send_to_agent": "allow",
-        "task_list": "allow",
-        "task_status": "allow",
-        "task_control": "allow",
-        "yield_until": "allow",
-        "skill_view": "allow",
-        "schedule_manage": "deny",
-        "clarify": "allow",
-        "ask_user_confirm": "allow",
-    }
+    work = {**WORK_STAGE, "read_files": "allow"}
     plan = kit.make_plan(
         {
             "work": work,
@@ -76,7 +53,7 @@ def plan_file(kit: SimpleNamespace, tmp_path: Path) -> Path:
             "ops": {"terminal": "allow", "write_file": "allow", "read_file": "allow"},
         },
         tools=[kit.mcp_tool("docs", "lookup")],
-        unattended={"work": [t for t in work if t not in ("clarify", "ask_user_confirm")]},
+        unattended={"work": [t for t in work if t not in PERSON_ONLY]},
     )
     path = tmp_path / "plan.json"
     path.write_text(plan.to_json())
