@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support.procs import sleepers
 
 from charter.runtime.audit import read_events
 
@@ -229,19 +230,6 @@ def test_interaction_timeout_refuses(charter_run: Any, tmp_path: Path) -> None:
 # -- sub-agents -----------------------------------------------------------------------
 
 
-def _sleepers() -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmd = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if cmd.split(b"\0")[:2] == [b"sleep", b"41"]:
-                found.append(int(entry.name))
-    return found
-
-
 def test_sub_agents(charter_run: Any, tmp_path: Path) -> None:
     ran = charter_run(
         FIXTURES / "team",
@@ -272,7 +260,7 @@ def test_sub_agents(charter_run: Any, tmp_path: Path) -> None:
     # The grandchild had no depth left to start another sleeper.
     refused = [e for e in ran.of("tool_finished", "main/3/1") if e["tool"] == "spawn_agent"]
     assert refused and "max_child_depth" in refused[0]["result"]
-    assert _sleepers() == []
+    assert sleepers("41") == []
 
 
 # -- refusals to start ----------------------------------------------------------------

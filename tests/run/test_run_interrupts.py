@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support.procs import sleepers
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fake_models import HANG, fake_model  # noqa: E402
@@ -129,19 +130,6 @@ def test_a_second_ctrl_c_prints_no_traceback(hung: Any, tmp_path: Path) -> None:
     assert elapsed < PROMPT_S
 
 
-def _sleepers(seconds: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmd = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if cmd.split(b"\0")[:2] == [b"sleep", seconds.encode()]:
-                found.append(int(entry.name))
-    return found
-
-
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="finds the command through /proc")
 def test_ctrl_c_stops_a_command_that_ignores_sigterm_and_leaves_nothing(tmp_path: Path) -> None:
     proc = _start(
@@ -158,18 +146,18 @@ def test_ctrl_c_stops_a_command_that_ignores_sigterm_and_leaves_nothing(tmp_path
     try:
         _until(proc, "tool_started")
         deadline = time.monotonic() + 10
-        while not _sleepers("38") and time.monotonic() < deadline:
+        while not sleepers("38") and time.monotonic() < deadline:
             time.sleep(0.02)
-        assert _sleepers("38"), "the command never started"
+        assert sleepers("38"), "the command never started"
         proc.send_signal(signal.SIGINT)
         code, elapsed, rest, err = _finish(proc)
         assert code == 130, err
         assert elapsed < PROMPT_S, f"took {elapsed:.2f} s"
         deadline = time.monotonic() + 2
-        while _sleepers("38") and time.monotonic() < deadline:
+        while sleepers("38") and time.monotonic() < deadline:
             time.sleep(0.02)  # SIGKILL is delivered asynchronously
-        assert _sleepers("38") == []
+        assert sleepers("38") == []
         assert rest[-1]["kind"] == "run_finished"
     finally:
-        for pid in _sleepers("38"):
+        for pid in sleepers("38"):
             os.kill(pid, signal.SIGKILL)

@@ -10,23 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+from _support.procs import sleepers
+
 from charter.runtime.audit import read_events
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "run"
-
-
-def _sleepers(seconds: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmd = (entry / "cmdline").read_bytes()
-            except OSError:
-                continue
-            if cmd.split(b"\0")[:2] == [b"sleep", seconds.encode()]:
-                found.append(int(entry.name))
-    return found
 
 
 def test_sigint_during_a_long_shell_call(tmp_path: Path) -> None:
@@ -54,9 +43,9 @@ def test_sigint_during_a_long_shell_call(tmp_path: Path) -> None:
             if events[-1]["kind"] == "tool_started":
                 break
         deadline = time.monotonic() + 10
-        while not _sleepers("37") and time.monotonic() < deadline:
+        while not sleepers("37") and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _sleepers("37"), "the long command never started"
+        assert sleepers("37"), "the long command never started"
         started = time.monotonic()
         proc.send_signal(signal.SIGINT)
         code = proc.wait(timeout=15)
@@ -68,7 +57,7 @@ def test_sigint_during_a_long_shell_call(tmp_path: Path) -> None:
             proc.wait()
     assert code == 130, proc.stderr.read() if proc.stderr else ""
     assert elapsed < 10
-    assert _sleepers("37") == []  # no orphan: the command's process tree was stopped
+    assert sleepers("37") == []  # no orphan: the command's process tree was stopped
     kinds = [e["kind"] for e in rest]
     assert "interrupted" in kinds
     shell = next(e for e in rest if e["kind"] == "tool_finished")
