@@ -8,12 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _support.cases import expected
+from _support.cases import check_case, expected
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from charter.compiler.diagnostics import Diagnostic
 from charter.compiler.frontends.blueprint import Blueprint, EdgeTable, StageTable, load_blueprint
 from charter.compiler.frontends.config_toml import SafeShellEntry
 from charter.compiler.frontends.stage_toml import combine_stages, load_stage_file
@@ -23,22 +22,10 @@ REPO = Path(__file__).resolve().parent.parent.parent
 CASES = sorted((FIXTURES / "blueprint").glob("*.toml"))
 
 
-def assert_matches(path: Path, diags: tuple[Diagnostic, ...]) -> None:
-    want = expected(path)
-    got = sorted(diags, key=lambda d: (d.span.line, d.span.col, d.code))
-    shown = [f"{d.code} {d.span.line}:{d.span.col} {d.message}" for d in got]
-    assert len(got) == len(want), f"{path.name}: got {shown}"
-    for (code, line, col, text), d in zip(
-        sorted(want, key=lambda w: (w[1], w[2], w[0])), got, strict=True
-    ):
-        assert (d.code, d.span.line, d.span.col) == (code, line, col), f"{path.name}: got {shown}"
-        assert text in d.message, f"{path.name}: {text!r} not in {d.message!r}"
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
 def test_blueprint_case(case: Path) -> None:
     loaded = load_blueprint(case, case.name)
-    assert_matches(case, loaded.diagnostics)
+    check_case(case, loaded.diagnostics)
     assert all(d.span.path == case.name for d in loaded.diagnostics)
     if not expected(case):
         assert isinstance(loaded.model, Blueprint)

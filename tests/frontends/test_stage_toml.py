@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _support.cases import expected
+from _support.cases import check_case, expected
 
-from charter.compiler.diagnostics import Diagnostic
 from charter.compiler.frontends.blueprint import StageTable, load_blueprint
 from charter.compiler.frontends.stage_toml import (
     combine_stages,
@@ -20,21 +19,11 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "toml"
 CASES = sorted((FIXTURES / "stage").glob("*.toml"))
 
 
-def assert_matches(path: Path, diags: tuple[Diagnostic, ...] | list[Diagnostic]) -> None:
-    want = sorted(expected(path), key=lambda w: (w[1], w[2], w[0]))
-    got = sorted(diags, key=lambda d: (d.span.line, d.span.col, d.code))
-    shown = [f"{d.code} {d.span.line}:{d.span.col} {d.message}" for d in got]
-    assert len(got) == len(want), f"{path.name}: got {shown}"
-    for (code, line, col, text), d in zip(want, got, strict=True):
-        assert (d.code, d.span.line, d.span.col) == (code, line, col), f"{path.name}: got {shown}"
-        assert text in d.message, f"{path.name}: {text!r} not in {d.message!r}"
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
 def test_stage_case(case: Path) -> None:
     shown = f"stages/{case.name}"
     loaded = load_stage_file(case, shown)
-    assert_matches(case, loaded.diagnostics)
+    check_case(case, loaded.diagnostics)
     if not expected(case):
         assert isinstance(loaded.model, StageTable)
 
