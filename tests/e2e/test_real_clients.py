@@ -154,15 +154,20 @@ def _claude_settings(hook: dict[str, Any]) -> str:
 
 
 def _run_claude_scenario(
-    binary: Path, tmp: Path, name: str, hook: dict[str, Any]
+    binary: Path, tmp: Path, name: str, hook: dict[str, Any], mode: str | None = None
 ) -> tuple[bool, dict[str, Any] | None, Any]:
-    mode, call, check, _ = CLAUDE[name]
+    """Claude Code, with `hook` as its only PreToolUse hook, asked by the model
+    to make scenario `name`'s call (in the scenario's permission mode unless
+    `mode` is given)."""
+    own_mode, call, check, _ = CLAUDE[name]
     place = Place(tmp)
     (place.ws / ".claude").mkdir()
     (place.ws / ".claude" / "settings.json").write_text(_claude_settings(hook))
     script = {name: [[place.sub(call)]]}
     with FakeModel("anthropic", script) as model:
-        run = run_claude(binary, model, name, workspace=place.ws, home=place.home, mode=mode)
+        run = run_claude(
+            binary, model, name, workspace=place.ws, home=place.home, mode=mode or own_mode
+        )
     result = run.result(name)
     return place.ran(check, result), result, run
 
@@ -210,18 +215,11 @@ def test_claude_code_blocks_the_call_when_the_hook_cannot_start(
     )
     down = _curl_command("http://127.0.0.1:9/v1/hooks/claude-code")  # the discard port: refused
     for how, command in (("missing", missing), ("down", down)):
-        place_root = tmp_path / how
         hook = {"type": "command", "command": command, "timeout": 30}
-        name = "c_write_inside"
-        mode, call, check, _ = CLAUDE[name]
-        place = Place(place_root)
-        (place.ws / ".claude").mkdir()
-        (place.ws / ".claude" / "settings.json").write_text(_claude_settings(hook))
-        script = {name: [[place.sub(call)]]}
-        with FakeModel("anthropic", script) as model:
-            run_claude(claude, model, name, workspace=place.ws, home=place.home,
-                       mode="bypassPermissions")  # fmt: skip
-        assert not (place.ws / "new.txt").exists(), how
+        ran, _result, _run = _run_claude_scenario(
+            claude, tmp_path / how, "c_write_inside", hook, mode="bypassPermissions"
+        )
+        assert not ran, how
 
 
 # -- Gemini CLI --------------------------------------------------------------------------
@@ -245,6 +243,16 @@ GEMINI: dict[str, tuple[dict[str, Any], tuple[str, str], str]] = {
 }
 
 
+def _gemini_place(tmp: Path, command: str) -> Place:
+    """A workspace whose Gemini CLI settings run `command` as the only BeforeTool hook."""
+    place = Place(tmp)
+    (place.ws / ".gemini").mkdir()
+    hook = {"name": "charter", "type": "command", "command": command, "timeout": 30000}
+    settings = {"hooks": {"BeforeTool": [{"matcher": ".*", "hooks": [hook]}]}}
+    (place.ws / ".gemini" / "settings.json").write_text(json.dumps(settings))
+    return place
+
+
 @pytest.fixture(scope="module")
 def gemini() -> Path:
     return _client(install_gemini, f"Gemini CLI {GEMINI_CLI_VERSION}")
@@ -261,11 +269,7 @@ def test_gemini_cli_runs_what_charter_allows_and_nothing_else(
     }
     seen: dict[str, tuple[bool, str]] = {}
     for how, command in hooks.items():
-        place = Place(tmp_path / how)
-        (place.ws / ".gemini").mkdir()
-        hook = {"name": "charter", "type": "command", "command": command, "timeout": 30000}
-        settings = {"hooks": {"BeforeTool": [{"matcher": ".*", "hooks": [hook]}]}}
-        (place.ws / ".gemini" / "settings.json").write_text(json.dumps(settings))
+        place = _gemini_place(tmp_path / how, command)
         script = {name: [[place.sub(call)]]}
         with FakeModel("gemini", script) as model:
             run = run_gemini(gemini, model, name, workspace=place.ws, home=place.home)
@@ -315,11 +319,7 @@ def test_gemini_cli_blocks_the_call_when_the_hook_cannot_start(
         "crash": "sh -c 'cat >/dev/null; exit 1'" + FAIL_CLOSED,
     }
     for how, command in commands.items():
-        place = Place(tmp_path / how)
-        (place.ws / ".gemini").mkdir()
-        hook = {"name": "charter", "type": "command", "command": command, "timeout": 30000}
-        settings = {"hooks": {"BeforeTool": [{"matcher": ".*", "hooks": [hook]}]}}
-        (place.ws / ".gemini" / "settings.json").write_text(json.dumps(settings))
+        place = _gemini_place(tmp_path / how, command)
         call = place.sub(_call("write_file", file_path="{WS}/new.txt", content="x\n"))
         with FakeModel("gemini", {"g_fail": [[call]]}) as model:
             run = run_gemini(gemini, model, "g_fail", workspace=place.ws, home=place.home)
