@@ -31,7 +31,7 @@ from charter.compiler.frontends.project import AgentSources
 from charter.compiler.frontends.regions import SEED_KEYS, parse_percentage
 from charter.compiler.frontends.stage_toml import StageEntry, combine_stages
 from charter.compiler.model_catalog import is_known, window
-from charter.compiler.rules import diag
+from charter.compiler.rules import diag, diag_at
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
 from charter.compiler.tooltable import builtin_canonical
 from charter.runtime.catalog import resolve_builtin
@@ -589,12 +589,12 @@ def _read_paths(
     for i, raw in enumerate(declared):
         if is_broad(raw):
             out.append(
-                diag(
+                diag_at(
                     "broad-read-path",
                     f"read_paths entry '{raw}' covers the whole home directory or any path on the "
                     "machine",
-                    smap.value_span(("read_paths", "allow", i)),
-                    key_path=format_key_path(("read_paths", "allow", i)),
+                    smap,
+                    ("read_paths", "allow", i),
                 )
             )
     if config is None:

@@ -28,7 +28,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, field_validator
 from pydantic_core import PydanticCustomError
 
-from charter.compiler.diagnostics import Diagnostic, Severity, did_you_mean, format_key_path
+from charter.compiler.diagnostics import Diagnostic, Severity, did_you_mean
 from charter.compiler.frontends.base import Loaded, load_document
 from charter.compiler.frontends.normalize import Normalizer
 from charter.compiler.frontends.tool_yaml import (
@@ -39,7 +39,7 @@ from charter.compiler.frontends.tool_yaml import (
     Risk,
 )
 from charter.compiler.frontends.validation import InputModel
-from charter.compiler.rules import diag
+from charter.compiler.rules import diag_at
 from charter.compiler.sources.sourcemap import SourceMap
 
 __all__ = [
@@ -452,11 +452,11 @@ def _check_slot_dirs(data: dict[str, Any], smap: SourceMap, root: Path) -> list[
             problem = f"cannot inspect '{value}': {getattr(exc, 'strerror', None) or exc}"
         if problem is not None:
             out.append(
-                diag(
+                diag_at(
                     "path-not-found",
                     problem,
-                    smap.value_span(loc),
-                    key_path=format_key_path(loc),
+                    smap,
+                    loc,
                     help=f"the path is relative to the folder holding agent.yaml ({_shown(root)})",
                     severity=severity,
                 )

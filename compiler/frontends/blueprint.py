@@ -49,7 +49,7 @@ from charter.compiler.frontends.config_toml import (
 )
 from charter.compiler.frontends.regions import Region
 from charter.compiler.frontends.validation import InputModel
-from charter.compiler.rules import diag
+from charter.compiler.rules import diag, diag_at
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
 
 __all__ = [
@@ -524,12 +524,12 @@ def check_stage(stage: StageTable, smap: SourceMap, prefix: KeyPath) -> list[Dia
                 continue
             earlier = smap.value_span((*prefix, field_name, first[name]))
             out.append(
-                diag(
+                diag_at(
                     "duplicate-definition",
                     f"'{name}' is listed twice in {field_name} (first at line {earlier.line}, "
                     f"column {earlier.col})",
-                    smap.value_span((*prefix, field_name, i)),
-                    key_path=format_key_path((*prefix, field_name, i)),
+                    smap,
+                    (*prefix, field_name, i),
                     help="remove the second entry",
                 )
             )
@@ -540,12 +540,12 @@ def check_stage(stage: StageTable, smap: SourceMap, prefix: KeyPath) -> list[Dia
             continue
         path = (*prefix, "transitions", target)
         out.append(
-            diag(
+            diag_at(
                 "edge-written-as-value",
                 f"the edge to '{target}' is written as {value!r}; a plain value is an edge that is "
                 "always taken, whatever the value says",
-                smap.value_span(path),
-                key_path=format_key_path(path),
+                smap,
+                path,
                 help=f"write a table ([stages.<name>.transitions.{target}] with a condition), or "
                 "remove the line if no edge was meant",
             )

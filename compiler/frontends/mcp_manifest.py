@@ -33,7 +33,7 @@ from charter.compiler.frontends.base import Loaded, load_document, server_id_fro
 from charter.compiler.frontends.normalize import Normalizer
 from charter.compiler.frontends.tool_yaml import ApprovalPolicy, Capability, Risk
 from charter.compiler.frontends.validation import InputModel
-from charter.compiler.rules import diag
+from charter.compiler.rules import diag, diag_at
 from charter.compiler.sources.sourcemap import SourceMap
 
 if TYPE_CHECKING:
@@ -241,23 +241,23 @@ def _normalize_patterns(n: Normalizer, tools: dict[str, Any], key: str) -> None:
         text = item.strip()
         if not text or text in kept:
             n.diags.append(
-                diag(
+                diag_at(
                     "normalized-value",
                     f"pattern '{item}' is "
                     + ("empty" if not text else f"a repeat of '{text}'")
                     + "; the agent host drops it",
-                    n.smap.value_span(where),
-                    key_path=format_key_path(where),
+                    n.smap,
+                    where,
                 )
             )
             continue
         if text != item:
             n.diags.append(
-                diag(
+                diag_at(
                     "normalized-value",
                     f"pattern '{item}' is read as '{text}' (the agent host strips it)",
-                    n.smap.value_span(where),
-                    key_path=format_key_path(where),
+                    n.smap,
+                    where,
                 )
             )
         kept.append(text)

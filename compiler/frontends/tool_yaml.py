@@ -26,11 +26,11 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, field_validator
 from pydantic_core import PydanticCustomError
 
-from charter.compiler.diagnostics import Diagnostic, format_key_path
+from charter.compiler.diagnostics import Diagnostic
 from charter.compiler.frontends.base import Loaded, parse_mapping
 from charter.compiler.frontends.normalize import Normalizer
 from charter.compiler.frontends.validation import InputModel, thaw, validate_model
-from charter.compiler.rules import diag
+from charter.compiler.rules import diag, diag_at
 from charter.compiler.sources.sourcemap import SourceMap
 
 __all__ = [
@@ -198,12 +198,12 @@ def _json_only(value: Any, path: tuple[str | int, ...], smap: SourceMap) -> list
             at = (*where, key)
             if isinstance(child, datetime.date):
                 out.append(
-                    diag(
+                    diag_at(
                         "wrong-type",
                         f"PyYAML reads this as the date {child.isoformat()}, which a JSON Schema "
                         "cannot hold; quote it",
-                        smap.value_span(at),
-                        key_path=format_key_path(at),
+                        smap,
+                        at,
                     )
                 )
                 node[key] = child.isoformat()

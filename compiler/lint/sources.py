@@ -15,7 +15,7 @@ from charter.compiler.permissions import APPROVAL_TO_PERMISSION
 from charter.compiler.resolve.agent import ResolvedAgent
 from charter.compiler.resolve.context import RISKS, AgentContext, tool_denied, tool_enabled
 from charter.compiler.resolve.grants import granted
-from charter.compiler.rules import diag
+from charter.compiler.rules import diag, diag_at
 from charter.compiler.tooltable import ToolTable
 from charter.runtime.capabilities import grant_covers
 from charter.runtime.catalog import resolve_builtin
@@ -111,12 +111,13 @@ def _metadata_overrides(ctx: AgentContext, table: ToolTable) -> None:
             if not table.is_dynamic_mcp(name):
                 hint = did_you_mean(name, table.tools)
                 ctx.diags.append(
-                    diag(
+                    diag_at(
                         "unknown-tool",
                         f"tools.metadata names '{name}', which this agent does not have"
                         + (f"; did you mean '{hint}'?" if hint else ""),
-                        csm.key_span(path),
-                        key_path=format_key_path(path),
+                        csm,
+                        path,
+                        at="key",
                     )
                 )
             continue
@@ -125,12 +126,12 @@ def _metadata_overrides(ctx: AgentContext, table: ToolTable) -> None:
         b = ref.builtin
         if meta.risk is not None and RISKS.index(meta.risk) < RISKS.index(b.risk):
             ctx.diags.append(
-                diag(
+                diag_at(
                     "metadata-override-loosens",
                     f"risk '{meta.risk}' is lower than the built-in's '{b.risk}'; "
                     "core metadata may only raise it",
-                    csm.value_span((*path, "risk")),
-                    key_path=format_key_path((*path, "risk")),
+                    csm,
+                    (*path, "risk"),
                 )
             )
         if meta.approval_policy is not None:
@@ -138,22 +139,22 @@ def _metadata_overrides(ctx: AgentContext, table: ToolTable) -> None:
             theirs = APPROVAL_TO_PERMISSION[b.approval]
             if stricter(mine, theirs) != mine:
                 ctx.diags.append(
-                    diag(
+                    diag_at(
                         "metadata-override-loosens",
                         f"approval_policy '{meta.approval_policy}' is laxer than the built-in's "
                         f"'{b.approval}'; core metadata may only make it stricter",
-                        csm.value_span((*path, "approval_policy")),
-                        key_path=format_key_path((*path, "approval_policy")),
+                        csm,
+                        (*path, "approval_policy"),
                     )
                 )
         if meta.capability is not None and meta.capability != b.capability:
             ctx.diags.append(
-                diag(
+                diag_at(
                     "metadata-override-loosens",
                     f"the built-in tool '{b.name}' requires '{b.capability}'; "
                     "a core cannot rename a built-in's capability",
-                    csm.value_span((*path, "capability")),
-                    key_path=format_key_path((*path, "capability")),
+                    csm,
+                    (*path, "capability"),
                 )
             )
 
@@ -333,11 +334,11 @@ def _mcp_server_checks(ctx: AgentContext, grants: list[Grant], project_root: Pat
                 )
         for path, what in literal_secrets(env=m.env, headers=m.headers, url=m.url, args=m.args):
             ctx.diags.append(
-                diag(
+                diag_at(
                     "hardcoded-secret",
                     f"{what}; write it as a ${{VAR}} reference and set VAR in the environment",
-                    smap.value_span(path),
-                    key_path=format_key_path(path),
+                    smap,
+                    path,
                 )
             )
         connect_cap = f"mcp.connect:{server}"
