@@ -48,7 +48,7 @@ from charter.compiler.frontends.config_toml import (
     explain_misplaced_keys,
 )
 from charter.compiler.frontends.regions import Region
-from charter.compiler.frontends.validation import InputModel
+from charter.compiler.frontends.validation import InputModel, invalid_value
 from charter.compiler.rules import diag, diag_at
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
 
@@ -228,9 +228,7 @@ class ToolRoutingOverride(InputModel):
     def _says_something(self) -> Self:
         # Leviath refuses an empty override: it reads as a limit and is none.
         if self.region is None and self.max_result_tokens is None:
-            raise PydanticCustomError(
-                "invalid-value", "an override needs region, max_result_tokens or both"
-            )
+            raise invalid_value("an override needs region, max_result_tokens or both")
         return self
 
 
@@ -463,11 +461,7 @@ def _read_path(value: str) -> str:
 
     problem = entry_problem(value)
     if problem is not None:
-        raise PydanticCustomError(
-            "invalid-value",
-            "read_paths entry '{value}': {problem}",
-            {"value": value, "problem": problem},
-        )
+        raise invalid_value("read_paths entry '{value}': {problem}", value=value, problem=problem)
     return value
 
 

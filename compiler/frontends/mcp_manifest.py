@@ -32,7 +32,7 @@ from charter.compiler.diagnostics import Diagnostic, Span, format_key_path
 from charter.compiler.frontends.base import Loaded, load_document, server_id_from_path
 from charter.compiler.frontends.normalize import Normalizer
 from charter.compiler.frontends.tool_yaml import ApprovalPolicy, Capability, Risk
-from charter.compiler.frontends.validation import InputModel
+from charter.compiler.frontends.validation import InputModel, invalid_value
 from charter.compiler.rules import diag, diag_at
 from charter.compiler.sources.sourcemap import SourceMap
 
@@ -71,12 +71,10 @@ _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 def _pattern(value: str) -> str:
     if not value.strip():
-        raise PydanticCustomError("invalid-value", "a tool name pattern must not be empty")
+        raise invalid_value("a tool name pattern must not be empty")
     if value != value.strip():
-        raise PydanticCustomError(
-            "invalid-value",
-            "pattern '{value}' has leading or trailing spaces, which no tool name has",
-            {"value": value},
+        raise invalid_value(
+            "pattern '{value}' has leading or trailing spaces, which no tool name has", value=value
         )
     return value
 
@@ -132,10 +130,10 @@ class McpServer(InputModel):
         if isinstance(value, str) and value not in _TRANSPORTS:
             alias = _TRANSPORT_ALIASES.get(value.strip().lower())
             if alias is not None:
-                raise PydanticCustomError(
-                    "invalid-value",
+                raise invalid_value(
                     "'{value}' is not one of stdio, streamable_http; write '{alias}'",
-                    {"value": value, "alias": alias},
+                    value=value,
+                    alias=alias,
                 )
         return value
 
@@ -143,7 +141,7 @@ class McpServer(InputModel):
     @classmethod
     def _not_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
-            raise PydanticCustomError("invalid-value", "must not be blank; leave the key out")
+            raise invalid_value("must not be blank; leave the key out")
         return value
 
     @field_validator("connect_timeout_seconds")

@@ -24,12 +24,11 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, field_validator
-from pydantic_core import PydanticCustomError
 
 from charter.compiler.diagnostics import Diagnostic
 from charter.compiler.frontends.base import Loaded, parse_mapping
 from charter.compiler.frontends.normalize import Normalizer
-from charter.compiler.frontends.validation import InputModel, thaw, validate_model
+from charter.compiler.frontends.validation import InputModel, invalid_value, thaw, validate_model
 from charter.compiler.rules import diag, diag_at
 from charter.compiler.sources.sourcemap import SourceMap
 
@@ -85,11 +84,10 @@ _CAPABILITY = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*(:[A-Za-z0-9_.*/-
 def capability_name(value: str) -> str:
     """Validator for a capability name (used by all three dialects)."""
     if not _CAPABILITY.match(value):
-        raise PydanticCustomError(
-            "invalid-value",
+        raise invalid_value(
             "'{value}' is not a capability name; write a dotted name with an optional "
             "':' scope, such as fs.read or mcp.call:docs",
-            {"value": value},
+            value=value,
         )
     return value
 
@@ -126,10 +124,9 @@ class ToolSpec(InputModel):
     @classmethod
     def _entrypoint_shape(cls, value: str) -> str:
         if not _ENTRYPOINT.match(value):
-            raise PydanticCustomError(
-                "invalid-value",
+            raise invalid_value(
                 "entrypoint '{value}' must be written module:function, such as module:execute",
-                {"value": value},
+                value=value,
             )
         return value
 

@@ -7,8 +7,9 @@ Input models follow three conventions so this module can do its job:
 * they derive from :class:`InputModel` (frozen, strict, unknown keys forbidden);
 * sequences are ``tuple[...]`` (data is converted from lists before validation);
 * a validator that wants its own rule raises
-  ``PydanticCustomError("<rule-name>", "message")``; the error type is looked up
-  in the rule catalog by name.
+  ``PydanticCustomError("<rule-name>", "message")`` (for ``invalid-value``, the
+  rule most validators want, :func:`invalid_value` builds it); the error type
+  is looked up in the rule catalog by name.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import PydanticCustomError
 
 from charter.compiler.diagnostics import Diagnostic, Severity, did_you_mean, format_key_path
 from charter.compiler.rules import diag, has_rule
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
 from charter.runtime.plan.vocabulary import PERMISSIONS
 
-__all__ = ["InputModel", "freeze", "thaw", "type_name", "validate_model"]
+__all__ = ["InputModel", "freeze", "invalid_value", "thaw", "type_name", "validate_model"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -39,6 +41,12 @@ class InputModel(BaseModel):
     model_config = ConfigDict(
         frozen=True, strict=True, extra="forbid", populate_by_name=False, defer_build=True
     )
+
+
+def invalid_value(message: str, **context: Any) -> PydanticCustomError:
+    """The error a validator raises when a value breaks the ``invalid-value``
+    rule; ``message`` is a template over ``context`` (``'{value}' ...``)."""
+    return PydanticCustomError("invalid-value", message, context)
 
 
 def freeze(value: Any) -> Any:
