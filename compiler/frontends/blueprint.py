@@ -167,10 +167,8 @@ class Transition(InputModel):
                 "a 'stuck' edge needs at least one of " + ", ".join(_STUCK_KEYS),
             )
         if armed and self.condition != "stuck":
-            raise PydanticCustomError(
-                "invalid-value",
-                '{keys} only apply to an edge with condition = "stuck"',
-                {"keys": ", ".join(armed)},
+            raise invalid_value(
+                '{keys} only apply to an edge with condition = "stuck"', keys=", ".join(armed)
             )
         return self
 

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, field_validator
-from pydantic_core import PydanticCustomError
 
 from charter.compiler.diagnostics import Diagnostic, Span, format_key_path
 from charter.compiler.frontends.base import Loaded, load_document, server_id_from_path
@@ -92,10 +91,11 @@ class McpToolFilter(InputModel):
 
 def _timeout(name: str, value: float, limit: float) -> float:
     if not 0 < value <= limit:
-        raise PydanticCustomError(
-            "invalid-value",
+        raise invalid_value(
             "{name} must be greater than 0 and at most {limit} seconds (got {value})",
-            {"name": name, "limit": f"{limit:g}", "value": f"{value:g}"},
+            name=name,
+            limit=f"{limit:g}",
+            value=f"{value:g}",
         )
     return value
 
