@@ -154,7 +154,7 @@ def _to_diag(
     ):
         return diag(
             "wrong-type",
-            f"{msg.rstrip('.')} (got {_type_name(value)})",
+            f"{msg.rstrip('.')} (got {type_name(value)})",
             where,
             key_path=key_path,
         )
@@ -172,27 +172,21 @@ def _is_union_tag(part: Any) -> bool:
     )
 
 
+# First match wins: a bool is also an int, and a str also a Sequence.
+_TYPE_NAMES: tuple[tuple[type[Any], str], ...] = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (Mapping, "a table/mapping"),
+    (Sequence, "a list"),
+    (type(None), "nothing"),
+)
+
+
 def type_name(value: Any) -> str:
     """How a value's type reads in a message ("an integer", "a list")."""
-    return _type_name(value)
-
-
-def _type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, Mapping):
-        return "a table/mapping"
-    if isinstance(value, Sequence):
-        return "a list"
-    if value is None:
-        return "nothing"
-    return type(value).__name__
+    return next((name for t, name in _TYPE_NAMES if isinstance(value, t)), type(value).__name__)
 
 
 def _fields_at(model: type[BaseModel], loc: KeyPath) -> list[str]:
