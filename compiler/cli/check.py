@@ -17,11 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import charter.compiler.cli._jsonl as _jsonl
-from charter.compiler.cli._plan_arg import add_project_options, prepared_plan_or_project
+from charter.compiler.cli._plan_arg import (
+    add_plan_operand,
+    add_project_options,
+    prepared_plan_or_project,
+)
 
 __all__ = ["add_arguments", "run"]
 
@@ -52,12 +55,7 @@ def _intermixed(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     _intermixed(p)
-    p.add_argument(
-        "plan",
-        type=Path,
-        metavar="PLAN_OR_PROJECT",
-        help="a compiled plan (plan.json) or a project directory",
-    )
+    add_plan_operand(p, "plan")
     p.add_argument("tool", nargs="?", help="tool name as the model would call it")
     p.add_argument("args_json", nargs="?", default="{}", help="arguments as a JSON object")
     p.add_argument("--agent", required=True, help="agent in the plan")
