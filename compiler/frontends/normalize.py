@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from charter.compiler.diagnostics import Diagnostic, did_you_mean
+from charter.compiler.diagnostics import Diagnostic, suggestion
 from charter.compiler.rules import diag_at
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
 
@@ -162,11 +162,10 @@ class Normalizer:
         for key in [k for k in mapping if k not in keep]:
             del mapping[key]
             where = (*path, key)
-            hint = did_you_mean(str(key), keep)
             self.diags.append(
                 diag_at(
                     "ignored-key",
-                    f"'{key}' is ignored: {why}" + (f"; did you mean '{hint}'?" if hint else ""),
+                    f"'{key}' is ignored: {why}" + suggestion(str(key), keep),
                     self.smap,
                     where,
                     at="key",

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from charter.compiler.diagnostics import Severity, Span, did_you_mean, format_key_path
+from charter.compiler.diagnostics import Severity, Span, format_key_path, suggestion
 from charter.compiler.frontends.base import server_id_from_path
 from charter.compiler.frontends.stage_toml import StageEntry
 from charter.compiler.permissions import APPROVAL_TO_PERMISSION
@@ -109,12 +109,11 @@ def _metadata_overrides(ctx: AgentContext, table: ToolTable) -> None:
         ref = table.lookup(name)
         if ref is None:
             if not table.is_dynamic_mcp(name):
-                hint = did_you_mean(name, table.tools)
                 ctx.diags.append(
                     diag_at(
                         "unknown-tool",
                         f"tools.metadata names '{name}', which this agent does not have"
-                        + (f"; did you mean '{hint}'?" if hint else ""),
+                        + suggestion(name, table.tools),
                         csm,
                         path,
                         at="key",
@@ -190,13 +189,12 @@ def _unused_grants(
             continue  # delegate_task needs agents.spawn:<core> for the core it starts
         if any(grant_covers(cap, w) for w in wanted):
             continue
-        hint = did_you_mean(cap, wanted)
         src = g.origin
         ctx.diags.append(
             diag(
                 "unknown-capability",
                 f"grant '{cap}' covers no capability a tool or server of this agent requires"
-                + (f"; did you mean '{hint}'?" if hint else ""),
+                + suggestion(cap, wanted),
                 Span(src.path, src.line, src.col) if src else ctx.agent_span(),
             )
         )
@@ -271,39 +269,32 @@ def _fan_out_checks(ctx: AgentContext, entry: StageEntry, stage_names: list[str]
                 key_path=path,
             )
         )
-    if st.worker_stage is not None:
-        target = ctx.stage_models.get(st.worker_stage)
-        if st.worker_stage not in stage_names:
-            hint = did_you_mean(st.worker_stage, stage_names)
-            ctx.diags.append(
-                diag(
-                    "fan-out-invalid",
-                    f"worker_stage '{st.worker_stage}' of fan_out stage '{entry.name}' is not a "
-                    "stage" + (f"; did you mean '{hint}'?" if hint else ""),
-                    entry.span("worker_stage"),
-                    key_path=f"{path}.worker_stage",
-                )
-            )
-        elif target is not None and not target.allow_as_worker:
-            ctx.diags.append(
-                diag(
-                    "fan-out-invalid",
-                    f"worker_stage '{st.worker_stage}' of fan_out stage '{entry.name}' does not "
-                    "set allow_as_worker = true",
-                    entry.span("worker_stage"),
-                    key_path=f"{path}.worker_stage",
-                )
-            )
-    if st.merge_stage is not None and st.merge_stage not in stage_names:
-        hint = did_you_mean(st.merge_stage, stage_names)
+
+    def refuse(key: str, value: str, problem: str) -> None:
         ctx.diags.append(
             diag(
                 "fan-out-invalid",
-                f"merge_stage '{st.merge_stage}' of fan_out stage '{entry.name}' is not a stage"
-                + (f"; did you mean '{hint}'?" if hint else ""),
-                entry.span("merge_stage"),
-                key_path=f"{path}.merge_stage",
+                f"{key} '{value}' of fan_out stage '{entry.name}' {problem}",
+                entry.span(key),
+                key_path=f"{path}.{key}",
             )
+        )
+
+    if st.worker_stage is not None:
+        target = ctx.stage_models.get(st.worker_stage)
+        if st.worker_stage not in stage_names:
+            refuse(
+                "worker_stage",
+                st.worker_stage,
+                "is not a stage" + suggestion(st.worker_stage, stage_names),
+            )
+        elif target is not None and not target.allow_as_worker:
+            refuse("worker_stage", st.worker_stage, "does not set allow_as_worker = true")
+    if st.merge_stage is not None and st.merge_stage not in stage_names:
+        refuse(
+            "merge_stage",
+            st.merge_stage,
+            "is not a stage" + suggestion(st.merge_stage, stage_names),
         )
 
 

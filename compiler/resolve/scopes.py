@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from charter.compiler.diagnostics import did_you_mean, format_key_path
+from charter.compiler.diagnostics import format_key_path, suggestion
 from charter.compiler.frontends.base import server_id_from_path
 from charter.compiler.permissions import APPROVAL_TO_PERMISSION, CoreInputs, Said
 from charter.compiler.resolve.context import AgentContext, span_ref
@@ -63,12 +63,11 @@ def permission_map(
                 )
             )
         elif check_names and not known:
-            hint = did_you_mean(key, [*table.tools, *all_builtin_names()])
             ctx.diags.append(
                 diag_at(
                     "unknown-tool",
                     f"{scope} permission names '{key}', which is not a tool of this agent"
-                    + (f"; did you mean '{hint}'?" if hint else ""),
+                    + suggestion(key, [*table.tools, *all_builtin_names()]),
                     smap,
                     path,
                     at="key",
