@@ -32,6 +32,10 @@ from charter.compiler.frontends.validation import InputModel, invalid_value, tha
 from charter.compiler.rules import diag, diag_at
 from charter.compiler.sources.sourcemap import SourceMap
 
+# A tool.yaml rates risk and approval in the built-in catalog's own words.
+from charter.runtime.catalog import Approval as ApprovalPolicy
+from charter.runtime.catalog import Risk
+
 __all__ = [
     "SLOT_ONLY_FIELDS",
     "TOOL_FIELDS",
@@ -45,9 +49,6 @@ __all__ = [
     "load_tool_yaml",
     "tool_id_from_path",
 ]
-
-Risk = Literal["low", "medium", "high", "critical"]
-ApprovalPolicy = Literal["auto", "prompt", "deny"]
 
 # Display policy: how much of a call an operator's tool card shows. The host's
 # own display switch has exactly three levels (quiet, summary, full) and the
