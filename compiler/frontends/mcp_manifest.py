@@ -274,6 +274,10 @@ def _normalize_patterns(n: Normalizer, tools: dict[str, Any], key: str) -> None:
                 entries[("tools", key, new)] = span
 
 
+# The keys that only one transport reads: on a server of another, a mistake.
+_TRANSPORT_ONLY_KEYS = {"stdio": ("command", "args", "cwd"), "streamable_http": ("url", "headers")}
+
+
 def _cross_checks(data: dict[str, Any], smap: SourceMap) -> list[Diagnostic]:
     """Rules that tie fields together, each reported at the key at fault.
 
@@ -300,14 +304,6 @@ def _cross_checks(data: dict[str, Any], smap: SourceMap) -> list[Diagnostic]:
                 transport_at,
                 ("command",),
             )
-        for key in ("url", "headers"):
-            if key in data:
-                err(
-                    "invalid-value",
-                    f"'{key}' applies only to streamable_http servers; this one uses stdio",
-                    smap.key_span((key,)),
-                    (key,),
-                )
     elif transport == "streamable_http":
         url = data.get("url")
         if url is None:
@@ -321,11 +317,12 @@ def _cross_checks(data: dict[str, Any], smap: SourceMap) -> list[Diagnostic]:
             problem = _url_problem(url)
             if problem is not None:
                 err("invalid-value", problem, smap.value_span(("url",)), ("url",))
-        for key in ("command", "args", "cwd"):
-            if key in data:
+    if isinstance(transport, str) and transport in _TRANSPORT_ONLY_KEYS:
+        for other, keys in _TRANSPORT_ONLY_KEYS.items():
+            for key in (k for k in keys if k in data and other != transport):
                 err(
                     "invalid-value",
-                    f"'{key}' applies only to stdio servers; this one uses streamable_http",
+                    f"'{key}' applies only to {other} servers; this one uses {transport}",
                     smap.key_span((key,)),
                     (key,),
                 )
