@@ -20,6 +20,7 @@ __all__ = [
     "format_key_path",
     "has_errors",
     "sort_diagnostics",
+    "suggestion",
 ]
 
 
@@ -103,6 +104,13 @@ def has_errors(diags: Iterable[Diagnostic]) -> bool:
 
 
 _LOOKALIKES = str.maketrans({"O": "0", "o": "0", "l": "1", "I": "1"})
+
+
+def suggestion(word: str, candidates: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` when a candidate is a likely typo of
+    ``word`` (see :func:`did_you_mean`), else nothing: a message's tail."""
+    hint = did_you_mean(word, candidates)
+    return f"; did you mean '{hint}'?" if hint else ""
 
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str | None:

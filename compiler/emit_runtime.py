@@ -18,15 +18,11 @@ already written and reviewed:
 
 from __future__ import annotations
 
-from typing import Literal
-
 from charter.compiler.describe import shows_answer_shape
-from charter.runtime.catalog import BuiltinTool, default_permission
+from charter.runtime.catalog import BuiltinTool, Risk, default_permission
 from charter.runtime.plan import Permission, SourceRef, ToolEntry
 
 __all__ = ["builtin_entry", "redirect_write"]
-
-Risk = Literal["low", "medium", "high", "critical"]
 
 
 def builtin_entry(

@@ -31,7 +31,7 @@ from charter.compiler.frontends.project import AgentSources
 from charter.compiler.frontends.regions import SEED_KEYS, parse_percentage
 from charter.compiler.frontends.stage_toml import StageEntry, combine_stages
 from charter.compiler.model_catalog import is_known, window
-from charter.compiler.rules import diag
+from charter.compiler.rules import diag, diag_at
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
 from charter.compiler.tooltable import builtin_canonical
 from charter.runtime.catalog import resolve_builtin
@@ -60,6 +60,10 @@ class _Layout:
 
     def path(self, name: str, *more: str | int) -> str:
         return format_key_path((*self.prefix, name, *more))
+
+    def diag(self, rule: str, message: str, name: str, *more: str | int) -> Diagnostic:
+        """A finding about region ``name`` (or a key below it), at its key."""
+        return diag(rule, message, self.key(name, *more), key_path=self.path(name, *more))
 
 
 def lint_blueprint(
@@ -386,12 +390,11 @@ def _required_unenforceable(
                 continue
             named.add(name)
             out.append(
-                diag(
+                layout.diag(
                     "required-region-unenforceable",
                     f"region '{name}' is required, but no stage that sees it offers context_write "
                     "or context_append, so nothing can fill it and the flag has no effect",
-                    layout.key(name),
-                    key_path=layout.path(name),
+                    name,
                 )
             )
     return out
@@ -419,13 +422,12 @@ def _compacted_deliverables(
             ):
                 named.add(region_name)
                 out.append(
-                    diag(
+                    layout.diag(
                         "compact-summarizes-deliverable",
                         f"region '{region_name}' is required, and a compact edge out of stage "
                         f"'{name}' hands it to the summarizer, so later stages read it "
                         "paraphrased",
-                        layout.key(region_name),
-                        key_path=layout.path(region_name),
+                        region_name,
                     )
                 )
     return out
@@ -461,14 +463,14 @@ def _unbounded_percentage(
                 continue
             named.add(name)
             out.append(
-                diag(
+                layout.diag(
                     "unbounded-percentage-budget",
                     f"region '{name}' evicts at its bound, and its budget "
                     f'"{region.budget.strip()}" is {round(size * fraction)} tokens on {model} '
                     f"({size} window): a bound that large may never be reached, so the region "
                     "keeps growing",
-                    layout.key(name, "budget"),
-                    key_path=layout.path(name, "budget"),
+                    name,
+                    "budget",
                 )
             )
     return out
@@ -504,11 +506,12 @@ def _seeds(
                     else "an empty tools list"
                 )
                 out.append(
-                    diag(
+                    layout.diag(
                         "region-seed-not-understood",
                         f"region '{name}' has a seed with {what}, {consequence}",
-                        layout.key(name, "seed", first),
-                        key_path=layout.path(name, "seed", first),
+                        name,
+                        "seed",
+                        first,
                     )
                 )
             if table.kind == "command" and table.command is not None:
@@ -519,24 +522,26 @@ def _seeds(
                     else "the default safe list does not cover it, so Leviath refuses it at spawn"
                 )
                 out.append(
-                    diag(
+                    layout.diag(
                         "command-seed",
                         f"region '{name}' runs `{table.command}` when the agent starts, before the "
                         f"first inference and before any approval: {verdict}",
-                        layout.key(name, "seed", "command"),
-                        key_path=layout.path(name, "seed", "command"),
+                        name,
+                        "seed",
+                        "command",
                     )
                 )
             calls = table.tool_names()
             if calls:
                 when = " on every stage entry" if table.refresh == "each_stage" else " at spawn"
                 out.append(
-                    diag(
+                    layout.diag(
                         "tool-seed",
                         f"region '{name}' calls {', '.join(calls)}{when}, before any approval; "
                         + _seed_decisions(calls, plan),
-                        layout.key(name, "seed", table.kind or "tools"),
-                        key_path=layout.path(name, "seed", table.kind or "tools"),
+                        name,
+                        "seed",
+                        table.kind or "tools",
                     )
                 )
     return out
@@ -584,12 +589,12 @@ def _read_paths(
     for i, raw in enumerate(declared):
         if is_broad(raw):
             out.append(
-                diag(
+                diag_at(
                     "broad-read-path",
                     f"read_paths entry '{raw}' covers the whole home directory or any path on the "
                     "machine",
-                    smap.value_span(("read_paths", "allow", i)),
-                    key_path=format_key_path(("read_paths", "allow", i)),
+                    smap,
+                    ("read_paths", "allow", i),
                 )
             )
     if config is None:

@@ -74,6 +74,10 @@ class Declared:
     def key_path(self, *key: str | int) -> str:
         return format_key_path((*self.prefix, *key))
 
+    def diag(self, rule: str, message: str, *key: str | int) -> Diagnostic:
+        """A finding about ``key`` of this table, at its value and key path."""
+        return diag(rule, message, self.span(*key), key_path=self.key_path(*key))
+
 
 @dataclass
 class _Acc:
@@ -141,11 +145,11 @@ def _mounts(
             problem = _mount_problem(path)
             if problem is not None:
                 diags.append(
-                    diag(
+                    d.diag(
                         "sandbox-mount-refused",
                         f"mount '{entry}': {problem}",
-                        d.span(key, i),
-                        key_path=d.key_path(key, i),
+                        key,
+                        i,
                     )
                 )
                 continue
@@ -165,7 +169,7 @@ def _record(acc: _Acc, d: Declared, key: str, value: Any, note: str = "") -> Non
 
 
 def _loosen(diags: list[Diagnostic], d: Declared, key: str, message: str) -> None:
-    diags.append(diag("sandbox-loosen-ignored", message, d.span(key), key_path=d.key_path(key)))
+    diags.append(d.diag("sandbox-loosen-ignored", message, key))
 
 
 def _apply_user(acc: _Acc, d: Declared, diags: list[Diagnostic]) -> None:
@@ -276,11 +280,11 @@ def _tighten(acc: _Acc, d: Declared, diags: list[Diagnostic]) -> None:
     for key, i, entry, path, writable in _mounts(t, d, diags):
         if path not in acc.mounts:
             diags.append(
-                diag(
+                d.diag(
                     "sandbox-loosen-ignored",
                     f"mount '{entry}' is not one your config mounts; it is not made visible",
-                    d.span(key, i),
-                    key_path=d.key_path(key, i),
+                    key,
+                    i,
                 )
             )
             continue
@@ -297,11 +301,11 @@ def _tighten(acc: _Acc, d: Declared, diags: list[Diagnostic]) -> None:
                 acc.limits[key] = value
             else:
                 diags.append(
-                    diag(
+                    d.diag(
                         "sandbox-loosen-ignored",
                         f"limits.{key} = {value} is above your config's {current}; {current} stays",
-                        d.span("limits", key),
-                        key_path=d.key_path("limits", key),
+                        "limits",
+                        key,
                     )
                 )
     if t.on_unavailable is not None:
@@ -318,12 +322,11 @@ def _tighten(acc: _Acc, d: Declared, diags: list[Diagnostic]) -> None:
             )
     if t.engine is not None:
         diags.append(
-            diag(
+            d.diag(
                 "sandbox-engine-ignored",
                 f"engine = '{t.engine}' is ignored: the container engine runs on the host before "
                 "any prompt, so only your own config.toml may name it",
-                d.span("engine"),
-                key_path=d.key_path("engine"),
+                "engine",
             )
         )
     if t.image is not None and not acc.image_pinned:
@@ -366,21 +369,19 @@ def _check(
     kind_from = next((d for d in reversed(declared) if d.table.kind is not None), None)
     if acc.kind == "container" and not acc.image and kind_from is not None:
         diags.append(
-            diag(
+            kind_from.diag(
                 "sandbox-unmet",
                 "kind = 'container' needs an image; set image = \"...\" in the same table",
-                kind_from.span("kind"),
-                key_path=kind_from.key_path("kind"),
+                "kind",
             )
         )
     if acc.kind == "container" and acc.network == "proxy" and kind_from is not None:
         diags.append(
-            diag(
+            kind_from.diag(
                 "sandbox-unmet",
                 "network = 'proxy' is not available in a container sandbox (its network is "
                 "always none); use kind = 'namespace' or network = false",
-                kind_from.span("kind"),
-                key_path=kind_from.key_path("kind"),
+                "kind",
             )
         )
     # Hosts no stage could ever reach: the user's own network is none (a
@@ -389,12 +390,11 @@ def _check(
         for d in declared:
             if d.table.allow_hosts:
                 diags.append(
-                    diag(
+                    d.diag(
                         "sandbox-hosts-without-network",
                         "allow_hosts has no effect: this sandbox has no network (set network = "
                         '"proxy" to reach these hosts through Charter\'s proxy)',
-                        d.span("allow_hosts"),
-                        key_path=d.key_path("allow_hosts"),
+                        "allow_hosts",
                     )
                 )
 

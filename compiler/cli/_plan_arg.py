@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LoadedPlan",
+    "add_hook_scope_options",
+    "add_plan_operand",
     "add_project_options",
     "load_plan_or_project",
     "prepared_plan_or_project",
@@ -39,6 +41,31 @@ class LoadedPlan:
     plan: Plan
     project: Path | None  # the project directory, when one was compiled
     path: Path | None  # the plan file, when one was read
+
+
+def add_plan_operand(p: argparse.ArgumentParser, dest: str) -> None:
+    """The ``PLAN_OR_PROJECT`` operand, stored as a :class:`Path` in ``dest``."""
+    p.add_argument(
+        dest,
+        type=Path,
+        metavar="PLAN_OR_PROJECT",
+        help="a compiled plan (plan.json) or a project directory (compiled first)",
+    )
+
+
+def add_hook_scope_options(p: argparse.ArgumentParser) -> None:
+    """``--agent``, ``--stage``, ``--workspace`` and ``--allow``: which part of
+    the plan answers a client's hook events, for ``hook`` and ``serve`` alike."""
+    p.add_argument("--agent", help="agent in the plan (needed when it holds several)")
+    p.add_argument("--stage", help="stage (default: the agent's entry stage)")
+    p.add_argument("--workspace", help="workspace directory (default: each event's cwd)")
+    p.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="lift TOOL's liftable ask to allow (repeatable), as `charter check --allow`",
+    )
 
 
 def add_project_options(p: argparse.ArgumentParser) -> None:

@@ -17,18 +17,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-from charter.compiler.cli._jsonl import (
-    BadLine,
-    add_batch_options,
-    exit_code,
-    one_or_batch,
-    operand_problem,
-    text_field,
+import charter.compiler.cli._jsonl as _jsonl
+from charter.compiler.cli._plan_arg import (
+    add_plan_operand,
+    add_project_options,
+    prepared_plan_or_project,
 )
-from charter.compiler.cli._plan_arg import add_project_options, prepared_plan_or_project
 
 __all__ = ["add_arguments", "run"]
 
@@ -59,12 +55,7 @@ def _intermixed(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     _intermixed(p)
-    p.add_argument(
-        "plan",
-        type=Path,
-        metavar="PLAN_OR_PROJECT",
-        help="a compiled plan (plan.json) or a project directory",
-    )
+    add_plan_operand(p, "plan")
     p.add_argument("tool", nargs="?", help="tool name as the model would call it")
     p.add_argument("args_json", nargs="?", default="{}", help="arguments as a JSON object")
     p.add_argument("--agent", required=True, help="agent in the plan")
@@ -75,7 +66,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--allow", action="append", default=[], metavar="TOOL", help="lift TOOL's ask (repeatable)"
     )
     p.add_argument("--workspace", default=".", help="workspace directory (default: .)")
-    add_batch_options(p, "read calls as JSON lines from stdin")
+    _jsonl.add_batch_options(p, "read calls as JSON lines from stdin")
     add_project_options(p)
 
 
@@ -150,21 +141,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"charter check: {exc}", file=sys.stderr)
         return 2
 
-    if operand_problem("check", args.tool, args.jsonl, operand="TOOL", items="calls"):
+    if _jsonl.operand_problem("check", args.tool, args.jsonl, operand="TOOL", items="calls"):
         return 2
 
     def answer(req: dict[str, Any]) -> dict[str, Any]:
-        tool = text_field(req, "tool")
+        tool = _jsonl.text_field(req, "tool")
         call_args = req.get("args", {})
-        stage = text_field(req, "stage", required=False) or args.stage
+        stage = _jsonl.text_field(req, "stage", required=False) or args.stage
         if not tool:
-            raise BadLine("'tool' must be a non-empty string", req.get("id"))
+            raise _jsonl.BadLine("'tool' must be a non-empty string", req.get("id"))
         if not isinstance(call_args, dict):
-            raise BadLine("'args' must be a JSON object", req.get("id"))
+            raise _jsonl.BadLine("'args' must be a JSON object", req.get("id"))
         try:
             session = session_for(stage)
         except SessionError as exc:
-            raise BadLine(str(exc), req.get("id")) from None
+            raise _jsonl.BadLine(str(exc), req.get("id")) from None
         call = ToolCall(tool, call_args, str(req.get("id") or ""))
         return decide(session, call).to_json()
 
@@ -193,8 +184,8 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps(result, ensure_ascii=True, indent=2))
         else:
             print(_text(result))
-        return exit_code(outcome.decision)
+        return _jsonl.exit_code(outcome.decision)
 
-    return one_or_batch(
+    return _jsonl.one_or_batch(
         args.tool, args.jsonl, one, answer, malformed={"gate": "input", "provenance": {}}
     )

@@ -12,14 +12,7 @@ import argparse
 import json
 from typing import Any
 
-from charter.compiler.cli._jsonl import (
-    BadLine,
-    add_batch_options,
-    exit_code,
-    one_or_batch,
-    operand_problem,
-    text_field,
-)
+import charter.compiler.cli._jsonl as _jsonl
 
 __all__ = ["add_arguments", "run"]
 
@@ -28,17 +21,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("path", nargs="?", help="path as a tool would receive it")
     p.add_argument("--workspace", required=True, help="workspace directory")
     p.add_argument("--op", choices=("read", "write"), default="read")
-    add_batch_options(p, "read paths as JSON lines from stdin")
+    _jsonl.add_batch_options(p, "read paths as JSON lines from stdin")
 
 
 def _line(req: dict[str, Any], workspace: str, default_op: str) -> dict[str, Any]:
     from charter.runtime.workspace import decide_path
 
-    path = text_field(req, "path")
+    path = _jsonl.text_field(req, "path")
     assert path is not None
     op = req.get("op", default_op)
     if op not in ("read", "write"):
-        raise BadLine("'op' must be read or write", req.get("id"))
+        raise _jsonl.BadLine("'op' must be read or write", req.get("id"))
     found = decide_path(workspace, path, op)
     return {"decision": found["decision"], "rule": found["rule"], "reason": found["message"]}
 
@@ -46,7 +39,7 @@ def _line(req: dict[str, Any], workspace: str, default_op: str) -> dict[str, Any
 def run(args: argparse.Namespace) -> int:
     from charter.runtime.workspace import decide_path
 
-    if operand_problem("check-path", args.path, args.jsonl, operand="PATH", items="paths"):
+    if _jsonl.operand_problem("check-path", args.path, args.jsonl, operand="PATH", items="paths"):
         return 2
 
     def one(path: str) -> int:
@@ -57,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{found['decision']}  [{found['rule']}]  {found['message']}")
             if found.get("resolved"):
                 print(f"resolved: {found['resolved']}")
-        return exit_code(found["decision"])
+        return _jsonl.exit_code(found["decision"])
 
-    return one_or_batch(args.path, args.jsonl, one, lambda req: _line(req, args.workspace, args.op))
+    return _jsonl.one_or_batch(
+        args.path, args.jsonl, one, lambda req: _line(req, args.workspace, args.op)
+    )

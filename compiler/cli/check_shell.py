@@ -25,13 +25,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
-from charter.compiler.cli._jsonl import (
-    add_batch_options,
-    exit_code,
-    one_or_batch,
-    operand_problem,
-    text_field,
-)
+import charter.compiler.cli._jsonl as _jsonl
 
 if TYPE_CHECKING:
     from charter.runtime.shell import ShellPolicy, Verdict
@@ -48,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--workspace", metavar="DIR", help="the workspace root (default: the current directory)"
     )
     p.add_argument("--config", metavar="FILE", help="a config.toml whose [safe_commands] applies")
-    add_batch_options(
+    _jsonl.add_batch_options(
         p,
         'read {"id", "command", "cwd"} lines from stdin; write {"id", "decision", "rule", '
         '"reason"} lines',
@@ -56,7 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if operand_problem("check-shell", args.command, args.jsonl, operand="CMD", items="commands"):
+    if _jsonl.operand_problem(
+        "check-shell", args.command, args.jsonl, operand="CMD", items="commands"
+    ):
         return 2
     policy = _policy(args.config)
     if policy is None:
@@ -72,17 +68,17 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({"command": command, **verdict.to_json()}, ensure_ascii=False))
         else:
             print(_render(command, verdict))
-        return exit_code(verdict.decision)
+        return _jsonl.exit_code(verdict.decision)
 
     def answer(obj: dict[str, Any]) -> dict[str, Any]:
-        command = text_field(obj, "command")
-        cwd = text_field(obj, "cwd", required=False)
+        command = _jsonl.text_field(obj, "command")
+        cwd = _jsonl.text_field(obj, "cwd", required=False)
         assert command is not None
         run_cwd = os.path.join(workspace, cwd) if cwd else default_cwd
         v = evaluate(command, cwd=run_cwd, workspace=workspace, policy=policy)
         return {"decision": v.decision, "rule": v.rule, "reason": v.message}
 
-    return one_or_batch(args.command, args.jsonl, one, answer)
+    return _jsonl.one_or_batch(args.command, args.jsonl, one, answer)
 
 
 def _policy(config: str | None) -> ShellPolicy | None:

@@ -23,13 +23,7 @@ import json
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
-from charter.compiler.cli._jsonl import (
-    add_batch_options,
-    exit_code,
-    one_or_batch,
-    operand_problem,
-    text_field,
-)
+import charter.compiler.cli._jsonl as _jsonl
 
 if TYPE_CHECKING:
     from charter.runtime.net.resolve import Resolver
@@ -50,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="resolve host names and require every answer to be allowed",
     )
-    add_batch_options(
+    _jsonl.add_batch_options(
         p,
         'read {"id", "url"} objects, one a line, from stdin and write '
         '{"id", "decision", "rule", "reason", "normalized"} lines',
@@ -61,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from charter.runtime.net.resolve import SystemResolver
     from charter.runtime.net.urlpolicy import UrlPolicy
 
-    if operand_problem("check-url", args.url, args.jsonl, operand="URL", items="URLs"):
+    if _jsonl.operand_problem("check-url", args.url, args.jsonl, operand="URL", items="URLs"):
         return 2
     policy = UrlPolicy(allow_local_network=args.allow_local_network)
     resolver: Resolver | None = SystemResolver() if args.resolve else None
@@ -69,10 +63,10 @@ def run(args: argparse.Namespace) -> int:
     def one(url: str) -> int:
         decision = policy.check(url, resolver)
         _print_one(decision, args.format, sys.stdout)
-        return exit_code(decision.verdict)
+        return _jsonl.exit_code(decision.verdict)
 
     def answer(record: dict[str, Any]) -> dict[str, Any]:
-        url = text_field(record, "url")
+        url = _jsonl.text_field(record, "url")
         assert url is not None
         d = policy.check(url, resolver)
         return {
@@ -82,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
             "normalized": d.normalized,
         }
 
-    return one_or_batch(args.url, args.jsonl, one, answer, malformed={"normalized": None})
+    return _jsonl.one_or_batch(args.url, args.jsonl, one, answer, malformed={"normalized": None})
 
 
 def _print_one(decision: UrlVerdict, fmt: str, out: IO[str]) -> None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["SHELLS", "Option", "Verb", "add_arguments", "describe", "render", "run"]
@@ -248,17 +249,16 @@ def _fish(verbs: list[Verb]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(shell: str) -> str:
-    verbs = describe()
-    if shell == "bash":
-        return _bash(verbs)
-    if shell == "zsh":
-        return _zsh(verbs)
-    if shell == "fish":
-        return _fish(verbs)
-    from charter.compiler.errors import UnknownChoice
+_SCRIPTS: dict[str, Callable[[list[Verb]], str]] = {"bash": _bash, "zsh": _zsh, "fish": _fish}
 
-    raise UnknownChoice(f"no completion for {shell!r}; choose one of {', '.join(SHELLS)}")
+
+def render(shell: str) -> str:
+    script = _SCRIPTS.get(shell)
+    if script is None:
+        from charter.compiler.errors import UnknownChoice
+
+        raise UnknownChoice(f"no completion for {shell!r}; choose one of {', '.join(SHELLS)}")
+    return script(describe())
 
 
 def run(args: argparse.Namespace) -> int:

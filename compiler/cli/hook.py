@@ -22,7 +22,11 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from charter.compiler.cli._plan_arg import add_project_options, load_plan_or_project
+from charter.compiler.cli._plan_arg import (
+    add_hook_scope_options,
+    add_project_options,
+    load_plan_or_project,
+)
 
 if TYPE_CHECKING:
     from charter.runtime.hooks.common import HookOptions
@@ -45,16 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="PLAN_OR_PROJECT",
         help="a compiled plan (plan.json) or a project directory (compiled first)",
     )
-    p.add_argument("--agent", help="agent in the plan (needed when it holds several)")
-    p.add_argument("--stage", help="stage (default: the agent's entry stage)")
-    p.add_argument("--workspace", help="workspace directory (default: the event's cwd)")
-    p.add_argument(
-        "--allow",
-        action="append",
-        default=[],
-        metavar="TOOL",
-        help="lift TOOL's liftable ask to allow (repeatable), as `charter check --allow`",
-    )
+    add_hook_scope_options(p)
     p.add_argument(
         "--ask",
         choices=("deny", "ask", "defer"),

@@ -75,7 +75,9 @@ def _retries(text: str) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("target", type=Path, metavar="PLAN_OR_PROJECT", help="a project or a plan file")
+    from charter.compiler.cli._plan_arg import add_plan_operand
+
+    add_plan_operand(p, "target")
     p.add_argument("--agent", required=True, help="the agent to run")
     p.add_argument("--task", help="what the agent should do")
     p.add_argument(

@@ -36,17 +36,10 @@ _MAX_FILES = 20_000
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("target", type=Path, metavar="PLAN_OR_PROJECT", help="a plan file or a project")
-    p.add_argument("--agent", help="agent in the plan (needed when it holds several)")
-    p.add_argument("--stage", help="stage (default: the agent's entry stage)")
-    p.add_argument("--workspace", help="workspace directory (default: each event's cwd)")
-    p.add_argument(
-        "--allow",
-        action="append",
-        default=[],
-        metavar="TOOL",
-        help="lift TOOL's liftable ask to allow (repeatable), as `charter hook --allow`",
-    )
+    from charter.compiler.cli._plan_arg import add_hook_scope_options, add_plan_operand
+
+    add_plan_operand(p, "target")
+    add_hook_scope_options(p)
     p.add_argument(
         "--listen",
         default="127.0.0.1:8787",

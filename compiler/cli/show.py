@@ -13,19 +13,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-from charter.compiler.cli._plan_arg import add_project_options, load_plan_or_project
+from charter.compiler.cli._plan_arg import (
+    add_plan_operand,
+    add_project_options,
+    load_plan_or_project,
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "plan",
-        type=Path,
-        metavar="PLAN_OR_PROJECT",
-        help="a compiled plan (charter compile -o) or a project directory",
-    )
+    add_plan_operand(p, "plan")
     p.add_argument("--agent", help="only this agent")
     p.add_argument(
         "--format", choices=("table", "text", "json"), help="default: table on a terminal"

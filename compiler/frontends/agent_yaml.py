@@ -28,7 +28,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, field_validator
 from pydantic_core import PydanticCustomError
 
-from charter.compiler.diagnostics import Diagnostic, Severity, did_you_mean, format_key_path
+from charter.compiler.diagnostics import Diagnostic, Severity, did_you_mean
 from charter.compiler.frontends.base import Loaded, load_document
 from charter.compiler.frontends.normalize import Normalizer
 from charter.compiler.frontends.tool_yaml import (
@@ -38,8 +38,8 @@ from charter.compiler.frontends.tool_yaml import (
     ModelOutputPolicy,
     Risk,
 )
-from charter.compiler.frontends.validation import InputModel
-from charter.compiler.rules import diag
+from charter.compiler.frontends.validation import InputModel, invalid_value
+from charter.compiler.rules import diag_at
 from charter.compiler.sources.sourcemap import SourceMap
 
 __all__ = [
@@ -123,28 +123,19 @@ def _toolset_name(value: str) -> str:
 def _relative_path(value: str) -> str:
     """A path inside the core: relative, forward slashes, no ``..``."""
     if not value.strip():
-        raise PydanticCustomError("invalid-value", "the path must not be empty")
+        raise invalid_value("the path must not be empty")
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        raise PydanticCustomError(
-            "invalid-value", "{value} contains control characters", {"value": repr(value)}
-        )
+        raise invalid_value("{value} contains control characters", value=repr(value))
     if "\\" in value:
-        raise PydanticCustomError(
-            "invalid-value", "'{value}' uses backslashes; write paths with '/'", {"value": value}
-        )
+        raise invalid_value("'{value}' uses backslashes; write paths with '/'", value=value)
     pure = PurePosixPath(value)
     if pure.is_absolute() or re.match(r"^[A-Za-z]:", value):
-        raise PydanticCustomError(
-            "invalid-value",
+        raise invalid_value(
             "'{value}' is absolute; write a path relative to the folder holding agent.yaml",
-            {"value": value},
+            value=value,
         )
     if ".." in pure.parts:
-        raise PydanticCustomError(
-            "invalid-value",
-            "'{value}' climbs out of the agent core with '..'",
-            {"value": value},
-        )
+        raise invalid_value("'{value}' climbs out of the agent core with '..'", value=value)
     return value
 
 
@@ -162,11 +153,10 @@ class AgentInfo(InputModel):
     @classmethod
     def _id_shape(cls, value: str) -> str:
         if not _AGENT_ID.match(value):
-            raise PydanticCustomError(
-                "invalid-value",
+            raise invalid_value(
                 "agent id '{value}' must start with a letter or digit and use only "
                 "letters, digits, '_', '.' and '-'",
-                {"value": value},
+                value=value,
             )
         return value
 
@@ -180,10 +170,10 @@ class RuntimeSettings(InputModel):
     @classmethod
     def _steps_in_range(cls, value: int) -> int:
         if not 1 <= value <= MAX_MODEL_STEPS:
-            raise PydanticCustomError(
-                "invalid-value",
+            raise invalid_value(
                 "max_model_steps must be between 1 and {limit} (got {value})",
-                {"limit": MAX_MODEL_STEPS, "value": value},
+                limit=MAX_MODEL_STEPS,
+                value=value,
             )
         return value
 
@@ -191,9 +181,7 @@ class RuntimeSettings(InputModel):
     @classmethod
     def _workspace_not_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
-            raise PydanticCustomError(
-                "invalid-value", "workspace must not be blank; leave it out for the default"
-            )
+            raise invalid_value("workspace must not be blank; leave it out for the default")
         return value
 
 
@@ -270,10 +258,8 @@ class AgentCore(InputModel):
     @classmethod
     def _known_version(cls, value: int) -> int:
         if value != 1:
-            raise PydanticCustomError(
-                "invalid-value",
-                "schema_version {value} is not supported; Charter reads version 1",
-                {"value": value},
+            raise invalid_value(
+                "schema_version {value} is not supported; Charter reads version 1", value=value
             )
         return value
 
@@ -452,11 +438,11 @@ def _check_slot_dirs(data: dict[str, Any], smap: SourceMap, root: Path) -> list[
             problem = f"cannot inspect '{value}': {getattr(exc, 'strerror', None) or exc}"
         if problem is not None:
             out.append(
-                diag(
+                diag_at(
                     "path-not-found",
                     problem,
-                    smap.value_span(loc),
-                    key_path=format_key_path(loc),
+                    smap,
+                    loc,
                     help=f"the path is relative to the folder holding agent.yaml ({_shown(root)})",
                     severity=severity,
                 )

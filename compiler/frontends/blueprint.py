@@ -48,8 +48,8 @@ from charter.compiler.frontends.config_toml import (
     explain_misplaced_keys,
 )
 from charter.compiler.frontends.regions import Region
-from charter.compiler.frontends.validation import InputModel
-from charter.compiler.rules import diag
+from charter.compiler.frontends.validation import InputModel, invalid_value
+from charter.compiler.rules import diag, diag_at
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
 
 __all__ = [
@@ -167,10 +167,8 @@ class Transition(InputModel):
                 "a 'stuck' edge needs at least one of " + ", ".join(_STUCK_KEYS),
             )
         if armed and self.condition != "stuck":
-            raise PydanticCustomError(
-                "invalid-value",
-                '{keys} only apply to an edge with condition = "stuck"',
-                {"keys": ", ".join(armed)},
+            raise invalid_value(
+                '{keys} only apply to an edge with condition = "stuck"', keys=", ".join(armed)
             )
         return self
 
@@ -228,9 +226,7 @@ class ToolRoutingOverride(InputModel):
     def _says_something(self) -> Self:
         # Leviath refuses an empty override: it reads as a limit and is none.
         if self.region is None and self.max_result_tokens is None:
-            raise PydanticCustomError(
-                "invalid-value", "an override needs region, max_result_tokens or both"
-            )
+            raise invalid_value("an override needs region, max_result_tokens or both")
         return self
 
 
@@ -463,11 +459,7 @@ def _read_path(value: str) -> str:
 
     problem = entry_problem(value)
     if problem is not None:
-        raise PydanticCustomError(
-            "invalid-value",
-            "read_paths entry '{value}': {problem}",
-            {"value": value, "problem": problem},
-        )
+        raise invalid_value("read_paths entry '{value}': {problem}", value=value, problem=problem)
     return value
 
 
@@ -524,12 +516,12 @@ def check_stage(stage: StageTable, smap: SourceMap, prefix: KeyPath) -> list[Dia
                 continue
             earlier = smap.value_span((*prefix, field_name, first[name]))
             out.append(
-                diag(
+                diag_at(
                     "duplicate-definition",
                     f"'{name}' is listed twice in {field_name} (first at line {earlier.line}, "
                     f"column {earlier.col})",
-                    smap.value_span((*prefix, field_name, i)),
-                    key_path=format_key_path((*prefix, field_name, i)),
+                    smap,
+                    (*prefix, field_name, i),
                     help="remove the second entry",
                 )
             )
@@ -540,12 +532,12 @@ def check_stage(stage: StageTable, smap: SourceMap, prefix: KeyPath) -> list[Dia
             continue
         path = (*prefix, "transitions", target)
         out.append(
-            diag(
+            diag_at(
                 "edge-written-as-value",
                 f"the edge to '{target}' is written as {value!r}; a plain value is an edge that is "
                 "always taken, whatever the value says",
-                smap.value_span(path),
-                key_path=format_key_path(path),
+                smap,
+                path,
                 help=f"write a table ([stages.<name>.transitions.{target}] with a condition), or "
                 "remove the line if no edge was meant",
             )

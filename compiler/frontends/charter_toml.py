@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any, Self
 
 from pydantic import Field, model_validator
-from pydantic_core import PydanticCustomError
 
 from charter.compiler.frontends.base import Loaded, load_document
-from charter.compiler.frontends.validation import InputModel, thaw
+from charter.compiler.frontends.validation import InputModel, invalid_value, thaw
 from charter.runtime.plan.vocabulary import Permission
 
 __all__ = ["Expectation", "LintSettings", "ProjectSettings", "SETTINGS_FILE", "load_settings"]
@@ -47,9 +46,7 @@ class Expectation(InputModel):
     @model_validator(mode="after")
     def _command_or_args(self) -> Self:
         if self.command is not None and "command" in self.args:
-            raise PydanticCustomError(
-                "invalid-value", "give the command either as 'command' or in 'args', not both"
-            )
+            raise invalid_value("give the command either as 'command' or in 'args', not both")
         return self
 
     def call_args(self) -> dict[str, Any]:

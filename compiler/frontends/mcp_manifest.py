@@ -26,14 +26,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, field_validator
-from pydantic_core import PydanticCustomError
 
 from charter.compiler.diagnostics import Diagnostic, Span, format_key_path
 from charter.compiler.frontends.base import Loaded, load_document, server_id_from_path
 from charter.compiler.frontends.normalize import Normalizer
 from charter.compiler.frontends.tool_yaml import ApprovalPolicy, Capability, Risk
-from charter.compiler.frontends.validation import InputModel
-from charter.compiler.rules import diag
+from charter.compiler.frontends.validation import InputModel, invalid_value
+from charter.compiler.rules import diag, diag_at
 from charter.compiler.sources.sourcemap import SourceMap
 
 if TYPE_CHECKING:
@@ -71,12 +70,10 @@ _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 def _pattern(value: str) -> str:
     if not value.strip():
-        raise PydanticCustomError("invalid-value", "a tool name pattern must not be empty")
+        raise invalid_value("a tool name pattern must not be empty")
     if value != value.strip():
-        raise PydanticCustomError(
-            "invalid-value",
-            "pattern '{value}' has leading or trailing spaces, which no tool name has",
-            {"value": value},
+        raise invalid_value(
+            "pattern '{value}' has leading or trailing spaces, which no tool name has", value=value
         )
     return value
 
@@ -94,10 +91,11 @@ class McpToolFilter(InputModel):
 
 def _timeout(name: str, value: float, limit: float) -> float:
     if not 0 < value <= limit:
-        raise PydanticCustomError(
-            "invalid-value",
+        raise invalid_value(
             "{name} must be greater than 0 and at most {limit} seconds (got {value})",
-            {"name": name, "limit": f"{limit:g}", "value": f"{value:g}"},
+            name=name,
+            limit=f"{limit:g}",
+            value=f"{value:g}",
         )
     return value
 
@@ -132,10 +130,10 @@ class McpServer(InputModel):
         if isinstance(value, str) and value not in _TRANSPORTS:
             alias = _TRANSPORT_ALIASES.get(value.strip().lower())
             if alias is not None:
-                raise PydanticCustomError(
-                    "invalid-value",
+                raise invalid_value(
                     "'{value}' is not one of stdio, streamable_http; write '{alias}'",
-                    {"value": value, "alias": alias},
+                    value=value,
+                    alias=alias,
                 )
         return value
 
@@ -143,7 +141,7 @@ class McpServer(InputModel):
     @classmethod
     def _not_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
-            raise PydanticCustomError("invalid-value", "must not be blank; leave the key out")
+            raise invalid_value("must not be blank; leave the key out")
         return value
 
     @field_validator("connect_timeout_seconds")
@@ -241,23 +239,23 @@ def _normalize_patterns(n: Normalizer, tools: dict[str, Any], key: str) -> None:
         text = item.strip()
         if not text or text in kept:
             n.diags.append(
-                diag(
+                diag_at(
                     "normalized-value",
                     f"pattern '{item}' is "
                     + ("empty" if not text else f"a repeat of '{text}'")
                     + "; the agent host drops it",
-                    n.smap.value_span(where),
-                    key_path=format_key_path(where),
+                    n.smap,
+                    where,
                 )
             )
             continue
         if text != item:
             n.diags.append(
-                diag(
+                diag_at(
                     "normalized-value",
                     f"pattern '{item}' is read as '{text}' (the agent host strips it)",
-                    n.smap.value_span(where),
-                    key_path=format_key_path(where),
+                    n.smap,
+                    where,
                 )
             )
         kept.append(text)
@@ -274,6 +272,10 @@ def _normalize_patterns(n: Normalizer, tools: dict[str, Any], key: str) -> None:
             span = spans[old]
             if span is not None:
                 entries[("tools", key, new)] = span
+
+
+# The keys that only one transport reads: on a server of another, a mistake.
+_TRANSPORT_ONLY_KEYS = {"stdio": ("command", "args", "cwd"), "streamable_http": ("url", "headers")}
 
 
 def _cross_checks(data: dict[str, Any], smap: SourceMap) -> list[Diagnostic]:
@@ -302,14 +304,6 @@ def _cross_checks(data: dict[str, Any], smap: SourceMap) -> list[Diagnostic]:
                 transport_at,
                 ("command",),
             )
-        for key in ("url", "headers"):
-            if key in data:
-                err(
-                    "invalid-value",
-                    f"'{key}' applies only to streamable_http servers; this one uses stdio",
-                    smap.key_span((key,)),
-                    (key,),
-                )
     elif transport == "streamable_http":
         url = data.get("url")
         if url is None:
@@ -323,11 +317,12 @@ def _cross_checks(data: dict[str, Any], smap: SourceMap) -> list[Diagnostic]:
             problem = _url_problem(url)
             if problem is not None:
                 err("invalid-value", problem, smap.value_span(("url",)), ("url",))
-        for key in ("command", "args", "cwd"):
-            if key in data:
+    if isinstance(transport, str) and transport in _TRANSPORT_ONLY_KEYS:
+        for other, keys in _TRANSPORT_ONLY_KEYS.items():
+            for key in (k for k in keys if k in data and other != transport):
                 err(
                     "invalid-value",
-                    f"'{key}' applies only to stdio servers; this one uses streamable_http",
+                    f"'{key}' applies only to {other} servers; this one uses {transport}",
                     smap.key_span((key,)),
                     (key,),
                 )

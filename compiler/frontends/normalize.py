@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from charter.compiler.diagnostics import Diagnostic, did_you_mean, format_key_path
-from charter.compiler.rules import diag
+from charter.compiler.diagnostics import Diagnostic, suggestion
+from charter.compiler.rules import diag_at
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
 
 __all__ = ["Normalizer", "host_text"]
@@ -53,11 +53,11 @@ class Normalizer:
 
     def _warn(self, path: KeyPath, message: str) -> None:
         self.diags.append(
-            diag(
+            diag_at(
                 "normalized-value",
                 message,
-                self.smap.value_span(path),
-                key_path=format_key_path(path),
+                self.smap,
+                path,
             )
         )
 
@@ -162,12 +162,12 @@ class Normalizer:
         for key in [k for k in mapping if k not in keep]:
             del mapping[key]
             where = (*path, key)
-            hint = did_you_mean(str(key), keep)
             self.diags.append(
-                diag(
+                diag_at(
                     "ignored-key",
-                    f"'{key}' is ignored: {why}" + (f"; did you mean '{hint}'?" if hint else ""),
-                    self.smap.key_span(where),
-                    key_path=format_key_path(where),
+                    f"'{key}' is ignored: {why}" + suggestion(str(key), keep),
+                    self.smap,
+                    where,
+                    at="key",
                 )
             )

@@ -33,7 +33,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from charter.compiler.frontends.validation import InputModel
+from charter.compiler.frontends.validation import InputModel, invalid_value
 
 __all__ = [
     "RegionKind",
@@ -79,15 +79,9 @@ def _percentage(value: str) -> str:
         return value
     m = _PERCENT.match(value)
     if m is not None:
-        raise PydanticCustomError(
-            "invalid-value",
-            "'{value}' must be greater than 0% and at most 100%",
-            {"value": value},
-        )
-    raise PydanticCustomError(
-        "invalid-value",
-        "'{value}' is not a percentage; write a number followed by %, such as \"35%\"",
-        {"value": value},
+        raise invalid_value("'{value}' must be greater than 0% and at most 100%", value=value)
+    raise invalid_value(
+        "'{value}' is not a percentage; write a number followed by %, such as \"35%\"", value=value
     )
 
 

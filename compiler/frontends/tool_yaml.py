@@ -24,14 +24,17 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, field_validator
-from pydantic_core import PydanticCustomError
 
-from charter.compiler.diagnostics import Diagnostic, format_key_path
+from charter.compiler.diagnostics import Diagnostic
 from charter.compiler.frontends.base import Loaded, parse_mapping
 from charter.compiler.frontends.normalize import Normalizer
-from charter.compiler.frontends.validation import InputModel, thaw, validate_model
-from charter.compiler.rules import diag
+from charter.compiler.frontends.validation import InputModel, invalid_value, thaw, validate_model
+from charter.compiler.rules import diag, diag_at
 from charter.compiler.sources.sourcemap import SourceMap
+
+# A tool.yaml rates risk and approval in the built-in catalog's own words.
+from charter.runtime.catalog import Approval as ApprovalPolicy
+from charter.runtime.catalog import Risk
 
 __all__ = [
     "SLOT_ONLY_FIELDS",
@@ -46,9 +49,6 @@ __all__ = [
     "load_tool_yaml",
     "tool_id_from_path",
 ]
-
-Risk = Literal["low", "medium", "high", "critical"]
-ApprovalPolicy = Literal["auto", "prompt", "deny"]
 
 # Display policy: how much of a call an operator's tool card shows. The host's
 # own display switch has exactly three levels (quiet, summary, full) and the
@@ -85,11 +85,10 @@ _CAPABILITY = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*(:[A-Za-z0-9_.*/-
 def capability_name(value: str) -> str:
     """Validator for a capability name (used by all three dialects)."""
     if not _CAPABILITY.match(value):
-        raise PydanticCustomError(
-            "invalid-value",
+        raise invalid_value(
             "'{value}' is not a capability name; write a dotted name with an optional "
             "':' scope, such as fs.read or mcp.call:docs",
-            {"value": value},
+            value=value,
         )
     return value
 
@@ -126,10 +125,9 @@ class ToolSpec(InputModel):
     @classmethod
     def _entrypoint_shape(cls, value: str) -> str:
         if not _ENTRYPOINT.match(value):
-            raise PydanticCustomError(
-                "invalid-value",
+            raise invalid_value(
                 "entrypoint '{value}' must be written module:function, such as module:execute",
-                {"value": value},
+                value=value,
             )
         return value
 
@@ -198,12 +196,12 @@ def _json_only(value: Any, path: tuple[str | int, ...], smap: SourceMap) -> list
             at = (*where, key)
             if isinstance(child, datetime.date):
                 out.append(
-                    diag(
+                    diag_at(
                         "wrong-type",
                         f"PyYAML reads this as the date {child.isoformat()}, which a JSON Schema "
                         "cannot hold; quote it",
-                        smap.value_span(at),
-                        key_path=format_key_path(at),
+                        smap,
+                        at,
                     )
                 )
                 node[key] = child.isoformat()

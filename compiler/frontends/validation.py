@@ -7,8 +7,9 @@ Input models follow three conventions so this module can do its job:
 * they derive from :class:`InputModel` (frozen, strict, unknown keys forbidden);
 * sequences are ``tuple[...]`` (data is converted from lists before validation);
 * a validator that wants its own rule raises
-  ``PydanticCustomError("<rule-name>", "message")``; the error type is looked up
-  in the rule catalog by name.
+  ``PydanticCustomError("<rule-name>", "message")`` (for ``invalid-value``, the
+  rule most validators want, :func:`invalid_value` builds it); the error type
+  is looked up in the rule catalog by name.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import PydanticCustomError
 
 from charter.compiler.diagnostics import Diagnostic, Severity, did_you_mean, format_key_path
 from charter.compiler.rules import diag, has_rule
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
 from charter.runtime.plan.vocabulary import PERMISSIONS
 
-__all__ = ["InputModel", "freeze", "thaw", "type_name", "validate_model"]
+__all__ = ["InputModel", "freeze", "invalid_value", "thaw", "type_name", "validate_model"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -39,6 +41,12 @@ class InputModel(BaseModel):
     model_config = ConfigDict(
         frozen=True, strict=True, extra="forbid", populate_by_name=False, defer_build=True
     )
+
+
+def invalid_value(message: str, **context: Any) -> PydanticCustomError:
+    """The error a validator raises when a value breaks the ``invalid-value``
+    rule; ``message`` is a template over ``context`` (``'{value}' ...``)."""
+    return PydanticCustomError("invalid-value", message, context)
 
 
 def freeze(value: Any) -> Any:
@@ -146,7 +154,7 @@ def _to_diag(
     ):
         return diag(
             "wrong-type",
-            f"{msg.rstrip('.')} (got {_type_name(value)})",
+            f"{msg.rstrip('.')} (got {type_name(value)})",
             where,
             key_path=key_path,
         )
@@ -164,27 +172,21 @@ def _is_union_tag(part: Any) -> bool:
     )
 
 
+# First match wins: a bool is also an int, and a str also a Sequence.
+_TYPE_NAMES: tuple[tuple[type[Any], str], ...] = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (Mapping, "a table/mapping"),
+    (Sequence, "a list"),
+    (type(None), "nothing"),
+)
+
+
 def type_name(value: Any) -> str:
     """How a value's type reads in a message ("an integer", "a list")."""
-    return _type_name(value)
-
-
-def _type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, Mapping):
-        return "a table/mapping"
-    if isinstance(value, Sequence):
-        return "a list"
-    if value is None:
-        return "nothing"
-    return type(value).__name__
+    return next((name for t, name in _TYPE_NAMES if isinstance(value, t)), type(value).__name__)
 
 
 def _fields_at(model: type[BaseModel], loc: KeyPath) -> list[str]:

@@ -22,6 +22,11 @@ def _span(ref: SourceRef | None, fallback: str) -> Span:
     return Span(ref.path, ref.line, ref.col)
 
 
+def _stage_diag(rule: str, message: str, stage: Stage, root: str) -> Diagnostic:
+    """A finding about a whole stage, at its origin."""
+    return diag(rule, message, _span(stage.origin, root), key_path=f"stages.{stage.name}")
+
+
 def _reachable(agent: AgentPlan) -> set[str]:
     stages = {s.name: s for s in agent.stages}
     seen: set[str] = set()
@@ -121,34 +126,34 @@ def lint_agent(agent: AgentPlan) -> list[Diagnostic]:
         # An unreachable output stage is reported once, as output-unreachable.
         if s.name not in reachable and s.name in stages and s.mode != "output":
             out.append(
-                diag(
+                _stage_diag(
                     "unreachable-stage",
                     f"no edge path from the entry stage '{agent.entry_stage}' reaches stage "
                     f"'{s.name}'",
-                    _span(s.origin, root),
-                    key_path=f"stages.{s.name}",
+                    s,
+                    root,
                 )
             )
     outputs = [s for s in agent.stages if s.mode == "output"]
     for s in outputs:
         if s.name not in reachable and graph_known:
             out.append(
-                diag(
+                _stage_diag(
                     "output-unreachable",
                     f"output stage '{s.name}' cannot be reached from '{agent.entry_stage}'",
-                    _span(s.origin, root),
-                    key_path=f"stages.{s.name}",
+                    s,
+                    root,
                 )
             )
     for group in _cycles_without_limit(agent):
         first = stages[group[0]]
         out.append(
-            diag(
+            _stage_diag(
                 "cycle-without-limit",
                 "stages " + " -> ".join(group) + " form a loop with no max_revisits and no "
                 "gated edge",
-                _span(first.origin, root),
-                key_path=f"stages.{first.name}",
+                first,
+                root,
             )
         )
     if len(agent.stages) > 1:
@@ -162,11 +167,11 @@ def lint_agent(agent: AgentPlan) -> list[Diagnostic]:
                 continue
             if not s.edges and s.mode != "output" and not s.allow_complete:
                 out.append(
-                    diag(
+                    _stage_diag(
                         "dead-end-stage",
                         f"stage '{s.name}' has no edge out and is not an output stage",
-                        _span(s.origin, root),
-                        key_path=f"stages.{s.name}",
+                        s,
+                        root,
                     )
                 )
     out.extend(_stage_checks(agent, agent.stages))

@@ -8,14 +8,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from charter.compiler.diagnostics import Severity, Span, did_you_mean, format_key_path
+from charter.compiler.diagnostics import Severity, Span, format_key_path, suggestion
 from charter.compiler.frontends.base import server_id_from_path
 from charter.compiler.frontends.stage_toml import StageEntry
 from charter.compiler.permissions import APPROVAL_TO_PERMISSION
 from charter.compiler.resolve.agent import ResolvedAgent
 from charter.compiler.resolve.context import RISKS, AgentContext, tool_denied, tool_enabled
 from charter.compiler.resolve.grants import granted
-from charter.compiler.rules import diag
+from charter.compiler.rules import diag, diag_at
 from charter.compiler.tooltable import ToolTable
 from charter.runtime.capabilities import grant_covers
 from charter.runtime.catalog import resolve_builtin
@@ -109,14 +109,14 @@ def _metadata_overrides(ctx: AgentContext, table: ToolTable) -> None:
         ref = table.lookup(name)
         if ref is None:
             if not table.is_dynamic_mcp(name):
-                hint = did_you_mean(name, table.tools)
                 ctx.diags.append(
-                    diag(
+                    diag_at(
                         "unknown-tool",
                         f"tools.metadata names '{name}', which this agent does not have"
-                        + (f"; did you mean '{hint}'?" if hint else ""),
-                        csm.key_span(path),
-                        key_path=format_key_path(path),
+                        + suggestion(name, table.tools),
+                        csm,
+                        path,
+                        at="key",
                     )
                 )
             continue
@@ -125,12 +125,12 @@ def _metadata_overrides(ctx: AgentContext, table: ToolTable) -> None:
         b = ref.builtin
         if meta.risk is not None and RISKS.index(meta.risk) < RISKS.index(b.risk):
             ctx.diags.append(
-                diag(
+                diag_at(
                     "metadata-override-loosens",
                     f"risk '{meta.risk}' is lower than the built-in's '{b.risk}'; "
                     "core metadata may only raise it",
-                    csm.value_span((*path, "risk")),
-                    key_path=format_key_path((*path, "risk")),
+                    csm,
+                    (*path, "risk"),
                 )
             )
         if meta.approval_policy is not None:
@@ -138,22 +138,22 @@ def _metadata_overrides(ctx: AgentContext, table: ToolTable) -> None:
             theirs = APPROVAL_TO_PERMISSION[b.approval]
             if stricter(mine, theirs) != mine:
                 ctx.diags.append(
-                    diag(
+                    diag_at(
                         "metadata-override-loosens",
                         f"approval_policy '{meta.approval_policy}' is laxer than the built-in's "
                         f"'{b.approval}'; core metadata may only make it stricter",
-                        csm.value_span((*path, "approval_policy")),
-                        key_path=format_key_path((*path, "approval_policy")),
+                        csm,
+                        (*path, "approval_policy"),
                     )
                 )
         if meta.capability is not None and meta.capability != b.capability:
             ctx.diags.append(
-                diag(
+                diag_at(
                     "metadata-override-loosens",
                     f"the built-in tool '{b.name}' requires '{b.capability}'; "
                     "a core cannot rename a built-in's capability",
-                    csm.value_span((*path, "capability")),
-                    key_path=format_key_path((*path, "capability")),
+                    csm,
+                    (*path, "capability"),
                 )
             )
 
@@ -189,13 +189,12 @@ def _unused_grants(
             continue  # delegate_task needs agents.spawn:<core> for the core it starts
         if any(grant_covers(cap, w) for w in wanted):
             continue
-        hint = did_you_mean(cap, wanted)
         src = g.origin
         ctx.diags.append(
             diag(
                 "unknown-capability",
                 f"grant '{cap}' covers no capability a tool or server of this agent requires"
-                + (f"; did you mean '{hint}'?" if hint else ""),
+                + suggestion(cap, wanted),
                 Span(src.path, src.line, src.col) if src else ctx.agent_span(),
             )
         )
@@ -270,39 +269,32 @@ def _fan_out_checks(ctx: AgentContext, entry: StageEntry, stage_names: list[str]
                 key_path=path,
             )
         )
-    if st.worker_stage is not None:
-        target = ctx.stage_models.get(st.worker_stage)
-        if st.worker_stage not in stage_names:
-            hint = did_you_mean(st.worker_stage, stage_names)
-            ctx.diags.append(
-                diag(
-                    "fan-out-invalid",
-                    f"worker_stage '{st.worker_stage}' of fan_out stage '{entry.name}' is not a "
-                    "stage" + (f"; did you mean '{hint}'?" if hint else ""),
-                    entry.span("worker_stage"),
-                    key_path=f"{path}.worker_stage",
-                )
-            )
-        elif target is not None and not target.allow_as_worker:
-            ctx.diags.append(
-                diag(
-                    "fan-out-invalid",
-                    f"worker_stage '{st.worker_stage}' of fan_out stage '{entry.name}' does not "
-                    "set allow_as_worker = true",
-                    entry.span("worker_stage"),
-                    key_path=f"{path}.worker_stage",
-                )
-            )
-    if st.merge_stage is not None and st.merge_stage not in stage_names:
-        hint = did_you_mean(st.merge_stage, stage_names)
+
+    def refuse(key: str, value: str, problem: str) -> None:
         ctx.diags.append(
             diag(
                 "fan-out-invalid",
-                f"merge_stage '{st.merge_stage}' of fan_out stage '{entry.name}' is not a stage"
-                + (f"; did you mean '{hint}'?" if hint else ""),
-                entry.span("merge_stage"),
-                key_path=f"{path}.merge_stage",
+                f"{key} '{value}' of fan_out stage '{entry.name}' {problem}",
+                entry.span(key),
+                key_path=f"{path}.{key}",
             )
+        )
+
+    if st.worker_stage is not None:
+        target = ctx.stage_models.get(st.worker_stage)
+        if st.worker_stage not in stage_names:
+            refuse(
+                "worker_stage",
+                st.worker_stage,
+                "is not a stage" + suggestion(st.worker_stage, stage_names),
+            )
+        elif target is not None and not target.allow_as_worker:
+            refuse("worker_stage", st.worker_stage, "does not set allow_as_worker = true")
+    if st.merge_stage is not None and st.merge_stage not in stage_names:
+        refuse(
+            "merge_stage",
+            st.merge_stage,
+            "is not a stage" + suggestion(st.merge_stage, stage_names),
         )
 
 
@@ -333,11 +325,11 @@ def _mcp_server_checks(ctx: AgentContext, grants: list[Grant], project_root: Pat
                 )
         for path, what in literal_secrets(env=m.env, headers=m.headers, url=m.url, args=m.args):
             ctx.diags.append(
-                diag(
+                diag_at(
                     "hardcoded-secret",
                     f"{what}; write it as a ${{VAR}} reference and set VAR in the environment",
-                    smap.value_span(path),
-                    key_path=format_key_path(path),
+                    smap,
+                    path,
                 )
             )
         connect_cap = f"mcp.connect:{server}"

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from charter.compiler.diagnostics import did_you_mean
+from charter.compiler.diagnostics import suggestion
 from charter.compiler.frontends.base import salvage
 from charter.compiler.frontends.blueprint import Blueprint
 from charter.compiler.frontends.stage_toml import StageEntry, combine_stages
@@ -167,12 +167,11 @@ def resolve_agent(ctx: AgentContext, project_root: Path, agent_name: str) -> Res
     if bp is not None and bp.agent.entry_stage is not None and bsm is not None:
         entry_stage = bp.agent.entry_stage
         if entry_stage not in stages:
-            hint = did_you_mean(entry_stage, stage_names)
             ctx.diags.append(
                 diag(
                     "entry-stage-unknown",
                     f"entry_stage '{entry_stage}' is not a stage"
-                    + (f"; did you mean '{hint}'?" if hint else ""),
+                    + suggestion(entry_stage, stage_names),
                     bsm.value_span(("agent", "entry_stage")),
                     key_path="agent.entry_stage",
                 )

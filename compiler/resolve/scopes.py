@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
-from charter.compiler.diagnostics import did_you_mean, format_key_path
+from charter.compiler.diagnostics import format_key_path, suggestion
 from charter.compiler.frontends.base import server_id_from_path
 from charter.compiler.permissions import APPROVAL_TO_PERMISSION, CoreInputs, Said
 from charter.compiler.resolve.context import AgentContext, span_ref
-from charter.compiler.rules import diag
+from charter.compiler.rules import diag_at
 from charter.compiler.sources.sourcemap import SourceMap
 from charter.compiler.tooltable import ToolRef, ToolTable, all_builtin_names
 from charter.runtime.catalog import BLUEPRINT_LOOSENABLE, impl_siblings, resolve_builtin
@@ -53,34 +53,36 @@ def permission_map(
         known = name in table.tools or resolve_builtin(key) is not None or table.is_dynamic_mcp(key)
         if check_names and not known and "__" in key and not declared_prefix(ctx, key):
             ctx.diags.append(
-                diag(
+                diag_at(
                     "mcp-server-not-declared",
                     f"{scope} permission names '{key}', an MCP tool name, but no declared MCP "
                     "server has that prefix",
-                    smap.key_span(path),
-                    key_path=format_key_path(path),
+                    smap,
+                    path,
+                    at="key",
                 )
             )
         elif check_names and not known:
-            hint = did_you_mean(key, [*table.tools, *all_builtin_names()])
             ctx.diags.append(
-                diag(
+                diag_at(
                     "unknown-tool",
                     f"{scope} permission names '{key}', which is not a tool of this agent"
-                    + (f"; did you mean '{hint}'?" if hint else ""),
-                    smap.key_span(path),
-                    key_path=format_key_path(path),
+                    + suggestion(key, [*table.tools, *all_builtin_names()]),
+                    smap,
+                    path,
+                    at="key",
                 )
             )
         said = Said(cast(Permission, value), span_ref(smap.value_span(path)), f"{scope}: {key}")
         if name in out:
             ctx.diags.append(
-                diag(
+                diag_at(
                     "duplicate-permission-spelling",
                     f"'{key}' and another spelling of '{name}' both set a permission; "
                     "the stricter applies",
-                    smap.key_span(path),
-                    key_path=format_key_path(path),
+                    smap,
+                    path,
+                    at="key",
                 )
             )
             said = Said(stricter(out[name].value, said.value), said.source, said.detail)

@@ -10,7 +10,7 @@ from typing import Any
 
 from charter.compiler import emit_runtime
 from charter.compiler.describe import shell_hint_block
-from charter.compiler.diagnostics import did_you_mean, format_key_path
+from charter.compiler.diagnostics import format_key_path, suggestion
 from charter.compiler.frontends.base import server_id_from_path
 from charter.compiler.frontends.blueprint import StageTable
 from charter.compiler.frontends.stage_toml import StageEntry
@@ -100,12 +100,11 @@ def resolve_stage(
                 )
             )
         else:
-            hint = did_you_mean(raw, [*table.tools, *all_builtin_names()])
             ctx.diags.append(
                 diag(
                     "unknown-tool",
                     f"stage '{entry.name}' offers '{raw}', which is not a built-in, authored or "
-                    "MCP tool" + (f"; did you mean '{hint}'?" if hint else ""),
+                    "MCP tool" + suggestion(raw, [*table.tools, *all_builtin_names()]),
                     entry.span("available_tools", i),
                     key_path=format_key_path(("stages", entry.name, "available_tools", i)),
                 )
@@ -227,13 +226,12 @@ def _connector_tools(
         )
         if server is None and not core_manifest:
             declared = [s.name for s in ctx.servers]
-            hint = did_you_mean(server_name, declared)
             ctx.diags.append(
                 diag(
                     "mcp-server-not-declared",
                     f"stage '{entry.name}' names the connector '{server_name}', but neither the "
                     "blueprint nor your config declares an MCP server of that name"
-                    + (f"; did you mean '{hint}'?" if hint else ""),
+                    + suggestion(server_name, declared),
                     entry.span("available_connectors", i),
                     key_path=format_key_path(("stages", entry.name, "available_connectors", i)),
                 )
@@ -303,12 +301,11 @@ def _edge(
     table: ToolTable,
 ) -> Edge:
     if e.to not in stage_names:
-        hint = did_you_mean(e.to, stage_names)
         ctx.diags.append(
             diag(
                 "edge-to-unknown-stage",
                 f"edge from '{entry.name}' leads to '{e.to}', which is not a stage"
-                + (f"; did you mean '{hint}'?" if hint else ""),
+                + suggestion(e.to, stage_names),
                 entry.span(*path, "to") if path[0] == "edges" else entry.span(*path, key=True),
                 key_path=format_key_path(("stages", entry.name, *path)),
             )

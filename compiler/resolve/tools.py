@@ -8,11 +8,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from charter.compiler.diagnostics import Span, format_key_path
+from charter.compiler.diagnostics import Span
 from charter.compiler.frontends.base import server_id_from_path
 from charter.compiler.frontends.stage_toml import StageEntry
 from charter.compiler.resolve.context import FAN_OUT, SUBMIT, AgentContext
-from charter.compiler.rules import diag
+from charter.compiler.rules import diag, diag_at
 from charter.compiler.sources.sourcemap import SourceMap
 from charter.compiler.tooltable import ToolTable
 from charter.runtime.catalog import TOOLSETS
@@ -124,12 +124,12 @@ def _add_pinned_tools(
         for pattern in unmatched_patterns(patterns, names):
             i = patterns.index(pattern)
             ctx.diags.append(
-                diag(
+                diag_at(
                     "mcp-filter-matches-nothing",
                     f"tools.{key} pattern '{pattern}' matches none of the tools locked for "
                     f"MCP server '{server}'",
-                    smap.value_span(("tools", key, i)),
-                    key_path=format_key_path(("tools", key, i)),
+                    smap,
+                    ("tools", key, i),
                 )
             )
     selected = select_tools(names, m.tools.include, m.tools.exclude)

@@ -39,6 +39,6 @@ from charter.compiler.rules import (  # noqa: F401
     ch7_tools,
     ch8_selftests,
 )
-from charter.compiler.rules.catalog import RULES, Rule, by_name, diag, has_rule, rule
+from charter.compiler.rules.catalog import RULES, Rule, by_name, diag, diag_at, has_rule, rule
 
-__all__ = ["RULES", "Rule", "by_name", "diag", "has_rule", "rule"]
+__all__ = ["RULES", "Rule", "by_name", "diag", "diag_at", "has_rule", "rule"]

@@ -7,12 +7,29 @@ Kept apart from the group modules so each of them can import
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
-from charter.compiler.diagnostics import Diagnostic, Severity, Span
+from charter.compiler.diagnostics import Diagnostic, Severity, Span, format_key_path
 from charter.compiler.errors import CompilerBug
 
-__all__ = ["RULES", "E", "N", "Rule", "W", "by_name", "diag", "has_rule", "register", "rule"]
+if TYPE_CHECKING:
+    from charter.compiler.sources.sourcemap import SourceMap
+
+__all__ = [
+    "RULES",
+    "E",
+    "N",
+    "Rule",
+    "W",
+    "by_name",
+    "diag",
+    "diag_at",
+    "has_rule",
+    "register",
+    "rule",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,3 +100,20 @@ def diag(
         help=help,
         data=tuple(sorted((data or {}).items())),
     )
+
+
+def diag_at(
+    name: str,
+    message: str,
+    smap: SourceMap,
+    path: Sequence[str | int],
+    *,
+    at: Literal["key", "value"] = "value",
+    help: str | None = None,
+    severity: Severity | None = None,
+) -> Diagnostic:
+    """A diagnostic for the rule called ``name`` about the key ``path`` of
+    the file ``smap`` maps: its span (of the value, or with ``at="key"`` of
+    the key) and its key path both come from the one ``path``."""
+    span = smap.key_span(path) if at == "key" else smap.value_span(path)
+    return diag(name, message, span, key_path=format_key_path(path), help=help, severity=severity)

@@ -159,27 +159,21 @@ class _Builder:
     def next(self) -> Any:
         return next(self.events)
 
+    def report(self, rule: str, message: str, span: Span, path: KeyPath) -> None:
+        """A finding at ``span``, about the value at key path ``path``."""
+        self.diags.append(diag(rule, message, span, key_path=format_key_path(path)))
+
     def check_node(self, ev: Any, path: KeyPath) -> None:
         anchor = getattr(ev, "anchor", None)
         if anchor is not None:
-            self.diags.append(
-                diag(
-                    "yaml-alias-refused",
-                    f"anchor '&{anchor}' is not allowed; write the value out in full",
-                    _span(self.src, ev.start_mark, ev.end_mark),
-                    key_path=format_key_path(path),
-                )
-            )
+            span = _span(self.src, ev.start_mark, ev.end_mark)
+            message = f"anchor '&{anchor}' is not allowed; write the value out in full"
+            self.report("yaml-alias-refused", message, span, path)
         tag = getattr(ev, "tag", None)
         if tag is not None and tag not in _STD_TAGS:
-            self.diags.append(
-                diag(
-                    "yaml-unsupported-tag",
-                    f"tag '{tag}' is not allowed; Charter reads plain data only",
-                    _span(self.src, ev.start_mark, ev.end_mark),
-                    key_path=format_key_path(path),
-                )
-            )
+            span = _span(self.src, ev.start_mark, ev.end_mark)
+            message = f"tag '{tag}' is not allowed; Charter reads plain data only"
+            self.report("yaml-unsupported-tag", message, span, path)
 
     def value(self, ev: Any, path: KeyPath, key_span: Span | None) -> Any:
         if len(path) > MAX_NESTING:
@@ -193,13 +187,11 @@ class _Builder:
             raise _Abort
         if isinstance(ev, yaml.AliasEvent):
             span = _span(self.src, ev.start_mark, ev.end_mark)
-            self.diags.append(
-                diag(
-                    "yaml-alias-refused",
-                    f"alias '*{ev.anchor}' is not allowed; write the value out in full",
-                    span,
-                    key_path=format_key_path(path),
-                )
+            self.report(
+                "yaml-alias-refused",
+                f"alias '*{ev.anchor}' is not allowed; write the value out in full",
+                span,
+                path,
             )
             self.smap.add(path, key_span, span)
             return None
@@ -246,13 +238,11 @@ class _Builder:
                 # then report it; its content has no place in a config file.
                 kspan = _span(self.src, kev.start_mark, kev.end_mark)
                 self.value(kev, (*path, "<key>"), None)
-                self.diags.append(
-                    diag(
-                        "wrong-type",
-                        "mapping keys must be plain strings",
-                        kspan,
-                        key_path=format_key_path(path),
-                    )
+                self.report(
+                    "wrong-type",
+                    "mapping keys must be plain strings",
+                    kspan,
+                    path,
                 )
                 key = None
             vev = self.next()
@@ -261,14 +251,12 @@ class _Builder:
                 continue
             if key in seen:
                 first = seen[key]
-                self.diags.append(
-                    diag(
-                        "duplicate-key",
-                        f"key '{key}' is defined twice (first at line {first.line}, "
-                        f"column {first.col}); the second definition is ignored",
-                        kspan,
-                        key_path=format_key_path((*path, key)),
-                    )
+                self.report(
+                    "duplicate-key",
+                    f"key '{key}' is defined twice (first at line {first.line}, "
+                    f"column {first.col}); the second definition is ignored",
+                    kspan,
+                    (*path, key),
                 )
                 # Read the duplicate value to stay in step, but keep the
                 # first definition and its positions.
@@ -303,14 +291,12 @@ class _Builder:
         except _ScalarProblem as exc:
             self.unloadable(kev.value, str(exc), kspan, path)
             return
-        self.diags.append(
-            diag(
-                "yaml-non-string-key",
-                f"PyYAML reads the key '{kev.value}' as {_describe(value)}, not as the text "
-                f"'{kev.value}'; quote it",
-                kspan,
-                key_path=format_key_path((*path, kev.value)),
-            )
+        self.report(
+            "yaml-non-string-key",
+            f"PyYAML reads the key '{kev.value}' as {_describe(value)}, not as the text "
+            f"'{kev.value}'; quote it",
+            kspan,
+            (*path, kev.value),
         )
 
     def merge(
@@ -353,14 +339,12 @@ class _Builder:
                 continue
             if key in chosen:
                 if chosen[key][1] != origin:
-                    self.diags.append(
-                        diag(
-                            "duplicate-key",
-                            f"key '{key}' comes from two merged mappings; PyYAML versions "
-                            "disagree about which one wins, so write it once",
-                            self.smap.key_span((*origin, key)),
-                            key_path=format_key_path((*path, key)),
-                        )
+                    self.report(
+                        "duplicate-key",
+                        f"key '{key}' comes from two merged mappings; PyYAML versions "
+                        "disagree about which one wins, so write it once",
+                        self.smap.key_span((*origin, key)),
+                        (*path, key),
                     )
                 continue
             chosen[key] = (value, origin)
@@ -379,14 +363,12 @@ class _Builder:
         return out
 
     def unloadable(self, text: str, why: str, span: Span, path: KeyPath) -> None:
-        self.diags.append(
-            diag(
-                "yaml-value-unloadable",
-                f"PyYAML cannot load '{text}' ({why}), so the agent host cannot load this "
-                "file; quote the value",
-                span,
-                key_path=format_key_path(path),
-            )
+        self.report(
+            "yaml-value-unloadable",
+            f"PyYAML cannot load '{text}' ({why}), so the agent host cannot load this "
+            "file; quote the value",
+            span,
+            path,
         )
 
     def scalar(self, ev: Any, path: KeyPath, span: Span) -> Any:
@@ -400,27 +382,23 @@ class _Builder:
         elif tag not in _STD_TAGS:
             return text  # refused by check_node; the text keeps validation going
         if tag in ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"):
-            self.diags.append(
-                diag(
-                    "wrong-type",
-                    f"'{text}' is a single value, not what its tag '{tag}' says",
-                    span,
-                    key_path=format_key_path(path),
-                )
+            self.report(
+                "wrong-type",
+                f"'{text}' is a single value, not what its tag '{tag}' says",
+                span,
+                path,
             )
             return None
         if tag == _INT_TAG and _too_many_digits(text):
             # Python refuses to convert such a number (its guard against
             # quadratic-time conversion); say so instead of quoting the digits.
             digits = sum(c.isdigit() for c in text)
-            self.diags.append(
-                diag(
-                    "invalid-value",
-                    f"an integer of {digits} digits is out of range (at most "
-                    f"{sys.get_int_max_str_digits()} digits are read)",
-                    span,
-                    key_path=format_key_path(path),
-                )
+            self.report(
+                "invalid-value",
+                f"an integer of {digits} digits is out of range (at most "
+                f"{sys.get_int_max_str_digits()} digits are read)",
+                span,
+                path,
             )
             return None
         try:
@@ -429,34 +407,28 @@ class _Builder:
             if implicit:
                 self.unloadable(text, str(exc), span, path)
             else:
-                self.diags.append(
-                    diag(
-                        "wrong-type",
-                        f"'{text}' does not match its tag '{tag}'",
-                        span,
-                        key_path=format_key_path(path),
-                    )
+                self.report(
+                    "wrong-type",
+                    f"'{text}' does not match its tag '{tag}'",
+                    span,
+                    path,
                 )
             return None
         if implicit and tag == _BOOL_TAG and text.lower() in _YAML11_ONLY_BOOLS:
             word = str(value).lower()
-            self.diags.append(
-                diag(
-                    "yaml-ambiguous-boolean",
-                    f"'{text}' is read as {word} (YAML 1.1); write {word} or quote it",
-                    span,
-                    key_path=format_key_path(path),
-                )
+            self.report(
+                "yaml-ambiguous-boolean",
+                f"'{text}' is read as {word} (YAML 1.1); write {word} or quote it",
+                span,
+                path,
             )
         elif implicit and tag in (_INT_TAG, _FLOAT_TAG) and _YAML11_ONLY_NUMBER.match(text):
-            self.diags.append(
-                diag(
-                    "yaml-ambiguous-number",
-                    f"'{text}' is read as the number {value!r} (YAML 1.1); YAML 1.2 readers "
-                    f"see the text '{text}'; write {value!r} or quote it",
-                    span,
-                    key_path=format_key_path(path),
-                )
+            self.report(
+                "yaml-ambiguous-number",
+                f"'{text}' is read as the number {value!r} (YAML 1.1); YAML 1.2 readers "
+                f"see the text '{text}'; write {value!r} or quote it",
+                span,
+                path,
             )
         return value
 
