@@ -30,6 +30,7 @@ from typing import Any, Literal, Protocol
 from charter.runtime.atomic import write_atomic
 from charter.runtime.errors import CharterError
 from charter.runtime.naming import mcp_safe_names
+from charter.runtime.records import field_values
 
 __all__ = [
     "LOCK_FILE",
@@ -110,14 +111,7 @@ class ToolPin:
     schema_sha256: str
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "safe_name": self.safe_name,
-            "description": self.description,
-            "description_sha256": self.description_sha256,
-            "input_schema": self.input_schema,
-            "schema_sha256": self.schema_sha256,
-        }
+        return field_values(self)  # dumps() sorts the keys
 
 
 @dataclass(frozen=True, slots=True)

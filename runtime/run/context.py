@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import anyio.to_thread
 
+from charter.runtime.records import field_values
+
 if TYPE_CHECKING:
     from charter.runtime.approval import ApprovalProvider
     from charter.runtime.audit import AuditLog
@@ -42,17 +44,7 @@ class AgentResult:
     gates_forced: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "agent_id": self.agent_id,
-            "agent_name": self.agent_name,
-            "status": self.status,
-            "reason": self.reason,
-            "output": self.output,
-            "output_format": self.output_format,
-            "turns": self.turns,
-            "tool_calls": self.tool_calls,
-            "gates_forced": list(self.gates_forced),
-        }
+        return {**field_values(self), "gates_forced": list(self.gates_forced)}
 
 
 @dataclass(slots=True)
