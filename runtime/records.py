@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 __all__ = ["field_values"]
 
 
-def field_values(record: DataclassInstance) -> dict[str, Any]:
-    """Each field of ``record`` under its name, in declaration order."""
-    return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+def field_values(
+    record: DataclassInstance, of: type[DataclassInstance] | None = None
+) -> dict[str, Any]:
+    """Each field of ``record`` under its name, in declaration order; with
+    ``of`` (a dataclass ``record`` derives from), only the fields ``of``
+    declares."""
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(of or record)}

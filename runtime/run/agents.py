@@ -362,6 +362,7 @@ def agent_tools(
         "tasks.cancel": cancel,
         "tasks.list": listing,
     }
+
     def registered(runs: Mapping[str, Any]) -> tuple[Registration, ...]:
         return tuple(
             register(key, run, serves={tool: NO_PATHS for tool in _SERVES[key]})
