@@ -26,7 +26,14 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from charter.runtime.datafiles import read_text
 from charter.runtime.errors import CharterError
@@ -99,6 +106,15 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 # A dotted capability, optionally scoped after one colon (tool.call:evolve_core).
 _CAPABILITY = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+(:[A-Za-z0-9_.-]+)?$")
 _IMPL = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
+# The fields that hold identifiers: what a message calls one value, and the
+# pattern each value must match (aliases is a tuple of names, capability may
+# be absent).
+_IDENTIFIERS = {
+    "name": ("tool name", _NAME),
+    "aliases": ("alias", _NAME),
+    "impl": ("impl", _IMPL),
+    "capability": ("capability", _CAPABILITY),
+}
 
 
 class CatalogError(CharterError, RuntimeError):
@@ -220,33 +236,13 @@ class BuiltinTool(BaseModel):
     def _canonical_rules(cls, value: Any) -> str | None:
         return None if value is None else _schema_text(value, what="input_rules")
 
-    @field_validator("name")
+    @field_validator(*_IDENTIFIERS)
     @classmethod
-    def _check_name(cls, value: str) -> str:
-        if not _NAME.match(value):
-            raise ValueError(f"tool name {value!r} must match {_NAME.pattern}")
-        return value
-
-    @field_validator("aliases")
-    @classmethod
-    def _check_aliases(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for alias in value:
-            if not _NAME.match(alias):
-                raise ValueError(f"alias {alias!r} must match {_NAME.pattern}")
-        return value
-
-    @field_validator("impl")
-    @classmethod
-    def _check_impl(cls, value: str) -> str:
-        if not _IMPL.match(value):
-            raise ValueError(f"impl {value!r} must match {_IMPL.pattern}")
-        return value
-
-    @field_validator("capability")
-    @classmethod
-    def _check_capability(cls, value: str | None) -> str | None:
-        if value is not None and not _CAPABILITY.match(value):
-            raise ValueError(f"capability {value!r} must match {_CAPABILITY.pattern}")
+    def _check_identifiers(cls, value: Any, info: ValidationInfo) -> Any:
+        what, pattern = _IDENTIFIERS[str(info.field_name)]
+        for item in (value,) if isinstance(value, str) else value or ():
+            if not pattern.match(item):
+                raise ValueError(f"{what} {item!r} must match {pattern.pattern}")
         return value
 
     @field_validator("seeds")
