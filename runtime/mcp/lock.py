@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from charter.runtime.atomic import write_atomic
+from charter.runtime.capped import read_text_capped
 from charter.runtime.errors import CharterError
 from charter.runtime.naming import mcp_safe_names
 from charter.runtime.records import field_values
@@ -282,18 +283,13 @@ def loads(text: str) -> Lock:
 def read_lock(path: Path) -> Lock | None:
     """The lock at ``path``; None when there is no file."""
     try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_LOCK_BYTES + 1)
+        text = read_text_capped(path, MAX_LOCK_BYTES)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise LockError(f"cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_LOCK_BYTES:
-        raise LockError(f"larger than {MAX_LOCK_BYTES} bytes")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise LockError(f"not UTF-8 (byte {exc.start})") from None
+    except ValueError as exc:
+        raise LockError(str(exc)) from None
     return loads(text)
 
 
