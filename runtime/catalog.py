@@ -23,6 +23,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -277,25 +278,17 @@ class BuiltinTool(BaseModel):
         return {"allOf": [self.schema_dict(), json.loads(self.input_rules)]}
 
 
+@dataclass(frozen=True, slots=True)
 class _Catalog:
     """Everything derived from the data file, built once."""
 
-    __slots__ = ("by_name", "digest", "hints", "index", "toolsets", "blocking")
-
-    def __init__(
-        self,
-        by_name: Mapping[str, BuiltinTool],
-        index: Mapping[str, BuiltinTool],
-        toolsets: Mapping[str, tuple[str, ...]],
-        hints: Mapping[str, str],
-        digest: str,
-    ) -> None:
-        self.by_name = by_name
-        self.index = index
-        self.toolsets = toolsets
-        self.hints = hints
-        self.digest = digest
-        self.blocking = tuple(t.name for t in by_name.values() if t.blocks_on_person)
+    by_name: Mapping[str, BuiltinTool]
+    index: Mapping[str, BuiltinTool]
+    toolsets: Mapping[str, tuple[str, ...]]
+    hints: Mapping[str, str]
+    digest: str
+    # The tools that wait on a person, in catalog order.
+    blocking: tuple[str, ...]
 
 
 def _read_data() -> str:
@@ -394,6 +387,7 @@ def _build(text: str) -> _Catalog:
         toolsets=MappingProxyType({k: tuple(v) for k, v in toolsets_raw.items()}),
         hints=MappingProxyType(dict(hints_raw)),
         digest=digest,
+        blocking=tuple(t.name for t in by_name.values() if t.blocks_on_person),
     )
 
 
