@@ -407,6 +407,17 @@ def _error_text(tool: str, exc: BaseException, path: Path) -> tuple[str, str, st
     return "tool-crashed", text, text + where
 
 
+def _stopped(name: str, timed_out: bool, timeout: int, note: str) -> ToolResult:
+    """The result of a call stopped at its deadline or with the run, in or
+    out of process; ``note`` says what became of the work."""
+    if timed_out:
+        text = f"[timed out] {name} did not finish within {timeout}s; {note}"
+        return ToolResult("timeout", text, rule="timeout", data={"timeout_s": timeout})
+    return ToolResult(
+        "error", f"[cancelled] {name} was cancelled with the run; {note}", rule="cancelled"
+    )
+
+
 def run_authored(
     entry: ToolEntry,
     args: Mapping[str, Any],
@@ -507,13 +518,7 @@ def run_authored(
         async_note = (
             "it was cancelled" if task is not None else "a synchronous tool may still be running"
         )
-        if stopped == "timeout":
-            text = f"[timed out] {name} did not finish within {timeout}s; {async_note}"
-            result = ToolResult("timeout", text, rule="timeout", data={"timeout_s": timeout})
-        else:
-            text = f"[cancelled] {name} was cancelled with the run; {async_note}"
-            result = ToolResult("error", text, rule="cancelled")
-        return redacted_views(result, redactor)
+        return redacted_views(_stopped(name, stopped == "timeout", timeout, async_note), redactor)
     if outcome.error is not None:
         raised = outcome.error
         try:
@@ -618,13 +623,8 @@ def _run_contained(
             redactor,
         )
     if proc.timed_out or proc.cancelled:
-        if proc.timed_out:
-            text = f"[timed out] {name} did not finish within {timeout}s; its process was stopped"
-            result = ToolResult("timeout", text, rule="timeout", data={"timeout_s": timeout})
-        else:
-            text = f"[cancelled] {name} was cancelled with the run; its process was stopped"
-            result = ToolResult("error", text, rule="cancelled")
-        return redacted_views(result, redactor)
+        note = "its process was stopped"
+        return redacted_views(_stopped(name, proc.timed_out, timeout, note), redactor)
     try:
         answer = json.loads(proc.stdout)
         if not isinstance(answer, dict):

@@ -23,10 +23,18 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from charter.runtime.datafiles import read_text
 from charter.runtime.errors import CharterError
@@ -99,6 +107,15 @@ _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 # A dotted capability, optionally scoped after one colon (tool.call:evolve_core).
 _CAPABILITY = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+(:[A-Za-z0-9_.-]+)?$")
 _IMPL = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
+# The fields that hold identifiers: what a message calls one value, and the
+# pattern each value must match (aliases is a tuple of names, capability may
+# be absent).
+_IDENTIFIERS = {
+    "name": ("tool name", _NAME),
+    "aliases": ("alias", _NAME),
+    "impl": ("impl", _IMPL),
+    "capability": ("capability", _CAPABILITY),
+}
 
 
 class CatalogError(CharterError, RuntimeError):
@@ -220,33 +237,13 @@ class BuiltinTool(BaseModel):
     def _canonical_rules(cls, value: Any) -> str | None:
         return None if value is None else _schema_text(value, what="input_rules")
 
-    @field_validator("name")
+    @field_validator(*_IDENTIFIERS)
     @classmethod
-    def _check_name(cls, value: str) -> str:
-        if not _NAME.match(value):
-            raise ValueError(f"tool name {value!r} must match {_NAME.pattern}")
-        return value
-
-    @field_validator("aliases")
-    @classmethod
-    def _check_aliases(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        for alias in value:
-            if not _NAME.match(alias):
-                raise ValueError(f"alias {alias!r} must match {_NAME.pattern}")
-        return value
-
-    @field_validator("impl")
-    @classmethod
-    def _check_impl(cls, value: str) -> str:
-        if not _IMPL.match(value):
-            raise ValueError(f"impl {value!r} must match {_IMPL.pattern}")
-        return value
-
-    @field_validator("capability")
-    @classmethod
-    def _check_capability(cls, value: str | None) -> str | None:
-        if value is not None and not _CAPABILITY.match(value):
-            raise ValueError(f"capability {value!r} must match {_CAPABILITY.pattern}")
+    def _check_identifiers(cls, value: Any, info: ValidationInfo) -> Any:
+        what, pattern = _IDENTIFIERS[str(info.field_name)]
+        for item in (value,) if isinstance(value, str) else value or ():
+            if not pattern.match(item):
+                raise ValueError(f"{what} {item!r} must match {pattern.pattern}")
         return value
 
     @field_validator("seeds")
@@ -281,25 +278,17 @@ class BuiltinTool(BaseModel):
         return {"allOf": [self.schema_dict(), json.loads(self.input_rules)]}
 
 
+@dataclass(frozen=True, slots=True)
 class _Catalog:
     """Everything derived from the data file, built once."""
 
-    __slots__ = ("by_name", "digest", "hints", "index", "toolsets", "blocking")
-
-    def __init__(
-        self,
-        by_name: Mapping[str, BuiltinTool],
-        index: Mapping[str, BuiltinTool],
-        toolsets: Mapping[str, tuple[str, ...]],
-        hints: Mapping[str, str],
-        digest: str,
-    ) -> None:
-        self.by_name = by_name
-        self.index = index
-        self.toolsets = toolsets
-        self.hints = hints
-        self.digest = digest
-        self.blocking = tuple(t.name for t in by_name.values() if t.blocks_on_person)
+    by_name: Mapping[str, BuiltinTool]
+    index: Mapping[str, BuiltinTool]
+    toolsets: Mapping[str, tuple[str, ...]]
+    hints: Mapping[str, str]
+    digest: str
+    # The tools that wait on a person, in catalog order.
+    blocking: tuple[str, ...]
 
 
 def _read_data() -> str:
@@ -398,6 +387,7 @@ def _build(text: str) -> _Catalog:
         toolsets=MappingProxyType({k: tuple(v) for k, v in toolsets_raw.items()}),
         hints=MappingProxyType(dict(hints_raw)),
         digest=digest,
+        blocking=tuple(t.name for t in by_name.values() if t.blocks_on_person),
     )
 
 

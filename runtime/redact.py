@@ -290,41 +290,34 @@ def tail_overlap(text: str, value: str, least: int = 1) -> int:
     longest overlap down. The work is bounded: after a few failed
     comparisons the answer is the longest overlap not yet ruled out, which
     hides a little too much and never too little."""
-    m = min(len(value) - 1, len(text))
-    if m < least or least < 1:
-        return 0
-    lead = value[:least]
-    i = text.find(lead, len(text) - m)
-    checks = 0
-    while i != -1:
-        n = len(text) - i
-        if n < least:
-            return 0
-        if checks >= _OVERLAP_CHECKS or value.startswith(text[i:]):
-            return n
-        checks += 1
-        i = text.find(lead, i + 1)
-    return 0
+    return _overlap(text, value, min(len(value) - 1, len(text)), least)
 
 
 def head_overlap(text: str, value: str, least: int = 1) -> int:
     """How many characters at the start of ``text`` may be the end of
     ``value`` (a proper suffix of it, at least ``least`` long); 0 if none.
     The mirror of :func:`tail_overlap`, with the same bound."""
-    m = min(len(value) - 1, len(text))
-    if m < least or least < 1:
+    return _overlap(value, text, min(len(value) - 1, len(text)), least)
+
+
+def _overlap(first: str, second: str, most: int, least: int) -> int:
+    """The longest run, ``least`` to ``most`` characters, that ends ``first``
+    and starts ``second`` (both overlaps above are this, with the secret on
+    one side or the other); past ``_OVERLAP_CHECKS`` failed comparisons, the
+    longest candidate left."""
+    if most < least or least < 1:
         return 0
-    lead = text[:least]
-    j = value.find(lead, len(value) - m)
+    lead = second[:least]
+    i = first.find(lead, len(first) - most)
     checks = 0
-    while j != -1:
-        n = len(value) - j
+    while i != -1:
+        n = len(first) - i
         if n < least:
             return 0
-        if checks >= _OVERLAP_CHECKS or text.startswith(value[j:]):
+        if checks >= _OVERLAP_CHECKS or second.startswith(first[i:]):
             return n
         checks += 1
-        j = value.find(lead, j + 1)
+        i = first.find(lead, i + 1)
     return 0
 
 

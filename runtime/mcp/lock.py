@@ -28,8 +28,10 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from charter.runtime.atomic import write_atomic
+from charter.runtime.capped import read_text_capped
 from charter.runtime.errors import CharterError
 from charter.runtime.naming import mcp_safe_names
+from charter.runtime.records import field_values
 
 __all__ = [
     "LOCK_FILE",
@@ -110,14 +112,7 @@ class ToolPin:
     schema_sha256: str
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "safe_name": self.safe_name,
-            "description": self.description,
-            "description_sha256": self.description_sha256,
-            "input_schema": self.input_schema,
-            "schema_sha256": self.schema_sha256,
-        }
+        return field_values(self)  # dumps() sorts the keys
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,18 +283,13 @@ def loads(text: str) -> Lock:
 def read_lock(path: Path) -> Lock | None:
     """The lock at ``path``; None when there is no file."""
     try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_LOCK_BYTES + 1)
+        text = read_text_capped(path, MAX_LOCK_BYTES)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise LockError(f"cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_LOCK_BYTES:
-        raise LockError(f"larger than {MAX_LOCK_BYTES} bytes")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise LockError(f"not UTF-8 (byte {exc.start})") from None
+    except ValueError as exc:
+        raise LockError(str(exc)) from None
     return loads(text)
 
 

@@ -53,6 +53,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from charter.runtime.capped import read_text_capped
 from charter.runtime.models.base import (
     EdgeChoice,
     Message,
@@ -203,16 +204,11 @@ def load_script(path: str | Path) -> Script:
 def _load(path: Path) -> _Loaded:
     display = str(path)
     try:
-        with path.open("rb") as fh:
-            data = fh.read(MAX_SCRIPT_BYTES + 1)
+        text = read_text_capped(path, MAX_SCRIPT_BYTES)
     except OSError as exc:
         raise ScriptError(f"cannot read script {display}: {exc.strerror or exc}") from None
-    if len(data) > MAX_SCRIPT_BYTES:
-        raise ScriptError(f"script {display} is larger than {MAX_SCRIPT_BYTES} bytes")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ScriptError(f"script {display} is not UTF-8 (byte {exc.start})") from None
+    except ValueError as exc:
+        raise ScriptError(f"script {display} is {exc}") from None
     return _parse(text, display)
 
 

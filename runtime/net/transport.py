@@ -161,16 +161,25 @@ class _PinnedBackend(httpcore.NetworkBackend):
         self._inner.sleep(seconds)
 
 
-class _AsyncPinnedBackend(httpcore.AsyncNetworkBackend):
+class _AsyncPinning:
+    """The body of both asynchronous backends, httpcore's and httpcore2's (the
+    fork mcp uses): the two stacks differ only in their types, so a subclass
+    for each names its stack's connect errors and nothing else."""
+
+    _connect_error: type[Exception]
+    _connect_timeout: type[Exception]
+
     def __init__(
         self,
         guard: Guard,
         refuse: Callable[[UrlVerdict], Exception],
-        inner: httpcore.AsyncNetworkBackend | None = None,
+        inner: Any,
+        on_decision: UrlDecisionSink | None = None,
     ) -> None:
         self._guard = guard
         self._refuse = refuse
-        self._inner = inner if inner is not None else httpcore.AnyIOBackend()
+        self._inner = inner
+        self._on_decision = on_decision
 
     async def connect_tcp(
         self,
@@ -179,31 +188,42 @@ class _AsyncPinnedBackend(httpcore.AsyncNetworkBackend):
         timeout: float | None = None,
         local_address: str | None = None,
         socket_options: Iterable[SocketOption] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        stream: httpcore.AsyncNetworkStream = await _connect_pinned(
-            self._guard,
-            self._inner,
-            (httpcore.ConnectError, httpcore.ConnectTimeout),
-            self._refuse,
-            None,
-            host,
-            port,
-            timeout,
-            local_address,
-            socket_options,
-        )
-        return stream
+    ) -> Any:
+        """Resolve and judge every answer, tell ``on_decision`` (phase
+        ``connect``), then try the approved addresses in turn."""
+        # getaddrinfo blocks, so the lookup runs on a worker thread.
+        decision = await anyio.to_thread.run_sync(self._guard.pin, host, port)
+        if self._on_decision is not None:
+            self._on_decision(url_decision_event("connect", decision))
+        if not decision.allowed:
+            raise self._refuse(decision)
+        error: Exception | None = None
+        # Every address was judged safe, so trying them in turn is still pinned.
+        for address in decision.addresses:
+            try:
+                return await self._inner.connect_tcp(
+                    address, port, timeout, local_address, socket_options
+                )
+            except (self._connect_error, self._connect_timeout) as exc:
+                error = exc
+        assert error is not None  # an allowed decision always has addresses
+        raise error
 
     async def connect_unix_socket(
         self,
         path: str,
         timeout: float | None = None,
         socket_options: Iterable[SocketOption] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise httpcore.ConnectError("unix sockets are never used by the pinned transport")
+    ) -> Any:
+        raise self._connect_error("unix sockets are never used by the pinned transport")
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
+
+
+class _AsyncPinnedBackend(_AsyncPinning, httpcore.AsyncNetworkBackend):
+    _connect_error = httpcore.ConnectError
+    _connect_timeout = httpcore.ConnectTimeout
 
 
 # --------------------------------------------------------------------------- httpx transports
@@ -249,39 +269,6 @@ def _admit(
         on_decision(url_decision_event("request", decision, method=request.method))
     if decision.verdict == "deny":
         raise refuse(decision)
-
-
-async def _connect_pinned(
-    guard: Guard,
-    inner: Any,
-    errors: tuple[type[Exception], ...],
-    refuse: Callable[[UrlVerdict], Exception],
-    on_decision: UrlDecisionSink | None,
-    host: str,
-    port: int,
-    timeout: float | None,
-    local_address: str | None,
-    socket_options: Iterable[SocketOption] | None,
-) -> Any:
-    """What both asynchronous backends (httpcore's and httpcore2's) do to
-    open a connection: resolve and judge every answer, tell ``on_decision``
-    (phase ``connect``), then try the approved addresses in turn with
-    ``inner``; ``errors`` are that stack's failures to connect."""
-    # getaddrinfo blocks, so the lookup runs on a worker thread.
-    decision = await anyio.to_thread.run_sync(guard.pin, host, port)
-    if on_decision is not None:
-        on_decision(url_decision_event("connect", decision))
-    if not decision.allowed:
-        raise refuse(decision)
-    error: Exception | None = None
-    # Every address was judged safe, so trying them in turn is still pinned.
-    for address in decision.addresses:
-        try:
-            return await inner.connect_tcp(address, port, timeout, local_address, socket_options)
-        except errors as exc:
-            error = exc
-    assert error is not None  # an allowed decision always has addresses
-    raise error
 
 
 class PinnedTransport(httpx.HTTPTransport):
@@ -334,7 +321,11 @@ class AsyncPinnedTransport(httpx.AsyncHTTPTransport):
         self.guard = _guard(policy, resolver)
         self._pool = httpcore.AsyncConnectionPool(
             **_pool_options(verify, http2, limits),
-            network_backend=_AsyncPinnedBackend(self.guard, BlockedRequest, backend),
+            network_backend=_AsyncPinnedBackend(
+                self.guard,
+                BlockedRequest,
+                backend if backend is not None else httpcore.AnyIOBackend(),
+            ),
         )
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -473,42 +464,9 @@ def mcp_http_client_factory(
         def __str__(self) -> str:
             return UrlRefused.__str__(self)
 
-    class _Backend2(httpcore2.AsyncNetworkBackend):
-        def __init__(self) -> None:
-            self._inner = httpcore2.AnyIOBackend()
-
-        async def connect_tcp(
-            self,
-            host: str,
-            port: int,
-            timeout: float | None = None,
-            local_address: str | None = None,
-            socket_options: Iterable[SocketOption] | None = None,
-        ) -> httpcore2.AsyncNetworkStream:
-            stream: httpcore2.AsyncNetworkStream = await _connect_pinned(
-                guard,
-                self._inner,
-                (httpcore2.ConnectError, httpcore2.ConnectTimeout),
-                BlockedHttpx2Request,
-                on_decision,
-                host,
-                port,
-                timeout,
-                local_address,
-                socket_options,
-            )
-            return stream
-
-        async def connect_unix_socket(
-            self,
-            path: str,
-            timeout: float | None = None,
-            socket_options: Iterable[SocketOption] | None = None,
-        ) -> httpcore2.AsyncNetworkStream:
-            raise httpcore2.ConnectError("unix sockets are never used by the pinned transport")
-
-        async def sleep(self, seconds: float) -> None:
-            await self._inner.sleep(seconds)
+    class _Backend2(_AsyncPinning, httpcore2.AsyncNetworkBackend):
+        _connect_error = httpcore2.ConnectError
+        _connect_timeout = httpcore2.ConnectTimeout
 
     class _Transport2(httpx2.AsyncHTTPTransport):
         def __init__(self) -> None:
@@ -516,7 +474,9 @@ def mcp_http_client_factory(
             self._pool = httpcore2.AsyncConnectionPool(
                 ssl_context=httpx2.create_ssl_context(verify=verify, trust_env=False),
                 http1=True,
-                network_backend=_Backend2(),
+                network_backend=_Backend2(
+                    guard, BlockedHttpx2Request, httpcore2.AnyIOBackend(), on_decision
+                ),
             )
 
         async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:

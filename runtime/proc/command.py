@@ -246,19 +246,15 @@ def _supervise(
 ) -> ProcResult:
     # Only a caller recording the output needs a failed pipe to stop the tree.
     failed = threading.Event() if on_output is not None else None
-    out = Drain(
-        proc.stdout,
-        Capture(head_bytes=output_cap, tail_chars=tail_chars),
-        name="stdout",
-        sink=on_output,
-        failed=failed,
-    )
-    err = Drain(
-        proc.stderr,
-        Capture(head_bytes=output_cap, tail_chars=tail_chars),
-        name="stderr",
-        sink=on_output,
-        failed=failed,
+    out, err = (
+        Drain(
+            pipe,
+            Capture(head_bytes=output_cap, tail_chars=tail_chars),
+            name=name,
+            sink=on_output,
+            failed=failed,
+        )
+        for pipe, name in ((proc.stdout, "stdout"), (proc.stderr, "stderr"))
     )
     deadline = start + timeout_s
     timed_out = cancelled = aborted = False

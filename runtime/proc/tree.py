@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
+from charter.runtime.records import field_values
+
 __all__ = [
     "CAN_PEEK",
     "GRACE_S",
@@ -117,13 +119,7 @@ class SpawnRecord:
     start_marker: str | None  # see start_marker(); None when the OS offers none
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "spawn_id": self.spawn_id,
-            "pid": self.pid,
-            "pgid": self.pgid,
-            "platform": self.platform,
-            "start_marker": self.start_marker,
-        }
+        return field_values(self)
 
 
 def still_ours(spawn: SpawnRecord, proc: Process) -> bool:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -291,18 +291,26 @@ def agent_tools(
             return refusal("error", "dispatch", "wait-cancelled", "stopped while waiting")
         return ok(describe(started), agent_id=started.id)
 
-    def status(
-        args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **_: Any
-    ) -> ToolResult:
-        child = world.own_child(me, str(args.get("agent_id") or args.get("task_id")))
-        if isinstance(child, ToolResult):
-            return child
+    def of_own_child(
+        act: Callable[[Child, Mapping[str, Any], str | None], ToolResult],
+    ) -> Callable[..., ToolResult]:
+        """A tool that acts on one of this agent's children, named by
+        ``agent_id`` (or ``task_id``, as the task tools name it)."""
+
+        def run(
+            args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **_: Any
+        ) -> ToolResult:
+            child = world.own_child(me, str(args.get("agent_id") or args.get("task_id")))
+            return child if isinstance(child, ToolResult) else act(child, args, tool)
+
+        return run
+
+    @of_own_child
+    def status(child: Child, args: Mapping[str, Any], tool: str | None) -> ToolResult:
         return ok(describe(child), done=child.done.is_set())
 
-    def wait(args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **_: Any) -> ToolResult:
-        child = world.own_child(me, str(args.get("agent_id") or args.get("task_id")))
-        if isinstance(child, ToolResult):
-            return child
+    @of_own_child
+    def wait(child: Child, args: Mapping[str, Any], tool: str | None) -> ToolResult:
         timeout = float(args["timeout_seconds"]) if tool == "yield_until" else None
         if tool == "yield_until" and "timeout_seconds" not in args:
             timeout = 30.0
@@ -325,12 +333,8 @@ def agent_tools(
         where = f"context section '{region}'" if region else "its conversation"
         return ok(f"Delivered to sub-agent {child.id} ({where}); it reads it before its next turn.")
 
-    def cancel(
-        args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **_: Any
-    ) -> ToolResult:
-        child = world.own_child(me, str(args.get("agent_id") or args.get("task_id")))
-        if isinstance(child, ToolResult):
-            return child
+    @of_own_child
+    def cancel(child: Child, args: Mapping[str, Any], tool: str | None) -> ToolResult:
         stopped = anyio.from_thread.run_sync(
             lambda: world.kill(child.id, f"killed by agent {me.id}")
         )
@@ -362,6 +366,7 @@ def agent_tools(
         "tasks.cancel": cancel,
         "tasks.list": listing,
     }
+
     def registered(runs: Mapping[str, Any]) -> tuple[Registration, ...]:
         return tuple(
             register(key, run, serves={tool: NO_PATHS for tool in _SERVES[key]})

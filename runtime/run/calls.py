@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -111,44 +112,38 @@ def guard_records(
     return None
 
 
+@dataclass(frozen=True, slots=True)
 class Announced:
     """The run's approval provider for one call, announcing the wait: a
     ``approval_waiting`` event before a person is asked and
     ``approval_resumed`` with the answer after, so a watcher (or a program
     reading --json) knows the run is waiting on someone, not hung."""
 
-    def __init__(
-        self,
-        inner: ApprovalProvider,
-        emit: Callable[..., None],
-        call: ModelToolCall,
-        meter: Meter,
-    ) -> None:
-        self._inner = inner
-        self._emit = emit
-        self._call = call
-        self._meter = meter
+    inner: ApprovalProvider
+    emit: Callable[..., None]
+    call: ModelToolCall
+    meter: Meter
 
     def request(self, req: ApprovalRequest) -> ApprovalAnswer:
-        self._meter.waiting = True
-        self._emit(
+        self.meter.waiting = True
+        self.emit(
             "approval_waiting",
             tool=req.tool,
-            call_id=self._call.id,
+            call_id=self.call.id,
             stage=req.stage,
             reasons=list(req.all_reasons),
         )
         started = time.perf_counter()
         answer: ApprovalAnswer | None = None
         try:
-            answer = self._inner.request(req)
+            answer = self.inner.request(req)
             return answer
         finally:
-            self._meter.waiting = False
-            self._emit(
+            self.meter.waiting = False
+            self.emit(
                 "approval_resumed",
                 tool=req.tool,
-                call_id=self._call.id,
+                call_id=self.call.id,
                 answer=answer.kind if answer is not None else "deny",
                 by=answer.source if answer is not None else "error",
                 waited_s=round(time.perf_counter() - started, 1),

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import anyio.to_thread
 
+from charter.runtime.records import field_values
+
 if TYPE_CHECKING:
     from charter.runtime.approval import ApprovalProvider
     from charter.runtime.audit import AuditLog
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from charter.runtime.run.people import Prompter
     from charter.runtime.sandbox.containment import Containment
 
-__all__ = ["AgentResult", "RunContext", "AgentStatus"]
+__all__ = ["AgentResult", "AgentStatus", "RunContext", "RunSettings"]
 
 AgentStatus = Literal["completed", "no_output", "failed", "cancelled", "killed"]
 
@@ -42,22 +44,14 @@ class AgentResult:
     gates_forced: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "agent_id": self.agent_id,
-            "agent_name": self.agent_name,
-            "status": self.status,
-            "reason": self.reason,
-            "output": self.output,
-            "output_format": self.output_format,
-            "turns": self.turns,
-            "tool_calls": self.tool_calls,
-            "gates_forced": list(self.gates_forced),
-        }
+        return {**field_values(self), "gates_forced": list(self.gates_forced)}
 
 
-@dataclass(slots=True)
-class RunContext:
-    """What every agent of one run shares."""
+@dataclass(slots=True, kw_only=True)
+class RunSettings:
+    """What the caller of a run decides for all of it; :class:`RunContext`
+    carries these to every agent, and ``runner.RunOptions`` adds which agent
+    starts and with what task."""
 
     prepared: PreparedPlan
     workspace: Path
@@ -73,15 +67,22 @@ class RunContext:
     allow: tuple[str, ...] = ()
     prompter: Prompter | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
-    limiter: anyio.CapacityLimiter | None = None
     # Where authored tools' modules are found (the compiled project's root);
     # None falls back to the workspace. Their digests are checked either way.
     project_root: Path | None = None
+    # Where commands run (charter.runtime.sandbox.containment); None: uncontained.
+    containment: Containment | None = None
+
+
+@dataclass(slots=True, kw_only=True)
+class RunContext(RunSettings):
+    """What every agent of one run shares: the settings, and the state the
+    run builds as it goes."""
+
+    limiter: anyio.CapacityLimiter | None = None
     # The run's MCP connections; made when the first agent with servers
     # starts (or given, e.g. with in-process servers), closed by the root.
     mcp: McpRuntime | None = None
-    # Where commands run (charter.runtime.sandbox.containment); None: uncontained.
-    containment: Containment | None = None
     _mcp_lock: threading.Lock = field(default_factory=threading.Lock)
     # Work in threads that the run waits for (tool calls, MCP connects and
     # closes, stopping background tasks) runs in shielded scopes registered

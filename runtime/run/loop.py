@@ -331,44 +331,37 @@ class AgentRun:
         edge = stage.edges[index]
         reasons = [] if edge.gate is None else gate_reasons(edge.gate, self.visit, self.rt.store)
         if reasons and edge.gate is not None:
+            unmet = "; ".join(reasons)
             key = (stage.name, index)
             attempts = self.gate_attempts.get(key, 0) + 1
             self.gate_attempts[key] = attempts
-            if attempts < edge.gate.max_attempts:
-                why = edge.gate.message or "; ".join(reasons)
+            held = attempts < edge.gate.max_attempts
+            self._audit(
+                "gate",
+                stage=stage.name,
+                to=edge.to,
+                decision="hold" if held else "forced",
+                reason=unmet,
+                attempt=attempts,
+            )
+            if held:
+                why = edge.gate.message or unmet
                 self.emit(
                     "gate_blocked",
                     to=edge.to,
                     attempt=attempts,
                     max_attempts=edge.gate.max_attempts,
-                    reason="; ".join(reasons),
-                )
-                self._audit(
-                    "gate",
-                    stage=stage.name,
-                    to=edge.to,
-                    decision="hold",
-                    reason="; ".join(reasons),
-                    attempt=attempts,
+                    reason=unmet,
                 )
                 self.messages.append(
                     Message.user(
                         f"[blocked] The way to stage '{edge.to}' is held: {why} "
-                        f"(attempt {attempts} of {edge.gate.max_attempts}; "
-                        f"unmet: {'; '.join(reasons)})"
+                        f"(attempt {attempts} of {edge.gate.max_attempts}; unmet: {unmet})"
                     )
                 )
                 return False
             self.gates_forced.append(f"{stage.name}->{edge.to}")
-            self.emit("gate_forced", to=edge.to, attempts=attempts, reason="; ".join(reasons))
-            self._audit(
-                "gate",
-                stage=stage.name,
-                to=edge.to,
-                decision="forced",
-                reason="; ".join(reasons),
-                attempt=attempts,
-            )
+            self.emit("gate_forced", to=edge.to, attempts=attempts, reason=unmet)
         target = self.session.agent.stages.get(edge.to)
         if target is None:
             self.messages.append(Message.user(f"[error] stage '{edge.to}' does not exist"))

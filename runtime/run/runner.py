@@ -21,24 +21,14 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
+from charter.runtime.records import field_values
+from charter.runtime.run.context import RunSettings
 from charter.runtime.run.loop import AgentResult, AgentRun, RunContext
-
-if TYPE_CHECKING:
-    from charter.runtime.approval import ApprovalProvider
-    from charter.runtime.audit import AuditLog
-    from charter.runtime.models import ModelProvider
-    from charter.runtime.prepared import PreparedPlan
-    from charter.runtime.redact import Redactor
-    from charter.runtime.run.events import EventBus
-    from charter.runtime.run.people import Prompter
-    from charter.runtime.sandbox.containment import Containment
 
 __all__ = ["INTERRUPT_GRACE_S", "RunOptions", "RunReport", "execute_run"]
 
@@ -51,27 +41,14 @@ INTERRUPT_GRACE_S = 0.8
 _THREADS = 256
 
 
-@dataclass(slots=True)
-class RunOptions:
-    prepared: PreparedPlan
+@dataclass(slots=True, kw_only=True)
+class RunOptions(RunSettings):
+    """What one run is given: the settings every agent shares, and which
+    agent starts with what task."""
+
     agent: str
     task: str
-    workspace: Path
-    run_dir: Path
-    run_id: str
-    provider: ModelProvider
-    approvals: ApprovalProvider
-    bus: EventBus
-    audit: AuditLog | None
-    redactor: Redactor
-    env: Mapping[str, str]
-    yolo: bool = False
-    allow: tuple[str, ...] = ()
-    prompter: Prompter | None = None
-    cancel: threading.Event = field(default_factory=threading.Event)
     handle_signals: bool = True
-    project_root: Path | None = None
-    containment: Containment | None = None  # where commands run (None: uncontained)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,25 +69,7 @@ def execute_run(options: RunOptions) -> RunReport:
 async def _main(o: RunOptions) -> RunReport:
     from charter.runtime.run.agents import AgentWorld
 
-    ctx = RunContext(
-        prepared=o.prepared,
-        workspace=o.workspace,
-        run_dir=o.run_dir,
-        run_id=o.run_id,
-        provider=o.provider,
-        approvals=o.approvals,
-        bus=o.bus,
-        audit=o.audit,
-        redactor=o.redactor,
-        env=o.env,
-        yolo=o.yolo,
-        allow=o.allow,
-        prompter=o.prompter,
-        cancel=o.cancel,
-        limiter=anyio.CapacityLimiter(_THREADS),
-        project_root=o.project_root,
-        containment=o.containment,
-    )
+    ctx = RunContext(**field_values(o, of=RunSettings), limiter=anyio.CapacityLimiter(_THREADS))
     found = o.prepared.agents[o.agent]
     interrupted: list[int] = []
     result: AgentResult | None = None

@@ -69,38 +69,27 @@ def call_executables(
     goes wrong: naming executables is a report, and it must never turn a
     decision into a failure."""
     try:
-        return _resolve(args, tool=tool, shell=shell, env=env, workspace=workspace)
+        # Imported here: the gate pipeline loads this module for every run, and
+        # ``charter check`` should pay for the shell tool only when it resolves.
+        from charter.runtime.env import call_env
+        from charter.runtime.tools.shell import shell_argv
+        from charter.runtime.workspace import confine
+
+        command = args.get("command")
+        if not isinstance(command, str) or not command.strip() or "\x00" in command:
+            return UNKNOWN  # the tool refuses it before anything starts
+        terminal = is_terminal_call(args, tool)
+        cwd_arg = args.get("cwd", ".") if terminal else "."
+        overlay = dict(args.get("env") or {}) if terminal else {}
+        where = confine(workspace, str(cwd_arg), op="read")
+        if where.decision != "allow" or where.resolved is None or not where.resolved.is_dir():
+            return UNKNOWN  # the tool refuses this working directory: nothing runs
+        cwd = where.resolved
+        argv = shell_argv(shell, command)
+        with call_env(env, overlay=overlay, secrets={}) as child:
+            return resolved(argv, command, cwd=cwd, path=child.get("PATH"))
     except Exception:
         return UNKNOWN
-
-
-def _resolve(
-    args: Mapping[str, Any],
-    *,
-    tool: str | None,
-    shell: str,
-    env: Mapping[str, str],
-    workspace: Path,
-) -> Executables:
-    # Imported here: the gate pipeline loads this module for every run, and
-    # ``charter check`` should pay for the shell tool only when it resolves.
-    from charter.runtime.env import call_env
-    from charter.runtime.tools.shell import shell_argv
-    from charter.runtime.workspace import confine
-
-    command = args.get("command")
-    if not isinstance(command, str) or not command.strip() or "\x00" in command:
-        return UNKNOWN  # the tool refuses it before anything starts
-    terminal = is_terminal_call(args, tool)
-    cwd_arg = args.get("cwd", ".") if terminal else "."
-    overlay = dict(args.get("env") or {}) if terminal else {}
-    where = confine(workspace, str(cwd_arg), op="read")
-    if where.decision != "allow" or where.resolved is None or not where.resolved.is_dir():
-        return UNKNOWN  # the tool refuses this working directory: nothing runs
-    cwd = where.resolved
-    argv = shell_argv(shell, command)
-    with call_env(env, overlay=overlay, secrets={}) as child:
-        return resolved(argv, command, cwd=cwd, path=child.get("PATH"))
 
 
 def resolved(argv: list[str], command: str, *, cwd: Path, path: str | None) -> Executables:
