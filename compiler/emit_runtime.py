@@ -31,9 +31,16 @@ def builtin_entry(
     description: str,
     risk: Risk | None = None,
     origin: SourceRef | None = None,
+    pin_template: bool = True,
 ) -> ToolEntry:
     """The plan entry of a built-in tool: the catalog's facts about it, with
-    the description rendered for the target and the risk the agent raised."""
+    the description rendered for the target and the risk the agent raised.
+
+    ``pin_template`` False (a compile that renders no description, as
+    ``charter validate``'s) pins no description template: nothing renders
+    one from such a plan, and deciding which templates read the answer
+    shape parses them with jinja2, the largest library validate would
+    otherwise load."""
     return ToolEntry(
         name=tool.name,
         source="builtin",
@@ -55,7 +62,9 @@ def builtin_entry(
         # Pinned only where the description depends on the answer shape,
         # which a parent may override at run time.
         description_template=(
-            tool.description_template if shows_answer_shape(tool.description_template) else None
+            tool.description_template
+            if pin_template and shows_answer_shape(tool.description_template)
+            else None
         ),
     )
 

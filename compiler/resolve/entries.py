@@ -259,5 +259,9 @@ def builtin_entry(ctx: AgentContext, ref: ToolRef, output: StageTable | None) ->
     )
     # The catalog's facts a decision needs are pinned into the plan there.
     return emit_runtime.builtin_entry(
-        b, description=description, risk=cast(Any, risk), origin=span_ref(ref.where)
+        b,
+        description=description,
+        risk=cast(Any, risk),
+        origin=span_ref(ref.where),
+        pin_template=ctx.options.render_descriptions,
     )
