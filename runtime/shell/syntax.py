@@ -32,7 +32,7 @@ from charter.runtime.shell.tree import (
     Tok,
     Word,
 )
-from charter.runtime.shell.words import decode_ansi_c, make_word, part_from_token
+from charter.runtime.shell.words import decode_ansi_c, literal_word, make_word, part_from_token
 
 __all__ = [
     "EXPANSION_KINDS",
@@ -419,13 +419,19 @@ def _flat(tokens: list[Tok], text: str, ctx: _Ctx) -> Program | None:
         k += 1
     while k < n:
         children: list[Any] = []
+        # every element a LIT token of its own (no redirect, nothing glued):
+        # each is one literal word, built directly (what _group would make)
+        plain = True
         while k < n:
             t = tokens[k]
             kind = t[0]
             if kind in _ELEMENT:
+                if plain and (kind != "LIT" or (children and children[-1][2] == t[1])):
+                    plain = False
                 children.append(t)
                 k += 1
             elif kind == "DQ_OPEN":
+                plain = False
                 j = k + 1
                 while j < n and tokens[j][0] in _DQ_INNER:
                     j += 1
@@ -437,7 +443,11 @@ def _flat(tokens: list[Tok], text: str, ctx: _Ctx) -> Program | None:
                 break
         if not children:
             return None  # an operator or a parenthesis where a command starts
-        commands.append(_build_simple(children, text, ctx))
+        if plain:
+            words = tuple([literal_word(text, t[1], t[2]) for t in children])
+            commands.append(SimpleCommand(words, (), words[0].start, words[-1].end))
+        else:
+            commands.append(_build_simple(children, text, ctx))
         if k == n:
             break
         t = tokens[k]

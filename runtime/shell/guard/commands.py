@@ -214,7 +214,8 @@ def _simple(st: State, cmd: SimpleCommand) -> None:
     sourced = name in (".", "source") and i + 1 < len(words)
     if sourced and words[i + 1].value not in ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-"):
         sourced = False
-    if name is not None and (posixpath.basename(name) in SHELLS or sourced):
+    # (rpartition is posixpath.basename for a str, without its type checks)
+    if name is not None and (name.rpartition("/")[2] in SHELLS or sourced):
         # `bash <<< 'CMD'` and `bash <<EOF`: the inline text is the shell's script
         for r in cmd.redirects:
             if r.op == "<<<" and r.target.value is not None:

@@ -10,7 +10,7 @@ from charter.runtime.shell.options import long_given, scan, short_given
 from charter.runtime.shell.programs.base import UNKNOWN, Issue
 from charter.runtime.shell.programs.wrappers import unwrap
 
-__all__ = ["SYSTEM_DIRS", "block_device", "critical_target", "destructive"]
+__all__ = ["SYSTEM_DIRS", "block_device", "critical_target", "destructive", "may_destroy"]
 
 SYSTEM_DIRS = frozenset(
     {
@@ -140,8 +140,54 @@ _FIND_UNFILTERED = frozenset(
 )
 
 
+# Every program a branch of destructive() below speaks about (and mkfs.*):
+# for any other it is None whatever the arguments, so the guard need not
+# spell the arguments out for it. destructive() returns early on the same
+# test, which keeps this list the one that counts.
+_NAMED = frozenset(
+    {
+        "rm",
+        "chmod",
+        "chown",
+        "chgrp",
+        "sudo",
+        "mke2fs",
+        "mkswap",
+        "wipefs",
+        "mkdosfs",
+        "newfs",
+        "shutdown",
+        "reboot",
+        "halt",
+        "poweroff",
+        "init",
+        "telinit",
+        "systemctl",
+        "kill",
+        "dd",
+        "cp",
+        "mv",
+        "tee",
+        "shred",
+        "install",
+        "ln",
+        "cat",
+        "pv",
+        "truncate",
+        "find",
+    }
+)
+
+
+def may_destroy(prog: str) -> bool:
+    """Whether :func:`destructive` can refuse anything ``prog`` runs."""
+    return prog in _NAMED or prog.startswith("mkfs")
+
+
 def destructive(prog: str, args: Sequence[str], cwd: str | None, workspace: str) -> Issue | None:
     """The refusal for a known destructive payload, or None."""
+    if not may_destroy(prog):
+        return None
     if prog == "rm":
         s = scan(args, "")
         recursive = short_given(s, "rR") or long_given(s, _RECURSIVE_RM)
