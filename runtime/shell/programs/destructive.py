@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from charter.runtime.shell.options import long_given, scan, short_given
 from charter.runtime.shell.programs.base import UNKNOWN, Issue
-from charter.runtime.shell.programs.wrappers import unwrap
+from charter.runtime.shell.programs.wrappers import WRAPPERS, unwrap
 
 __all__ = ["SYSTEM_DIRS", "block_device", "critical_target", "destructive", "may_destroy"]
 
@@ -104,19 +104,8 @@ def critical_target(target: str, cwd: str | None, workspace: str) -> str | None:
 
 
 _RECURSIVE_RM = ("recursive",)
-_SUDO_VALUED = (
-    "user",
-    "group",
-    "close-from",
-    "chdir",
-    "host",
-    "prompt",
-    "role",
-    "type",
-    "other-user",
-    "command-timeout",
-    "chroot",
-)
+# sudo's options that take a value, as the wrapper table reads them
+_SUDO_SHORT, _SUDO_VALUED = WRAPPERS["sudo"]
 # find expression words that do not narrow which files -delete removes
 _FIND_UNFILTERED = frozenset(
     {
@@ -217,7 +206,7 @@ def destructive(prog: str, args: Sequence[str], cwd: str | None, workspace: str)
     if prog == "sudo":
         # sudo -S takes the password from standard input: a command that
         # pipes a password into sudo is an agent typing one, never run
-        s = scan(args, "ugCDhprtUTc", _SUDO_VALUED, permute=False)
+        s = scan(args, _SUDO_SHORT, _SUDO_VALUED, permute=False)
         bad = short_given(s, "S") or long_given(s, ("stdin",))
         if bad is not None:
             # a destructive command behind it is the more telling refusal
