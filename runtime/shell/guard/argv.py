@@ -76,7 +76,8 @@ def assignments(st: State, words: tuple[Word, ...] | list[Word], i: int = 0) -> 
 
 def is_assignment(w: Word) -> bool:
     first = w.parts[0]
-    return first.kind == "lit" and ASSIGNMENT.match(first.raw) is not None
+    # (an assignment's first fragment holds its `=`: most words have none)
+    return first.kind == "lit" and "=" in first.raw and ASSIGNMENT.match(first.raw) is not None
 
 
 def _control_structure(name: str) -> str:

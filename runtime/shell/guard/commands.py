@@ -207,7 +207,11 @@ def _simple(st: State, cmd: SimpleCommand) -> None:
     for r in cmd.redirects:
         judge_redirect(st, r)
     for w in words:
-        _word_expansions(st, w)
+        # A word with a value has no expanding part (an expansion has no
+        # value, and neither has a string holding one): only its tilde,
+        # glob or brace can still need a finding.
+        if w.value is None or w.tilde or w.glob or w.brace:
+            _word_expansions(st, w)
     for r in cmd.redirects:
         _word_expansions(st, r.target)
     name = words[i].value if i < len(words) else None
