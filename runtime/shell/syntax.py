@@ -471,6 +471,15 @@ def _flat(tokens: list[Tok], text: str, ctx: _Ctx) -> Program | None:
     return Program(tuple(commands), commands[0].start, commands[-1].end, tuple(ops))
 
 
+def _tree(tokens: list[Tok], text: str, ctx: _Ctx) -> Program:
+    """The tree of ``tokens``: the flat path's when it answers, else the table's."""
+    try:
+        flat = _flat(tokens, text, ctx)
+    except ShellSyntaxError:
+        flat = None  # the table finds the first error, where it finds it
+    return flat if flat is not None else _drive(tokens, text, ctx)
+
+
 def _unexpected(t: Tok, text: str) -> str:
     if t[0] == "$END":
         return "the command ends too early"
@@ -502,12 +511,7 @@ def parse(raw: str, *, max_tokens: int = -1) -> ParseResult:
     text = raw if sp is None else sp.text
     try:
         lexed = lex(text, sp, max_tokens)
-        ctx = _Ctx(lexed.heredocs, lexed.values)
-        try:
-            flat = _flat(lexed.tokens, text, ctx)
-        except ShellSyntaxError:
-            flat = None  # the table finds the first error, where it finds it
-        program = flat if flat is not None else _drive(lexed.tokens, text, ctx)
+        program = _tree(lexed.tokens, text, _Ctx(lexed.heredocs, lexed.values))
     except ShellSyntaxError as exc:
         return ParseResult(None, exc, (), text, sp)
     except RecursionError:
