@@ -43,17 +43,13 @@ _OPERATOR_KIND = {"&&": "ANDIF", "||": "ORIF", "|&": "PIPE", "|": "PIPE", ";": "
 # `2>x` is fd 2, while `22abc>x` fails here and becomes the word `22abc`);
 # control operators (`;;` and `;&` only occur in `case`, which is refused);
 # and a literal run. Quotes, `$`, backticks, parentheses, newlines and `#`
-# are handled by hand because their meaning depends on context. A literal
-# run takes the spaces and tabs after it along (outside its group, so not
-# into the token): they are the blanks the next round would skip, and
-# nothing between a word and the next token looks at them but the `#`
-# check, which reads the character before the `#` all the same.
+# are handled by hand because their meaning depends on context.
 _NORMAL = re.compile(
     r"(?P<B>(?:[ \t]|\\\n)+)"
     r"|(?P<P>[<>]\()"
     r"|(?P<R>[0-9]*(?P<rop>&>>|&>|>>|>\||>&|>|<<<|<<-|<<|<>|<&|<))"
     r"|(?P<O>;;|;&|&&|\|\||\|&|\||;|&)"
-    r"|(?P<L>(?:[^ \t\n'\"\\$`|&;()<>]|\\[\s\S])+)[ \t]*"
+    r"|(?P<L>(?:[^ \t\n'\"\\$`|&;()<>]|\\[\s\S])+)"
 )
 # Tokens that end inside a word: digits right after one are not a descriptor.
 _WORD_PART_TOKENS = frozenset(
@@ -317,11 +313,7 @@ def lex(text: str, sp: Spliced | None, max_tokens: int = -1) -> Lexed:
             if group == "B":
                 i = j
             elif group == "L":
-                end = m.end("L")
-                append(("LIT", i, end))
-                if end < j and len(tokens) > max_tokens:
-                    # where the round for the blanks would have stopped
-                    raise ShellTooLong(end, f"more than {max_tokens} tokens")
+                append(("LIT", i, j))
                 i = j
             elif group == "R":
                 k = i
