@@ -8,8 +8,9 @@ commands) plus every command of the golden data files, so it mixes allowed,
 asked and denied commands, pipelines, substitutions and parse errors. Each
 round judges every command once, in a shuffled order; the figures are the
 median and 99th percentile over all single decisions. The split shows where
-the time goes: lexing, the LALR table walk that builds the tree, and the
-classification (which includes the extra readings of non-ASCII text).
+the time goes: lexing, building the tree (the flat path, or the LALR table
+walk for nested text), and the classification (which includes the extra
+readings of non-ASCII text).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from charter.runtime.shell import ShellPolicy, evaluate
-    from charter.runtime.shell.syntax import _Ctx, _drive, build_parser, tokenize
+    from charter.runtime.shell.syntax import _Ctx, _tree, build_parser, tokenize
 
     import_ms, build_ms = build_cost_in_fresh_process()
     commands = corpus()
@@ -102,7 +103,7 @@ def main() -> int:
             continue
         t1 = counter()
         try:
-            _drive(lexed.tokens, lexed.text, _Ctx(lexed.heredocs, lexed.values))
+            _tree(lexed.tokens, lexed.text, _Ctx(lexed.heredocs, lexed.values))
         except Exception:
             continue
         t2 = counter()
@@ -129,7 +130,7 @@ def main() -> int:
     )
     print(
         f"  of which (medians) lexing {statistics.median(lex):.1f} us, "
-        f"LALR walk + tree {statistics.median(drive):.1f} us, "
+        f"tree building {statistics.median(drive):.1f} us, "
         f"classification the rest"
     )
     print(

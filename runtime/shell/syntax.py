@@ -32,7 +32,7 @@ from charter.runtime.shell.tree import (
     Tok,
     Word,
 )
-from charter.runtime.shell.words import decode_ansi_c, make_word, part_from_token
+from charter.runtime.shell.words import decode_ansi_c, literal_word, make_word, part_from_token
 
 __all__ = [
     "EXPANSION_KINDS",
@@ -380,6 +380,106 @@ def _drive(tokens: list[Tok], text: str, ctx: _Ctx) -> Program:
     raise ShellSyntaxError(len(text), "the command ends too early")
 
 
+# --- the flat fast path ----------------------------------------------------------------------
+#
+# Most command lines are simple commands joined by `|`, `&&`, `||`, `;`,
+# `&` and newlines, with no parentheses anywhere (no subshell, `$(...)` or
+# `<(...)`). For those the grammar's tree is known without the table: a
+# list of simple commands and the separators between them in text order.
+# _flat builds exactly the tree _drive would, with the same builders, in one
+# pass and no parser stack. It only answers when the tokens are in that
+# shape and every builder succeeds; anything else (a nesting token, an
+# operator where a command must start, a builder's error) returns None and
+# the text goes through _drive, so the language accepted and every error
+# and its position stay the table's. tests/shell/test_flat_parse.py checks
+# the two agree on every golden command and a generated sample.
+
+# tokens that are, on their own, one element of a simple command
+_ELEMENT = frozenset(
+    {"LIT", "SQ", "ANSIC", "PARAM", "PARAM_BRACE", "ARITH", "LEGACY_ARITH", "BACKTICK", "DOLLAR"}
+    | {"REDIR"}
+)
+# tokens a double-quoted string holds when it holds no `$(...)`
+_DQ_INNER = frozenset({"DQ_TEXT", "PARAM", "PARAM_BRACE", "ARITH", "LEGACY_ARITH", "BACKTICK"})
+# separators after which another command must follow (`a |`, `a &&` end too early)
+_JOINS = frozenset({"PIPE", "ANDIF", "ORIF"})
+# separators that may end the list (`a;`, `a &`, a newline)
+_ENDS = frozenset({"SEMI", "AMP", "NEWLINE"})
+
+
+def _flat(tokens: list[Tok], text: str, ctx: _Ctx) -> Program | None:
+    """The tree of a flat command list (see above), or None."""
+    commands: list[Command] = []
+    ops: list[str] = []
+    n = len(tokens)
+    k = 0
+    while k < n and tokens[k][0] == "NEWLINE":  # `start: NEWLINE* ...`
+        t = tokens[k]
+        ops.append(text[t[1] : t[2]])
+        k += 1
+    while k < n:
+        children: list[Any] = []
+        # every element a LIT token of its own (no redirect, nothing glued):
+        # each is one literal word, built directly (what _group would make)
+        plain = True
+        while k < n:
+            t = tokens[k]
+            kind = t[0]
+            if kind in _ELEMENT:
+                if plain and (kind != "LIT" or (children and children[-1][2] == t[1])):
+                    plain = False
+                children.append(t)
+                k += 1
+            elif kind == "DQ_OPEN":
+                plain = False
+                j = k + 1
+                while j < n and tokens[j][0] in _DQ_INNER:
+                    j += 1
+                if j == n or tokens[j][0] != "DQ_CLOSE":
+                    return None  # a `$(` inside, or unclosed: the table decides
+                children.append(_build_dq(tokens[k : j + 1], text, ctx))
+                k = j + 1
+            else:
+                break
+        if not children:
+            return None  # an operator or a parenthesis where a command starts
+        if plain:
+            words = tuple([literal_word(text, t[1], t[2]) for t in children])
+            commands.append(SimpleCommand(words, (), words[0].start, words[-1].end))
+        else:
+            commands.append(_build_simple(children, text, ctx))
+        if k == n:
+            break
+        t = tokens[k]
+        kind = t[0]
+        if kind in _JOINS:
+            ops.append(text[t[1] : t[2]])
+            k += 1
+        elif kind in _ENDS:
+            ops.append(text[t[1] : t[2]])
+            k += 1
+        else:
+            return None  # a parenthesis or `$(`: the table builds nested trees
+        while k < n and tokens[k][0] == "NEWLINE":  # `NEWLINE*` after any separator
+            t = tokens[k]
+            ops.append(text[t[1] : t[2]])
+            k += 1
+        if k == n and kind in _JOINS:
+            return None  # `a |` ends too early: the table reports it
+    if not commands:
+        return Program((), 0, 0, tuple(ops))
+    return Program(tuple(commands), commands[0].start, commands[-1].end, tuple(ops))
+
+
+def _tree(tokens: list[Tok], text: str, ctx: _Ctx) -> Program:
+    """The tree of ``tokens``: the flat path's when it answers, else the table's."""
+    try:
+        flat = _flat(tokens, text, ctx)
+    except ShellSyntaxError:
+        flat = None  # the table finds the first error, where it finds it
+    return flat if flat is not None else _drive(tokens, text, ctx)
+
+
 def _unexpected(t: Tok, text: str) -> str:
     if t[0] == "$END":
         return "the command ends too early"
@@ -411,7 +511,7 @@ def parse(raw: str, *, max_tokens: int = -1) -> ParseResult:
     text = raw if sp is None else sp.text
     try:
         lexed = lex(text, sp, max_tokens)
-        program = _drive(lexed.tokens, text, _Ctx(lexed.heredocs, lexed.values))
+        program = _tree(lexed.tokens, text, _Ctx(lexed.heredocs, lexed.values))
     except ShellSyntaxError as exc:
         return ParseResult(None, exc, (), text, sp)
     except RecursionError:

@@ -13,7 +13,7 @@ import re
 
 from charter.runtime.shell.tree import Part, Tok, Word
 
-__all__ = ["decode_ansi_c", "make_word", "part_from_token"]
+__all__ = ["decode_ansi_c", "literal_word", "make_word", "part_from_token"]
 
 
 # --- decoding -------------------------------------------------------------------------------
@@ -136,6 +136,18 @@ _KIND_OF_TOKEN = {
     "BACKTICK": "backtick",
     "DOLLAR": "dollar",
 }
+
+
+def literal_word(text: str, start: int, end: int) -> Word:
+    """``make_word`` of the one unquoted literal run ``text[start:end]`` (a
+    LIT token with no fragment glued to it): most words are one, and the
+    parser's flat path builds them without the fragment bookkeeping."""
+    p = _decode_lit(text[start:end], start)
+    raw = p.raw
+    tilde = raw.startswith("~") or (
+        ("=~" in raw or ":~" in raw) and _ASSIGNMENT_WORD.match(raw) is not None
+    )
+    return Word((p,), start, p.end, p.value, "\\" in raw, p.glob, p.brace, tilde)
 
 
 def make_word(parts: list[Part], text: str) -> Word:

@@ -69,6 +69,19 @@ class _Spec:
 # argument); --backup, --reflink and --preserve take theirs only attached
 _CP_LONG = ("target-directory", "suffix", "sparse", "no-preserve")
 _CP_FLAGS = ("backup", "reflink", "preserve", "parents", "recursive", "update", "force")
+# (de)compressors: FILE becomes FILE.gz beside it, or the reverse
+_COMPRESSORS = (
+    "gzip",
+    "gunzip",
+    "bzip2",
+    "bunzip2",
+    "xz",
+    "unxz",
+    "zstd",
+    "unzstd",
+    "lzma",
+    "unlzma",
+)
 WRITERS: dict[str, _Spec] = {
     "rm": _Spec(kind="delete"),
     "rmdir": _Spec(kind="delete"),
@@ -265,18 +278,7 @@ WRITERS: dict[str, _Spec] = {
         permute=False,
     ),
 }
-for _compressor in (
-    "gzip",
-    "gunzip",
-    "bzip2",
-    "bunzip2",
-    "xz",
-    "unxz",
-    "zstd",
-    "unzstd",
-    "lzma",
-    "unlzma",
-):
+for _compressor in _COMPRESSORS:
     # FILE becomes FILE.gz beside it (and FILE goes), unless -c/--stdout
     WRITERS[_compressor] = _Spec(short="S", long=("suffix",), flags=("stdout", "to-stdout", "keep"))
 for _fetch in ("rsync", "scp"):
@@ -353,18 +355,9 @@ def _by_spec(prog: str, spec: _Spec, args: Sequence[str]) -> tuple[Target, ...]:
     for o in s.opts:
         if o.value is not None and (o.name in spec.outputs or _long_in(o, spec.outputs)):
             out.append(_value_target(full, o, spec, "write"))
-    if prog in (
-        "gzip",
-        "gunzip",
-        "bzip2",
-        "bunzip2",
-        "xz",
-        "unxz",
-        "zstd",
-        "unzstd",
-        "lzma",
-        "unlzma",
-    ) and (short_given(s, "clt") or long_given(s, ("stdout", "to-stdout", "test", "list"))):
+    if prog in _COMPRESSORS and (
+        short_given(s, "clt") or long_given(s, ("stdout", "to-stdout", "test", "list"))
+    ):
         return tuple(out)  # to standard output: the files are only read
     operands = list(s.operands)
     if prog in ("rsync", "scp"):

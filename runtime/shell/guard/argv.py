@@ -48,6 +48,7 @@ from charter.runtime.shell.programs import (
     UNKNOWN,
     WRAPPERS,
     destructive,
+    may_destroy,
     unwrap,
 )
 from charter.runtime.shell.report import DYNAMIC, JudgedCommand
@@ -75,7 +76,8 @@ def assignments(st: State, words: tuple[Word, ...] | list[Word], i: int = 0) -> 
 
 def is_assignment(w: Word) -> bool:
     first = w.parts[0]
-    return first.kind == "lit" and ASSIGNMENT.match(first.raw) is not None
+    # (an assignment's first fragment holds its `=`: most words have none)
+    return first.kind == "lit" and "=" in first.raw and ASSIGNMENT.match(first.raw) is not None
 
 
 def _control_structure(name: str) -> str:
@@ -243,17 +245,18 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word]) -> None:
         w = args[index] if 0 <= index < len(args) else w0
         return (w.start, w.end)
 
-    sym = [w.value if w.value is not None else _symbolic(w) for w in args]
-    dcwd = st.cwd if st.cwd is not None else st.home_cwd
-    issue = destructive(prog, sym, dcwd, st.ws)
-    for k, w in enumerate(args):
-        # rm -rf {/,x} is rm -rf / x: try each word the braces make
-        for variant in brace_words(sym[k]) if w.brace and issue is None else ():
-            issue = destructive(prog, [*sym[:k], variant, *sym[k + 1 :]], dcwd, st.ws)
-            if issue is not None:
-                break
-    if issue is not None:
-        st.add("deny", issue.rule, span_of(issue.index), issue.message)
+    if may_destroy(prog):  # (for any other program destructive() is None)
+        sym = [w.value if w.value is not None else _symbolic(w) for w in args]
+        dcwd = st.cwd if st.cwd is not None else st.home_cwd
+        issue = destructive(prog, sym, dcwd, st.ws)
+        for k, w in enumerate(args):
+            # rm -rf {/,x} is rm -rf / x: try each word the braces make
+            for variant in brace_words(sym[k]) if w.brace and issue is None else ():
+                issue = destructive(prog, [*sym[:k], variant, *sym[k + 1 :]], dcwd, st.ws)
+                if issue is not None:
+                    break
+        if issue is not None:
+            st.add("deny", issue.rule, span_of(issue.index), issue.message)
     if prog in _PRIVILEGE:
         _privilege(st, prog, w0, args, vals)
         return

@@ -207,14 +207,19 @@ def _simple(st: State, cmd: SimpleCommand) -> None:
     for r in cmd.redirects:
         judge_redirect(st, r)
     for w in words:
-        _word_expansions(st, w)
+        # A word with a value has no expanding part (an expansion has no
+        # value, and neither has a string holding one): only its tilde,
+        # glob or brace can still need a finding.
+        if w.value is None or w.tilde or w.glob or w.brace:
+            _word_expansions(st, w)
     for r in cmd.redirects:
         _word_expansions(st, r.target)
     name = words[i].value if i < len(words) else None
     sourced = name in (".", "source") and i + 1 < len(words)
     if sourced and words[i + 1].value not in ("/dev/stdin", "/dev/fd/0", "/proc/self/fd/0", "-"):
         sourced = False
-    if name is not None and (posixpath.basename(name) in SHELLS or sourced):
+    # (rpartition is posixpath.basename for a str, without its type checks)
+    if name is not None and (name.rpartition("/")[2] in SHELLS or sourced):
         # `bash <<< 'CMD'` and `bash <<EOF`: the inline text is the shell's script
         for r in cmd.redirects:
             if r.op == "<<<" and r.target.value is not None:

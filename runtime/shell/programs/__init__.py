@@ -18,7 +18,12 @@ arguments are text rather than paths.
 from __future__ import annotations
 
 from charter.runtime.shell.programs.base import UNKNOWN, Checked, Checker, Issue
-from charter.runtime.shell.programs.destructive import block_device, critical_target, destructive
+from charter.runtime.shell.programs.destructive import (
+    block_device,
+    critical_target,
+    destructive,
+    may_destroy,
+)
 from charter.runtime.shell.programs.table import (
     ASK_PROGRAMS,
     INTERPRETERS,
@@ -45,5 +50,6 @@ __all__ = [
     "block_device",
     "critical_target",
     "destructive",
+    "may_destroy",
     "unwrap",
 ]

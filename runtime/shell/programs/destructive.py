@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from charter.runtime.shell.options import long_given, scan, short_given
 from charter.runtime.shell.programs.base import UNKNOWN, Issue
-from charter.runtime.shell.programs.wrappers import unwrap
+from charter.runtime.shell.programs.wrappers import WRAPPERS, unwrap
 
-__all__ = ["SYSTEM_DIRS", "block_device", "critical_target", "destructive"]
+__all__ = ["SYSTEM_DIRS", "block_device", "critical_target", "destructive", "may_destroy"]
 
 SYSTEM_DIRS = frozenset(
     {
@@ -104,19 +104,8 @@ def critical_target(target: str, cwd: str | None, workspace: str) -> str | None:
 
 
 _RECURSIVE_RM = ("recursive",)
-_SUDO_VALUED = (
-    "user",
-    "group",
-    "close-from",
-    "chdir",
-    "host",
-    "prompt",
-    "role",
-    "type",
-    "other-user",
-    "command-timeout",
-    "chroot",
-)
+# sudo's options that take a value, as the wrapper table reads them
+_SUDO_SHORT, _SUDO_VALUED = WRAPPERS["sudo"]
 # find expression words that do not narrow which files -delete removes
 _FIND_UNFILTERED = frozenset(
     {
@@ -140,8 +129,54 @@ _FIND_UNFILTERED = frozenset(
 )
 
 
+# Every program a branch of destructive() below speaks about (and mkfs.*):
+# for any other it is None whatever the arguments, so the guard need not
+# spell the arguments out for it. destructive() returns early on the same
+# test, which keeps this list the one that counts.
+_NAMED = frozenset(
+    {
+        "rm",
+        "chmod",
+        "chown",
+        "chgrp",
+        "sudo",
+        "mke2fs",
+        "mkswap",
+        "wipefs",
+        "mkdosfs",
+        "newfs",
+        "shutdown",
+        "reboot",
+        "halt",
+        "poweroff",
+        "init",
+        "telinit",
+        "systemctl",
+        "kill",
+        "dd",
+        "cp",
+        "mv",
+        "tee",
+        "shred",
+        "install",
+        "ln",
+        "cat",
+        "pv",
+        "truncate",
+        "find",
+    }
+)
+
+
+def may_destroy(prog: str) -> bool:
+    """Whether :func:`destructive` can refuse anything ``prog`` runs."""
+    return prog in _NAMED or prog.startswith("mkfs")
+
+
 def destructive(prog: str, args: Sequence[str], cwd: str | None, workspace: str) -> Issue | None:
     """The refusal for a known destructive payload, or None."""
+    if not may_destroy(prog):
+        return None
     if prog == "rm":
         s = scan(args, "")
         recursive = short_given(s, "rR") or long_given(s, _RECURSIVE_RM)
@@ -171,7 +206,7 @@ def destructive(prog: str, args: Sequence[str], cwd: str | None, workspace: str)
     if prog == "sudo":
         # sudo -S takes the password from standard input: a command that
         # pipes a password into sudo is an agent typing one, never run
-        s = scan(args, "ugCDhprtUTc", _SUDO_VALUED, permute=False)
+        s = scan(args, _SUDO_SHORT, _SUDO_VALUED, permute=False)
         bad = short_given(s, "S") or long_given(s, ("stdin",))
         if bad is not None:
             # a destructive command behind it is the more telling refusal
