@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-import uvicorn
+from _support.servers import serving_asgi
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
@@ -72,19 +69,8 @@ def port() -> Iterator[int]:
                 return
         await inner(scope, receive, send)
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen()
-    server = uvicorn.Server(uvicorn.Config(recording, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.started
-    yield sock.getsockname()[1]
-    server.should_exit = True
-    thread.join(5)
+    with serving_asgi(recording, lifespan="on") as port:
+        yield port
 
 
 def _plan(port: int, url: str | None = None) -> McpServerPlan:
