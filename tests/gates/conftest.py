@@ -62,6 +62,12 @@ def mcp_tool(server: str, tool: str) -> ToolEntry:
     )
 
 
+def authored_tool(name: str, description: str, **fields: Any) -> ToolEntry:
+    """An authored tool's plan entry (its ``impl`` is its name); ``fields``
+    sets the rest, e.g. ``input_schema``."""
+    return ToolEntry(name=name, source="authored", impl=name, description=description, **fields)
+
+
 def decision(permission: str, *, liftable: bool | None = None) -> Decision:
     return Decision(
         permission=permission,  # type: ignore[arg-type]
@@ -189,6 +195,7 @@ def kit() -> SimpleNamespace:
         builtin=builtin,
         decision=decision,
         mcp_tool=mcp_tool,
+        authored_tool=authored_tool,
         Recorder=Recorder,
         runner=runner,
     )
