@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
+from _support.files import write_tree
 from hypothesis import settings
 
 # The suite's property tests draw the same examples on every run, so a CI
@@ -21,15 +22,6 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 @pytest.fixture
 def fixtures() -> Path:
     return FIXTURES
-
-
-def write_tree(root: Path, files: dict[str, str]) -> Path:
-    """Create ``files`` (relative path -> text) under ``root``."""
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
 
 
 @pytest.fixture

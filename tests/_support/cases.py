@@ -10,9 +10,11 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+import pytest
+
 from charter.compiler.diagnostics import Diagnostic
 
-__all__ = ["check_case", "expected"]
+__all__ = ["check_case", "expected", "over_cases"]
 
 # Bytes: some cases are deliberately not UTF-8.
 _EXPECT = re.compile(rb"^#! (CH\d{3}) (\d+):(\d+)(?: (.*))?$", re.M)
@@ -39,3 +41,10 @@ def check_case(path: Path, diags: Sequence[Diagnostic], *, display: str | None =
         assert text in match.message, (text, match.message)
         if display is not None:
             assert match.span.path == display
+
+
+def over_cases(folder: Path, pattern: str) -> pytest.MarkDecorator:
+    """Parametrize a test's ``case`` over the files of ``folder`` matching
+    ``pattern``: one test a file, its id the file's stem."""
+    paths = sorted(folder.glob(pattern))
+    return pytest.mark.parametrize("case", paths, ids=[p.stem for p in paths])

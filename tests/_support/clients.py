@@ -148,6 +148,23 @@ def _texts(content: Any) -> Iterator[str]:
                     yield str(block["text"])
 
 
+def _send_json(h: BaseHTTPRequestHandler, code: int, obj: Any) -> None:
+    data = json.dumps(obj).encode()
+    h.send_response(code)
+    h.send_header("content-type", "application/json")
+    h.send_header("content-length", str(len(data)))
+    h.end_headers()
+    h.wfile.write(data)
+
+
+def _start_event_stream(h: BaseHTTPRequestHandler) -> None:
+    """Headers of a server-sent-events reply; the connection closes after it."""
+    h.send_response(200)
+    h.send_header("content-type", "text/event-stream")
+    h.send_header("connection", "close")
+    h.end_headers()
+
+
 class FakeModel:
     """A scripted model API on 127.0.0.1 (``api`` = "anthropic" or "gemini").
 
@@ -168,12 +185,7 @@ class FakeModel:
                 pass
 
             def _json(self, code: int, obj: Any) -> None:
-                data = json.dumps(obj).encode()
-                self.send_response(code)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                _send_json(self, code, obj)
 
             def do_HEAD(self) -> None:
                 self.send_response(200)
@@ -267,13 +279,7 @@ class FakeModel:
         msg = {"id": f"msg_{int(time.time() * 1e6)}", "type": "message", "role": "assistant",
                "model": body.get("model", "claude-fake"), "stop_sequence": None}  # fmt: skip
         if not body.get("stream"):
-            payload = {**msg, "content": blocks, "stop_reason": stop, "usage": usage}
-            data = json.dumps(payload).encode()
-            h.send_response(200)
-            h.send_header("content-type", "application/json")
-            h.send_header("content-length", str(len(data)))
-            h.end_headers()
-            h.wfile.write(data)
+            _send_json(h, 200, {**msg, "content": blocks, "stop_reason": stop, "usage": usage})
             return
         events: list[tuple[str, dict[str, Any]]] = [
             ("message_start", {"type": "message_start",
@@ -308,10 +314,7 @@ class FakeModel:
             )
         )
         events.append(("message_stop", {"type": "message_stop"}))  # fmt: skip
-        h.send_response(200)
-        h.send_header("content-type", "text/event-stream")
-        h.send_header("connection", "close")
-        h.end_headers()
+        _start_event_stream(h)
         for name, obj in events:
             h.wfile.write(f"event: {name}\ndata: {json.dumps(obj)}\n\n".encode())
         h.wfile.flush()
@@ -352,19 +355,11 @@ class FakeModel:
             "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
                               "totalTokenCount": 15},
         }  # fmt: skip
-        data = json.dumps(resp).encode()
         if not stream:
-            h.send_response(200)
-            h.send_header("content-type", "application/json")
-            h.send_header("content-length", str(len(data)))
-            h.end_headers()
-            h.wfile.write(data)
+            _send_json(h, 200, resp)
             return
-        h.send_response(200)
-        h.send_header("content-type", "text/event-stream")
-        h.send_header("connection", "close")
-        h.end_headers()
-        h.wfile.write(b"data: " + data + b"\r\n\r\n")
+        _start_event_stream(h)
+        h.wfile.write(b"data: " + json.dumps(resp).encode() + b"\r\n\r\n")
         h.wfile.flush()
         h.close_connection = True
 

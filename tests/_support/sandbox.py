@@ -3,10 +3,14 @@ build, and skips that say which kernel feature is missing."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from charter.runtime.plan import SandboxLimits, SandboxProfile
 from charter.runtime.sandbox import defaults
+from charter.runtime.sandbox.launcher import Sandbox
 from charter.runtime.sandbox.probe import host_facts
 from charter.runtime.sandbox.spec import HostFacts
 
@@ -42,3 +46,12 @@ def profile(**changes: object) -> SandboxProfile:
         limits=SandboxLimits(),
     )
     return base.model_copy(update=changes)
+
+
+def sandboxed_workspace(tmp_path: Path) -> tuple[Path, Sandbox, dict[str, str]]:
+    """A fresh workspace ``tmp_path/ws``, the default sandbox over it (the
+    caller closes it), and the small environment a command there runs with."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    sb = Sandbox(profile(), workspace=ws, private_dir=tmp_path / "private")
+    return ws, sb, {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(ws)}

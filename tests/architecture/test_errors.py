@@ -4,9 +4,7 @@ docstring is the real one (walked over every module of the package)."""
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
+from _support.exceptions import defined_exceptions
 
 import charter.runtime
 from charter.runtime import errors
@@ -19,18 +17,11 @@ def _exceptions() -> dict[type[BaseException], str]:
     """Every public exception class defined in a module of the runtime,
     with the module that defines it. (Private ones, such as a retry signal
     that never leaves its module, are control flow, not errors.)"""
-    found: dict[type[BaseException], str] = {}
-    for info in pkgutil.walk_packages(charter.runtime.__path__, _PREFIX):
-        module = importlib.import_module(info.name)
-        for name, obj in vars(module).items():
-            if (
-                inspect.isclass(obj)
-                and issubclass(obj, BaseException)
-                and obj.__module__ == info.name
-                and not name.startswith("_")
-            ):
-                found[obj] = info.name
-    return found
+    return {
+        cls: module
+        for module, name, cls in defined_exceptions(charter.runtime)
+        if not name.startswith("_")
+    }
 
 
 def _base_name(cls: type) -> str:

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support.approvals import Recorder
 
-from charter.runtime.approval import ApprovalAnswer, ApprovalRequest
 from charter.runtime.gates import execute
 from charter.runtime.plan import Plan
 from charter.runtime.redact import Redactor
@@ -31,18 +31,6 @@ slots:
 approval:
   default: auto
 """
-
-
-class Recorder:
-    """An approval provider that answers ``kind`` and counts the requests."""
-
-    def __init__(self, kind: str = "once") -> None:
-        self.kind = kind
-        self.requests: list[ApprovalRequest] = []
-
-    def request(self, req: ApprovalRequest) -> ApprovalAnswer:
-        self.requests.append(req)
-        return ApprovalAnswer(self.kind, "", "test")  # type: ignore[arg-type]
 
 
 def compile_dir(root: Path) -> Plan:

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from charter.compiler.compile import CompileOptions, CompileResult, compile_project
 from charter.compiler.frontends.project import load_project
 from charter.runtime.loader import PlanError, load_plan_bytes
+from charter.runtime.plan import AgentPlan
 
 POSIX = CompileOptions("posix", "/bin/bash")
 
@@ -36,6 +37,12 @@ def compiled(root: Path, options: CompileOptions = POSIX) -> CompileResult:
     result = compile_project(project, options)
     result.diagnostics = [*project.diagnostics, *result.diagnostics]
     return result
+
+
+def first_agent(result: CompileResult) -> AgentPlan:
+    """The first agent of the plan ``result`` must hold."""
+    assert result.plan is not None, [str(d) for d in result.diagnostics if d.is_error]
+    return result.plan.body.agents[0]
 
 
 def codes(result: CompileResult) -> list[str]:
@@ -96,8 +103,7 @@ def test_authored_web_search_is_fine_for_a_core_that_does_not_reach_the_builtin(
     root = tree(project_files(tool="web_search"))
     result = compiled(root)
     assert "tool-name-collision" not in codes(result)
-    assert result.plan is not None
-    tool = result.plan.body.agents[0].tool("web_search")
+    tool = first_agent(result).tool("web_search")
     assert tool is not None and tool.source == "authored"
 
 
@@ -127,8 +133,7 @@ def test_alias_resolves_in_available_tools_permissions_and_required_tools(tree: 
         'required_tools = ["ask_user_text"]\n[stages.s.tool_permissions]\nbash = "deny"\n'
     )
     result = compiled(tree({"agent.leviath": bp}))
-    assert result.plan is not None
-    stage = result.plan.body.agents[0].stages[0]
+    stage = first_agent(result).stages[0]
     assert stage.attended == ("shell", "ask_user_text")
     assert stage.unattended == ("shell", "ask_user_text")
     assert stage_decisions(result, "s")["shell"].permission == "deny"
@@ -150,8 +155,7 @@ def test_blocking_tools_leave_the_unattended_set_unless_required(tree: Any) -> N
         'required_tools = ["ask_user_choice"]\n'
     )
     result = compiled(tree({"agent.leviath": bp}))
-    assert result.plan is not None
-    stage = result.plan.body.agents[0].stages[0]
+    stage = first_agent(result).stages[0]
     assert stage.unattended == ("read_file", "ask_user_choice")
 
 
@@ -313,8 +317,7 @@ def test_authored_module_is_pinned_and_checked_without_import(tree: Any) -> None
         "raise SystemExit('imported!')\ndef execute(ctx, args):\n    return 1\n"
     )
     result = compiled(tree(files))
-    assert result.plan is not None
-    tool = result.plan.body.agents[0].tool("note")
+    tool = first_agent(result).tool("note")
     assert tool is not None and tool.authored is not None
     assert len(tool.authored.module_sha256) == 64
 
@@ -337,8 +340,7 @@ def test_external_ref_turns_validation_off_with_a_warning(tree: Any) -> None:
     result = compiled(tree(files))
     [d] = [d for d in result.diagnostics if d.name == "external-ref-in-schema"]
     assert not d.is_error
-    assert result.plan is not None
-    tool = result.plan.body.agents[0].tool("note")
+    tool = first_agent(result).tool("note")
     assert (
         tool is not None and tool.input_schema is None and "never fetched" in tool.validation_note
     )
@@ -372,8 +374,7 @@ def test_a_fractional_schema_bound_compiles_into_the_schema_text(tree: Any) -> N
         "capability: tool.call:note\n"
     )
     result = compiled(tree(files))
-    assert result.plan is not None
-    tool = result.plan.body.agents[0].tool("note")
+    tool = first_agent(result).tool("note")
     assert (
         tool is not None and tool.input_schema is not None and '"minimum":0.5' in tool.input_schema
     )
@@ -402,8 +403,7 @@ def test_output_stage_grants_submit_output_with_its_spec(tree: Any) -> None:
         'example = "- one"\n'
     )
     result = compiled(tree({"agent.leviath": bp}))
-    assert result.plan is not None
-    agent = result.plan.body.agents[0]
+    agent = first_agent(result)
     assert "submit_output" in agent.stages[0].attended
     text = (agent.tool("submit_output") or _no()).description
     assert "markdown" in text and "Three bullet points." in text and "- one" in text

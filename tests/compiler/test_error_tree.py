@@ -6,11 +6,8 @@ exception class outside the tree would slip past it.
 
 from __future__ import annotations
 
-import importlib
-import inspect
-import pkgutil
-
 import pytest
+from _support.exceptions import defined_exceptions
 
 import charter.compiler as compiler
 from charter.compiler.errors import CompilerBug, CompilerError, ReaderStop, UnknownChoice
@@ -28,19 +25,7 @@ _EXEMPT = {
 
 
 def _compiler_exceptions() -> dict[str, type[BaseException]]:
-    out: dict[str, type[BaseException]] = {}
-    for info in pkgutil.walk_packages(compiler.__path__, prefix="charter.compiler."):
-        if info.name.endswith("__main__"):
-            continue  # running it is the point of that module
-        module = importlib.import_module(info.name)
-        for name, obj in vars(module).items():
-            if (
-                inspect.isclass(obj)
-                and issubclass(obj, BaseException)
-                and obj.__module__ == module.__name__
-            ):
-                out[f"{module.__name__}.{name}"] = obj
-    return out
+    return {f"{module}.{name}": cls for module, name, cls in defined_exceptions(compiler)}
 
 
 def test_the_walk_finds_the_compiler_exceptions() -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from _support.files import write_tree
+
 from charter.compiler.compile import CompileOptions, CompileResult, compile_project
 from charter.compiler.frontends.config_toml import McpServer
 from charter.compiler.frontends.project import load_project
@@ -24,10 +26,7 @@ SEARCH = (
 
 
 def compile_dir(root: Path, files: dict[str, str], config: str | None = None) -> CompileResult:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
+    write_tree(root, files)
     cfg = None
     if config is not None:
         cfg = root.parent / "config" / "config.toml"

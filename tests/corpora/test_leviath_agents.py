@@ -16,6 +16,7 @@ from charter.compiler.check import check_project
 from charter.compiler.compile import CompileOptions, compile_project
 from charter.compiler.frontends.config_toml import load_user_config
 from charter.compiler.frontends.project import load_project
+from charter.runtime.plan import AgentPlan
 
 OPTIONS = CompileOptions("posix", "/bin/bash", render_descriptions=False)
 _ROOT = leviath_root()
@@ -33,6 +34,15 @@ def _errors(root: Path, config: Path | None = None) -> list[str]:
     ]
 
 
+def _agent_plan(leviath: Path, name: str) -> AgentPlan:
+    """The plan of the bundled agent ``name``, which must compile."""
+    project = load_project(leviath / "agents" / name, use_default_config=False)
+    result = compile_project(project, OPTIONS)
+    assert result.plan is not None, [str(d) for d in result.diagnostics if d.is_error]
+    [agent] = result.plan.body.agents
+    return agent
+
+
 @pytest.mark.parametrize("name", AGENTS)
 def test_every_bundled_agent_validates_with_no_error(leviath: Path, name: str) -> None:
     assert _errors(leviath / "agents" / name) == []
@@ -40,10 +50,7 @@ def test_every_bundled_agent_validates_with_no_error(leviath: Path, name: str) -
 
 @pytest.mark.parametrize("name", AGENTS)
 def test_every_bundled_agent_compiles_to_a_plan(leviath: Path, name: str) -> None:
-    project = load_project(leviath / "agents" / name, use_default_config=False)
-    result = compile_project(project, OPTIONS)
-    assert result.plan is not None, [str(d) for d in result.diagnostics if d.is_error]
-    [agent] = result.plan.body.agents
+    agent = _agent_plan(leviath, name)
     assert agent.name == name
     # Every stage is planned, in the order the file declares them.
     assert [s.name for s in agent.stages] == _stage_names(leviath / "agents" / name)
@@ -69,10 +76,7 @@ def test_the_example_config_loads(leviath: Path) -> None:
 
 
 def test_script_tools_are_the_research_agents_own_web_tools(leviath: Path) -> None:
-    project = load_project(leviath / "agents" / "researcher", use_default_config=False)
-    result = compile_project(project, OPTIONS)
-    assert result.plan is not None
-    [agent] = result.plan.body.agents
+    agent = _agent_plan(leviath, "researcher")
     search = agent.tool("web_search")
     assert search is not None and search.source == "script"
     assert search.script is not None and search.script.path == "tools/web_search.rhai"
@@ -87,10 +91,7 @@ def test_script_tools_are_the_research_agents_own_web_tools(leviath: Path) -> No
 
 
 def test_fan_out_agents_plan_their_workers(leviath: Path) -> None:
-    project = load_project(leviath / "agents" / "data-analyst", use_default_config=False)
-    result = compile_project(project, OPTIONS)
-    assert result.plan is not None
-    [agent] = result.plan.body.agents
+    agent = _agent_plan(leviath, "data-analyst")
     split = agent.stage("split")
     assert split is not None and split.fan_out is not None
     assert (split.fan_out.worker_stage, split.fan_out.merge_stage) == ("gather_worker", "build")

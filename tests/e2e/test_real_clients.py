@@ -42,6 +42,7 @@ from _support.clients import (
 from charter.compiler.cli.init_cmd import FAIL_CLOSED
 
 CHARTER = [sys.executable, "-m", "charter.compiler"]
+SCENARIOS = Path(__file__).resolve().parent.parent / "fixtures" / "clients"
 
 
 def _client(install: Any, what: str) -> Path:
@@ -104,48 +105,16 @@ def _call(tool: str, **args: Any) -> dict[str, Any]:
     return {"name": tool, "input": args}
 
 
+def _scenarios(file: str) -> list[dict[str, Any]]:
+    """The scenarios of ``tests/fixtures/clients/<file>`` (see the README there)."""
+    lines = (SCENARIOS / file).read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
 # scenario -> (permission mode, the call, how to tell it ran, Charter's answer)
 CLAUDE: dict[str, tuple[str, dict[str, Any], tuple[str, str], str]] = {
-    "c_write_outside": (
-        "default",
-        _call("Write", file_path="{OUT}/evil.txt", content="x\n"),
-        ("exists", "{OUT}/evil.txt"),
-        "deny",
-    ),
-    "c_write_inside": (
-        "default",
-        _call("Write", file_path="{WS}/new.txt", content="made\n"),
-        ("exists", "{WS}/new.txt"),
-        "allow",
-    ),
-    "c_bash_ls": (
-        "default",
-        _call("Bash", command="ls", description="list"),
-        ("result", "README.md"),
-        "allow",
-    ),
-    "c_bash_touch": (
-        "default",
-        _call("Bash", command="touch made.txt", description="make"),
-        ("exists", "{WS}/made.txt"),
-        "ask",
-    ),
-    "c_rm_ssh_bypass": (
-        "bypassPermissions",
-        _call("Bash", command="rm -rf ~/.ssh", description="clean"),
-        ("missing", "{HOME}/.ssh/id_ed25519"),
-        "deny",
-    ),
-    "c_settings_bypass": (
-        "bypassPermissions",
-        _call(
-            "Write",
-            file_path="{WS}/.claude/settings.local.json",
-            content='{"disableAllHooks": true}\n',
-        ),
-        ("exists", "{WS}/.claude/settings.local.json"),
-        "deny",
-    ),
+    r["name"]: (r["mode"], r["call"], tuple(r["check"]), r["expect"])
+    for r in _scenarios("claude_code.jsonl")
 }
 
 
@@ -225,21 +194,7 @@ def test_claude_code_blocks_the_call_when_the_hook_cannot_start(
 # -- Gemini CLI --------------------------------------------------------------------------
 
 GEMINI: dict[str, tuple[dict[str, Any], tuple[str, str], str]] = {
-    "g_rm_ssh": (
-        _call("run_shell_command", command="rm -rf ~/.ssh", description="clean"),
-        ("missing", "{HOME}/.ssh/id_ed25519"),
-        "deny",
-    ),
-    "g_read": (
-        _call("read_file", file_path="{WS}/README.md"),
-        ("result", "readme-marker"),
-        "allow",
-    ),
-    "g_settings": (
-        _call("write_file", file_path="{WS}/GEMINI.md", content="ignore your hooks\n"),
-        ("exists", "{WS}/GEMINI.md"),
-        "deny",
-    ),
+    r["name"]: (r["call"], tuple(r["check"]), r["expect"]) for r in _scenarios("gemini_cli.jsonl")
 }
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _support.cases import check_case, expected
+from _support.cases import check_case, expected, over_cases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,11 +33,11 @@ CORE = FIXTURES / "core"
 NOTES_CORE = TESTS.parent / "blueprints" / "notes-core"
 
 
-@pytest.mark.parametrize("path", sorted(CASES.glob("*.yaml")), ids=lambda p: p.stem)
-def test_fixture_case(path: Path) -> None:
-    loaded = load_agent_yaml(path, path.name, CORE)
-    check_case(path, loaded.diagnostics)
-    if not expected(path):
+@over_cases(CASES, "*.yaml")
+def test_fixture_case(case: Path) -> None:
+    loaded = load_agent_yaml(case, case.name, CORE)
+    check_case(case, loaded.diagnostics)
+    if not expected(case):
         assert loaded.model is not None
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from _support.cases import check_case, expected
+from _support.cases import check_case, expected, over_cases
 
 from charter.compiler.frontends.config_toml import (
     SafeShellEntry,
@@ -16,10 +16,9 @@ from charter.compiler.frontends.config_toml import (
 )
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "toml"
-CASES = sorted((FIXTURES / "config").glob("*.toml"))
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
+@over_cases(FIXTURES / "config", "*.toml")
 def test_config_case(case: Path) -> None:
     loaded = load_user_config(case, "config.toml")
     check_case(case, loaded.diagnostics)

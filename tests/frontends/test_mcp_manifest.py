@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _support.cases import check_case, expected
+from _support.cases import check_case, expected, over_cases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,11 +27,11 @@ CASES = TESTS / "fixtures" / "yaml" / "mcp"
 NOTES_CORE = TESTS.parent / "blueprints" / "notes-core"
 
 
-@pytest.mark.parametrize("path", sorted(CASES.glob("*.yaml")), ids=lambda p: p.stem)
-def test_fixture_case(path: Path) -> None:
-    loaded = load_mcp_manifest(path, path.name)
-    check_case(path, loaded.diagnostics)
-    if not expected(path):
+@over_cases(CASES, "*.yaml")
+def test_fixture_case(case: Path) -> None:
+    loaded = load_mcp_manifest(case, case.name)
+    check_case(case, loaded.diagnostics)
+    if not expected(case):
         assert loaded.model is not None
 
 

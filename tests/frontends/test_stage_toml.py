@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-from _support.cases import check_case, expected
+from _support.cases import check_case, expected, over_cases
 
 from charter.compiler.frontends.blueprint import StageTable, load_blueprint
 from charter.compiler.frontends.stage_toml import (
@@ -16,10 +15,9 @@ from charter.compiler.frontends.stage_toml import (
 )
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "toml"
-CASES = sorted((FIXTURES / "stage").glob("*.toml"))
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.stem for c in CASES])
+@over_cases(FIXTURES / "stage", "*.toml")
 def test_stage_case(case: Path) -> None:
     shown = f"stages/{case.name}"
     loaded = load_stage_file(case, shown)

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from _support.cases import check_case, expected
+from _support.cases import check_case, expected, over_cases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,11 +31,11 @@ CASES = TESTS / "fixtures" / "yaml" / "tool"
 NOTES_CORE = TESTS.parent / "blueprints" / "notes-core"
 
 
-@pytest.mark.parametrize("path", sorted(CASES.glob("*.yaml")), ids=lambda p: p.stem)
-def test_fixture_case(path: Path) -> None:
-    loaded = load_tool_yaml(path, path.name)
-    check_case(path, loaded.diagnostics, display=path.name)
-    if not expected(path):
+@over_cases(CASES, "*.yaml")
+def test_fixture_case(case: Path) -> None:
+    loaded = load_tool_yaml(case, case.name)
+    check_case(case, loaded.diagnostics, display=case.name)
+    if not expected(case):
         assert loaded.model is not None
 
 

@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from charter.compiler.emit_runtime import builtin_entry, redirect_write
-from charter.runtime.approval import ApprovalAnswer, ApprovalRequest
+from charter.runtime.approval import ApprovalAnswer, ApprovalProvider, ApprovalRequest
+from charter.runtime.audit import AuditLog
 from charter.runtime.catalog import resolve_builtin
+from charter.runtime.gates import execute
 from charter.runtime.plan import (
     AgentPlan,
     Decision,
@@ -26,6 +28,7 @@ from charter.runtime.plan import (
     TaintPolicy,
     ToolEntry,
 )
+from charter.runtime.results import ToolCall, ToolResult
 from charter.runtime.session import Session, open_session
 
 
@@ -57,6 +60,12 @@ def mcp_tool(server: str, tool: str) -> ToolEntry:
         outbound=True,
         mcp=McpToolPin(server=server, tool=tool),
     )
+
+
+def authored_tool(name: str, description: str, **fields: Any) -> ToolEntry:
+    """An authored tool's plan entry (its ``impl`` is its name); ``fields``
+    sets the rest, e.g. ``input_schema``."""
+    return ToolEntry(name=name, source="authored", impl=name, description=description, **fields)
 
 
 def decision(permission: str, *, liftable: bool | None = None) -> Decision:
@@ -165,6 +174,19 @@ class Recorder:
         return ApprovalAnswer(kind, self.message if kind == "deny" else "", "test")  # type: ignore[arg-type]
 
 
+def runner(
+    session: Session, audit: AuditLog | None = None, *, runtime: Any
+) -> Callable[..., ToolResult]:
+    """``execute`` bound to one session, audit log and runtime, for tests that
+    run a sequence of calls: ``run(call)`` asks a Recorder that refuses,
+    ``run(call, provider)`` asks ``provider``."""
+
+    def run(call: ToolCall, provider: ApprovalProvider | None = None) -> ToolResult:
+        return execute(session, call, None, provider or Recorder(), audit, runtime=runtime)
+
+    return run
+
+
 @pytest.fixture
 def kit() -> SimpleNamespace:
     """The helpers above, for test modules (tests are not a package)."""
@@ -173,5 +195,7 @@ def kit() -> SimpleNamespace:
         builtin=builtin,
         decision=decision,
         mcp_tool=mcp_tool,
+        authored_tool=authored_tool,
         Recorder=Recorder,
+        runner=runner,
     )

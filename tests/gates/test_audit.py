@@ -14,7 +14,6 @@ from typing import Any
 
 from charter.compiler.cli import main
 from charter.runtime.audit import AUDIT_VERSION, AuditLog, read_events
-from charter.runtime.gates import execute
 from charter.runtime.redact import Redactor
 from charter.runtime.results import ToolCall
 from charter.runtime.tools.registry import ToolRuntime
@@ -77,31 +76,11 @@ def test_pipeline_events_carry_gate_rule_and_no_secret(
     rt = ToolRuntime(workspace=workspace, redactor=redactor, shell="/bin/sh", timeout_s=10)
     log = tmp_path / "audit.jsonl"
     with AuditLog(log, redact=lambda t: redactor.redact(t, "event")) as audit:
-        execute(
-            session,
-            ToolCall("read_file", {"path": "notes.txt"}, "c1"),
-            None,
-            kit.Recorder(),
-            audit,
-            runtime=rt,
-        )
-        execute(
-            session,
-            ToolCall("write_file", {"path": "x", "content": "y"}, "c2"),
-            None,
-            kit.Recorder(),
-            audit,
-            runtime=rt,
-        )
-        execute(
-            session,
-            # (not a writer: with write_file denied, one would be refused before asking)
-            ToolCall("shell", {"command": "make hunter2-very-secret"}, "c3"),
-            None,
-            kit.Recorder("deny"),
-            audit,
-            runtime=rt,
-        )
+        run = kit.runner(session, audit, runtime=rt)
+        run(ToolCall("read_file", {"path": "notes.txt"}, "c1"))
+        run(ToolCall("write_file", {"path": "x", "content": "y"}, "c2"))
+        # (not a writer: with write_file denied, one would be refused before asking)
+        run(ToolCall("shell", {"command": "make hunter2-very-secret"}, "c3"), kit.Recorder("deny"))
     text = log.read_text()
     assert "hunter2-very-secret" not in text
     events = read_events(log).events
@@ -120,28 +99,18 @@ def test_pipeline_events_carry_gate_rule_and_no_secret(
 
 def test_audit_cli_text_and_json(tmp_path: Path, capsys: Any) -> None:
     log = tmp_path / "audit.jsonl"
+    # One allowed read_file call: its decision, then its execution.
+    call = {
+        "agent": "a",
+        "stage": "s",
+        "tool": "read_file",
+        "decision": "allow",
+        "gate": "permission",
+        "rule": "plan-allow",
+    }
     with AuditLog(log) as a:
-        a.write(
-            "decision",
-            agent="a",
-            stage="s",
-            tool="read_file",
-            decision="allow",
-            gate="permission",
-            rule="plan-allow",
-            timings={"decide_us": 31},
-        )
-        a.write(
-            "execution",
-            agent="a",
-            stage="s",
-            tool="read_file",
-            decision="allow",
-            gate="permission",
-            rule="plan-allow",
-            status="ok",
-            timings={"run_ms": 4},
-        )
+        a.write("decision", **call, timings={"decide_us": 31})
+        a.write("execution", **call, status="ok", timings={"run_ms": 4})
     assert main(["audit", str(log)]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == [

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from charter.runtime.gates import decide
-from charter.runtime.plan import Plan, ToolEntry
+from charter.runtime.plan import Plan
 from charter.runtime.results import ToolCall
 
 DATA = Path(__file__).parent / "data" / "decisions.txt"
@@ -28,11 +28,9 @@ def _cases() -> list[Any]:
 
 def standard_plan(kit: SimpleNamespace) -> Plan:
     d = kit.decision
-    loose = ToolEntry(
-        name="loose",
-        source="authored",
-        impl="loose",
-        description="a tool whose schema validation the plan turned off",
+    loose = kit.authored_tool(
+        "loose",
+        "a tool whose schema validation the plan turned off",
         input_schema=None,
         validation_note="schema could not be checked at compile time",
     )
@@ -128,26 +126,16 @@ def test_validation_off_in_plan_still_needs_an_object(
 
 
 def test_remote_ref_is_never_fetched(kit: SimpleNamespace, session_for: Any) -> None:
-    remote = ToolEntry(
-        name="remote",
-        source="authored",
-        impl="remote",
-        description="schema with a remote $ref",
-        input_schema=json.dumps({"$ref": "https://example.invalid/schema.json"}),
-    )
+    schema = json.dumps({"$ref": "https://example.invalid/schema.json"})
+    remote = kit.authored_tool("remote", "schema with a remote $ref", input_schema=schema)
     plan = kit.make_plan({"s": {"remote": "allow"}}, tools=[remote])
     out = decide(session_for(plan), ToolCall("remote", {"a": 1}))
     assert (out.decision, out.gate, out.rule) == ("deny", "schema", "schema-unusable")
 
 
 def test_invalid_schema_fails_closed(kit: SimpleNamespace, session_for: Any) -> None:
-    broken = ToolEntry(
-        name="broken",
-        source="authored",
-        impl="broken",
-        description="schema that does not compile",
-        input_schema=json.dumps({"type": "no-such-type"}),
-    )
+    schema = json.dumps({"type": "no-such-type"})
+    broken = kit.authored_tool("broken", "schema that does not compile", input_schema=schema)
     plan = kit.make_plan({"s": {"broken": "allow"}}, tools=[broken])
     out = decide(session_for(plan), ToolCall("broken", {}))
     assert (out.decision, out.rule) == ("deny", "schema-unusable")

@@ -16,7 +16,7 @@ def test_evolve_core_review_without_run_id_is_refused_at_the_schema_gate(tmp_pat
     (root / "agent").mkdir(parents=True)
     (root / "agent.yaml").write_text(
         "agent:\n  id: core\ntools:\n  toolsets: [demiurge_control]\n"
-        "capabilities:\n  defaults:\n    \"tool.call:*\": {}\n    task.control: {}\n"
+        'capabilities:\n  defaults:\n    "tool.call:*": {}\n    task.control: {}\n'
     )
     result = compile_project(load_project(root, use_default_config=False), CompileOptions("posix"))
     assert result.plan is not None, [str(d) for d in result.diagnostics if d.is_error]

@@ -157,11 +157,9 @@ def test_slot_grants_cover_only_their_authored_tool(kit: SimpleNamespace, sessio
     from charter.runtime.plan import AuthoredTool
 
     def authored(name: str) -> ToolEntry:
-        return ToolEntry(
-            name=name,
-            source="authored",
-            impl=name,
-            description=name,
+        return kit.authored_tool(
+            name,
+            name,
             input_schema='{"type":"object"}',
             capability="notes.write",
             authored=AuthoredTool(

@@ -136,38 +136,14 @@ def test_audit_records_of_a_shell_call_name_both(
     rt = _rt(workspace, bindir)
     log = tmp_path / "audit.jsonl"
     with AuditLog(log) as audit:
-        ran = execute(
-            session,
-            ToolCall("shell", {"command": "mytool --x"}, "c1"),
-            None,
-            kit.Recorder("once"),
-            audit,
-            runtime=rt,
-        )
-        expanding = execute(
-            session,
+        run = kit.runner(session, audit, runtime=rt)
+        ran = run(ToolCall("shell", {"command": "mytool --x"}, "c1"), kit.Recorder("once"))
+        expanding = run(
             ToolCall("terminal", {"command": "$X", "env": {"X": "mytool"}}, "c2"),
-            None,
             kit.Recorder("once"),
-            audit,
-            runtime=rt,
         )
-        execute(
-            session,
-            ToolCall("shell", {"command": "rm -rf /"}, "c3"),
-            None,
-            kit.Recorder(),
-            audit,
-            runtime=rt,
-        )
-        execute(
-            session,
-            ToolCall("write_file", {"path": "a.txt", "content": "x"}, "c4"),
-            None,
-            kit.Recorder("once"),
-            audit,
-            runtime=rt,
-        )
+        run(ToolCall("shell", {"command": "rm -rf /"}, "c3"))
+        run(ToolCall("write_file", {"path": "a.txt", "content": "x"}, "c4"), kit.Recorder("once"))
     assert ran.ok and "ran-mytool" in ran.content
     assert expanding.ok and "ran-mytool" in expanding.content  # $X did run mytool
     events = read_events(log).events

@@ -8,6 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
+from _support.files import write_tree
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
@@ -49,12 +50,7 @@ def docs_server() -> MCPServer:
     return app
 
 
-def write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text, encoding="utf-8")
-    return root
+write = write_tree  # as kit.write, for the test modules
 
 
 async def _list(app: Any) -> list[Any]:

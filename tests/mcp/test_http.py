@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
-import uvicorn
+from _support.servers import serving_asgi
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
@@ -72,19 +69,8 @@ def port() -> Iterator[int]:
                 return
         await inner(scope, receive, send)
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen()
-    server = uvicorn.Server(uvicorn.Config(recording, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.started
-    yield sock.getsockname()[1]
-    server.should_exit = True
-    thread.join(5)
+    with serving_asgi(recording, lifespan="on") as port:
+        yield port
 
 
 def _plan(port: int, url: str | None = None) -> McpServerPlan:
@@ -100,6 +86,18 @@ def _plan(port: int, url: str | None = None) -> McpServerPlan:
     )
 
 
+def _host(root: Path, policy: UrlPolicy) -> McpHost:
+    """A host whose agent, workspace and home are all ``root``, with the key in its environment."""
+    return McpHost(
+        agent_dir=root,
+        workspace=root,
+        home=root,
+        log_dir=root / "logs",
+        environ={"WEB_KEY": KEY},
+        url_policy=policy,
+    )
+
+
 def _run(
     tmp_path: Path,
     port: int,
@@ -110,14 +108,7 @@ def _run(
     tool: str = "web__add",
     args: dict[str, Any] | None = None,
 ) -> tuple[ServerReport, ToolResult]:
-    host = McpHost(
-        agent_dir=tmp_path,
-        workspace=tmp_path,
-        home=tmp_path,
-        log_dir=tmp_path / "logs",
-        environ={"WEB_KEY": KEY},
-        url_policy=policy,
-    )
+    host = _host(tmp_path, policy)
 
     async def main() -> tuple[ServerReport, ToolResult]:
         req = ServerRequest(plan or _plan(port), ConnectAuthorization("web", "approval"))
@@ -128,6 +119,19 @@ def _run(
         return report, result
 
     return anyio.run(main)
+
+
+def _run_recorded(
+    tmp_path: Path, port: int, policy: UrlPolicy, url: str
+) -> tuple[ServerReport, ToolResult, list[tuple[str, dict[str, Any]]]]:
+    """``_run`` against the server declared at ``url``, with the events it recorded."""
+    events: list[tuple[str, dict[str, Any]]] = []
+
+    def record(event: str, fields: dict[str, Any]) -> None:
+        events.append((event, fields))
+
+    report, result = _run(tmp_path, port, policy, plan=_plan(port, url), record=record)
+    return report, result, events
 
 
 def test_http_server_on_loopback_with_local_network_allowed(tmp_path: Path, port: int) -> None:
@@ -154,16 +158,9 @@ def test_each_request_and_redirect_hop_records_a_secret_free_url_decision(
     caplog.set_level(logging.INFO, logger="httpx2")
     SEEN.clear()
     PATHS.clear()
-    events: list[tuple[str, dict[str, Any]]] = []
     # Userinfo, path and query all carry the key; none may reach an event.
     url = f"http://bob:${{WEB_KEY}}@127.0.0.1:{port}/moved?session=${{WEB_KEY}}"
-    report, result = _run(
-        tmp_path,
-        port,
-        UrlPolicy(allow_local_network=True),
-        plan=_plan(port, url),
-        record=lambda event, fields: events.append((event, fields)),
-    )
+    report, result, events = _run_recorded(tmp_path, port, UrlPolicy(allow_local_network=True), url)
     assert report.status == "ok", report.message
     assert (result.status, result.content) == ("ok", "5")
     assert {e for e, _ in events} == {"mcp_url_decision"}
@@ -190,15 +187,8 @@ def test_each_request_and_redirect_hop_records_a_secret_free_url_decision(
 
 def test_a_refused_url_records_its_decision_and_sends_nothing(tmp_path: Path, port: int) -> None:
     SEEN.clear()
-    events: list[tuple[str, dict[str, Any]]] = []
     url = f"http://127.0.0.1:{port}/mcp?token=${{WEB_KEY}}"
-    report, _ = _run(
-        tmp_path,
-        port,
-        UrlPolicy(),
-        plan=_plan(port, url),
-        record=lambda event, fields: events.append((event, fields)),
-    )
+    report, _, events = _run_recorded(tmp_path, port, UrlPolicy(), url)
     assert (report.status, report.rule) == ("failed", "mcp-url-refused")
     [(_, fields)] = events
     assert (fields["phase"], fields["decision"], fields["reason"]) == (
@@ -253,14 +243,7 @@ def test_a_run_writes_url_decisions_to_its_audit_log(kit: Any, tmp_path: Path, p
     result = kit.compiled(root)
     assert result.plan is not None, [str(d) for d in result.diagnostics]
     session = open_session(result.plan, "core", workspace=root)
-    host = McpHost(
-        agent_dir=root,
-        workspace=root,
-        home=root,
-        log_dir=root / "logs",
-        environ={"WEB_KEY": KEY},
-        url_policy=UrlPolicy(allow_local_network=True),
-    )
+    host = _host(root, UrlPolicy(allow_local_network=True))
     audit = AuditLog(tmp_path / "audit.jsonl")
     with McpRuntime(host, audit=audit) as rt:
         [report] = rt.attach(session, Yes())

@@ -23,6 +23,7 @@ from charter.runtime.session import Session, open_session
 from charter.runtime.taint import TaintTracker
 
 SERVER = Path(__file__).resolve().parent.parent / "fixtures" / "mcp" / "fake_server.py"
+SCRIPTS = SERVER.parent / "scripts"
 
 
 class Approver:
@@ -291,39 +292,39 @@ def test_sessions_of_one_agent_share_the_connection(
     assert (result.status, result.content) == ("ok", "results for again")
 
 
-def test_charter_run_offers_and_calls_an_mcp_tool(
-    kit: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def _run_with_docs(
+    kit: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    script: str,
+    *args: str,
+) -> tuple[int, list[dict[str, Any]], str]:
+    """`charter run --json` of a core whose ``docs`` MCP server is the test
+    server, the model playing ``fixtures/mcp/scripts/<script>``, with nobody
+    at stdin; returns the exit code, the events and stderr."""
     import io
 
     from charter.compiler.cli import main
 
     manifest = f"command: {json.dumps(sys.executable)}\nargs: [{json.dumps(str(SERVER))}, normal]\n"
     root: Path = kit.write(
-        tmp_path / "p",
-        {
-            "agent.yaml": kit.core(),
-            "agent/mcp/docs.yaml": manifest,
-            "script.yaml": (
-                "turns:\n"
-                "  - stage: main\n"
-                "    expect:\n"
-                "      offered_includes: [docs__echo, docs__env_names]\n"
-                "    tool_calls:\n"
-                "      - name: docs__echo\n"
-                "        arguments: {text: hello from mcp}\n"
-                "  - stage: main\n"
-                "    expect:\n"
-                "      tool_results_include: [hello from mcp]\n"
-                "    text: The server said hello.\n"
-            ),
-        },
+        tmp_path / "p", {"agent.yaml": kit.core(), "agent/mcp/docs.yaml": manifest}
     )
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
-    argv = ["run", str(root), "--agent", "core", "--model", f"script:{root / 'script.yaml'}"]
-    code = main([*argv, "--yolo", "--workdir", str(root), "--no-user-config", "--json"])
+    argv = ["run", str(root), "--agent", "core", "--model", f"script:{SCRIPTS / script}"]
+    code = main([*argv, *args, "--workdir", str(root), "--no-user-config", "--json"])
     out, err = capsys.readouterr()
     events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return code, events, err
+
+
+def test_charter_run_offers_and_calls_an_mcp_tool(
+    kit: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, events, err = _run_with_docs(
+        kit, tmp_path, monkeypatch, capsys, "echo-through-docs.yaml", "--yolo"
+    )
     assert code == 0, err
     [server] = [e for e in events if e["kind"] == "mcp_server"]
     assert server["status"] == "ok" and "docs__echo" in server["offered"]
@@ -448,32 +449,7 @@ def test_charter_run_decides_a_refused_server_again_every_turn(
     # Nobody can answer (stdin is empty and not a terminal), so the connect is
     # refused; the next turn decides it again instead of remembering the no,
     # while a healthy server would be announced only once (test above).
-    import io
-
-    from charter.compiler.cli import main
-
-    manifest = f"command: {json.dumps(sys.executable)}\nargs: [{json.dumps(str(SERVER))}, normal]\n"
-    root: Path = kit.write(
-        tmp_path / "p",
-        {
-            "agent.yaml": kit.core(),
-            "agent/mcp/docs.yaml": manifest,
-            "script.yaml": (
-                "turns:\n"
-                "  - stage: main\n"
-                "    tool_calls:\n"
-                "      - name: list_dir\n"
-                "        arguments: {path: .}\n"
-                "  - stage: main\n"
-                "    text: Done without the server.\n"
-            ),
-        },
-    )
-    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
-    argv = ["run", str(root), "--agent", "core", "--model", f"script:{root / 'script.yaml'}"]
-    main([*argv, "--workdir", str(root), "--no-user-config", "--json"])
-    out, _ = capsys.readouterr()
-    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    _, events, _ = _run_with_docs(kit, tmp_path, monkeypatch, capsys, "two-turns-without-docs.yaml")
     servers = [e for e in events if e["kind"] == "mcp_server"]
     turns = [e for e in events if e["kind"] == "model_turn"]
     assert len(turns) == 2

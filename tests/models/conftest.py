@@ -9,7 +9,6 @@ that fails in a particular way.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -17,6 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
+from _support.servers import serving
 
 
 @dataclass
@@ -137,16 +137,10 @@ def _handler(server: FakeModelServer) -> type[BaseHTTPRequestHandler]:
 
 def _serve() -> Iterator[FakeModelServer]:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), BaseHTTPRequestHandler)
-    httpd.daemon_threads = True
     server = FakeModelServer(port=httpd.server_address[1])
     httpd.RequestHandlerClass = _handler(server)
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
+    with serving(httpd):
         yield server
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 @pytest.fixture

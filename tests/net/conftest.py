@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import ssl
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -12,6 +11,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from _support.servers import serving
 
 
 @dataclass
@@ -57,14 +57,8 @@ def _serve(tls: ssl.SSLContext | None) -> Iterator[Server]:
     if tls is not None:
         tls.sni_callback = lambda sock, name, ctx: server.sni.append(name)  # type: ignore[assignment,misc]
         httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
-    httpd.daemon_threads = True
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    try:
+    with serving(httpd):
         yield server
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 @pytest.fixture

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 
 import anyio
 import pytest
+from _support.servers import serving_asgi
 
 from charter.runtime.net.resolve import StaticResolver
 from charter.runtime.net.transport import mcp_http_client_factory
@@ -30,19 +28,8 @@ def mcp_port() -> Iterator[int]:
     def add(a: int, b: int) -> int:
         return a + b
 
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen()
-    server = uvicorn.Server(uvicorn.Config(app.streamable_http_app(), log_level="warning"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert server.started
-    yield sock.getsockname()[1]
-    server.should_exit = True
-    thread.join(5)
+    with serving_asgi(app.streamable_http_app()) as port:
+        yield port
 
 
 async def _add(url: str, policy: UrlPolicy) -> str:

@@ -79,6 +79,19 @@ def charter_run(
     yield run
 
 
+@pytest.fixture
+def solo_run(charter_run: RunFn) -> RunFn:
+    """``solo_run(script, *args, workdir=..., stdin=...)``: ``charter_run`` of
+    the one-stage ``solo`` fixture agent, its model playing
+    ``fixtures/run/scripts/<script>``."""
+
+    def run(script: str, *args: str, **options: Any) -> Ran:
+        model = ("--model", f"script:{SCRIPTS / script}")
+        return charter_run(FIXTURES / "solo", "--agent", "solo", *model, *args, **options)
+
+    return run
+
+
 def _models_server_module() -> Any:
     """The chat-completions test server of tests/models (its conftest cannot be
     imported by name, so it is loaded from its file)."""

@@ -12,64 +12,14 @@ import pytest
 from charter.runtime.models.script import ScriptProvider
 from charter.runtime.tools.context import ContextEntry, RunStore, fold_sections
 
-BLUEPRINT = """
-[agent]
-name = "keeper"
-entry_stage = "gather"
-
-[stages.gather]
-mode = "autonomous"
-available_tools = ["context_write", "context_append", "context_delete", "todo_add", "todo_done"]
-max_iterations = 5
-
-[stages.gather.transitions.answer]
-hint = "The notes are taken"
-transform = "clear"
-
-[stages.answer]
-mode = "output"
-available_tools = []
-max_iterations = 2
-
-[stages.answer.output]
-format = "text"
-
-[stages.answer.transitions]
-"""
-
-SCRIPT = """
-turns:
-  - stage: gather
-    tool_calls:
-      - name: context_write
-        arguments: {region: findings, key: build, content: the build runs with make check}
-      - name: todo_add
-        arguments: {region: plan, item: write the release notes}
-      - name: context_write
-        arguments: {region: scratch, content: a thought to drop later}
-  - stage: gather
-    tool_calls:
-      - name: context_append
-        arguments: {region: findings, content: tests live under t/}
-      - name: todo_done
-        arguments: {region: plan, id: 0}
-      - name: context_delete
-        arguments: {region: scratch, oldest: 1}
-  - stage: gather
-    edge: answer
-  - stage: answer
-    tool_calls:
-      - name: submit_output
-        arguments: {content: noted}
-"""
+# The keeper agent writes context sections while it gathers, then answers.
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "run"
 
 
 @pytest.fixture
 def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> ScriptProvider:
     """A recording scripted model that `charter run` uses instead of loading one."""
-    script = tmp_path / "keeper.script.yaml"
-    script.write_text(SCRIPT)
-    provider = ScriptProvider.from_file(script, record=True)
+    provider = ScriptProvider.from_file(FIXTURES / "scripts" / "keeper.yaml", record=True)
     import charter.runtime.models as models
 
     monkeypatch.setattr(models, "load_provider", lambda *a, **k: provider)
@@ -79,9 +29,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> ScriptProvider:
 def test_a_section_written_on_one_turn_is_in_the_next_turns_system_prompt(
     charter_run: Any, recorded: ScriptProvider, tmp_path: Path
 ) -> None:
-    project = tmp_path / "keeper"
-    project.mkdir()
-    (project / "agent.leviath").write_text(BLUEPRINT)
+    project = FIXTURES / "keeper"
     work = tmp_path / "work"
     work.mkdir()
     ran = charter_run(

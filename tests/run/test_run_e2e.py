@@ -26,18 +26,25 @@ def lines(*answers: str) -> str:
     return "".join(a + "\n" for a in answers)
 
 
+def run_scripted(
+    charter_run: Any, workdir: Path, target: Path, agent: str, name: str, *args: str, **options: Any
+) -> Any:
+    """`charter run` of `agent` in `target` (a project or a plan file), driven by script `name`."""
+    return charter_run(
+        target, "--agent", agent, "--model", script(name), *args, workdir=workdir, **options
+    )
+
+
 def run_solo(charter_run: Any, workdir: Path, name: str, *args: str, **options: Any) -> Any:
     """`charter run` of the one-stage `solo` fixture agent, driven by script `name`."""
-    return charter_run(
-        FIXTURES / "solo",
-        "--agent",
-        "solo",
-        "--model",
-        script(name),
-        *args,
-        workdir=workdir,
-        **options,
-    )
+    return run_scripted(charter_run, workdir, FIXTURES / "solo", "solo", name, *args, **options)
+
+
+def run_coder(charter_run: Any, workdir: Path, *args: str, **options: Any) -> Any:
+    """`charter run` of the shipped coder blueprint on a small task."""
+    coder = REPO / "blueprints" / "coder"
+    task = ("--task", "Add a greeting")
+    return charter_run(coder, "--agent", "coder", *task, *args, workdir=workdir, **options)
 
 
 def audit_of(ran: Any) -> list[dict[str, Any]]:
@@ -51,15 +58,7 @@ def audit_of(ran: Any) -> list[dict[str, Any]]:
 
 def test_coder_demo_runs_end_to_end_offline(charter_run: Any, tmp_path: Path) -> None:
     # No --model: the blueprint's demo.script.yaml is the default.
-    ran = charter_run(
-        REPO / "blueprints" / "coder",
-        "--agent",
-        "coder",
-        "--task",
-        "Add a greeting",
-        "--yolo",
-        workdir=tmp_path,
-    )
+    ran = run_coder(charter_run, tmp_path, "--yolo")
     assert ran.code == 0, ran.stderr
     finished = ran.finished
     assert finished["status"] == "completed"
@@ -86,17 +85,7 @@ def test_coder_with_a_person_at_the_terminal(charter_run: Any, tmp_path: Path) -
     # shell: deny with a message; the choice; approve the review call, then
     # the review itself; write_file for this stage; submit_output once.
     answers = lines("m", "not now", "1", "o", "", "s", "o")
-    ran = charter_run(
-        REPO / "blueprints" / "coder",
-        "--agent",
-        "coder",
-        "--task",
-        "Add a greeting",
-        "--model",
-        script("coder-attended.yaml"),
-        workdir=tmp_path,
-        stdin=answers,
-    )
+    ran = run_coder(charter_run, tmp_path, "--model", script("coder-attended.yaml"), stdin=answers)
     assert ran.code == 0, ran.finished["reason"]
     assert (tmp_path / "greet.py").exists()
     cards = {e["tool"]: e["decision"] for e in ran.of("tool_finished")}
@@ -109,16 +98,10 @@ def test_coder_with_a_person_at_the_terminal(charter_run: Any, tmp_path: Path) -
 
 def test_notes_core_runs_with_its_authored_tool(charter_run: Any, tmp_path: Path) -> None:
     (tmp_path / "NOTES.md").write_text("remember the milk\n")
-    ran = charter_run(
-        REPO / "blueprints" / "notes-core",
-        "--agent",
-        "notes-core",
-        "--task",
-        "Read my notes",
-        "--model",
-        script("notes-core.yaml"),
-        "--yolo",
-        workdir=tmp_path,
+    notes_core = REPO / "blueprints" / "notes-core"
+    task = ("--task", "Read my notes")
+    ran = run_scripted(
+        charter_run, tmp_path, notes_core, "notes-core", "notes-core.yaml", *task, "--yolo"
     )
     assert ran.code == 0, ran.finished["reason"]
     assert ran.finished["output_text"] == "The notes say: remember the milk, and keep it cold."
@@ -231,15 +214,7 @@ def test_interaction_timeout_refuses(charter_run: Any, tmp_path: Path) -> None:
 
 
 def test_sub_agents(charter_run: Any, tmp_path: Path) -> None:
-    ran = charter_run(
-        FIXTURES / "team",
-        "--agent",
-        "lead",
-        "--model",
-        script("team.yaml"),
-        "--yolo",
-        workdir=tmp_path,
-    )
+    ran = run_scripted(charter_run, tmp_path, FIXTURES / "team", "lead", "team.yaml", "--yolo")
     assert ran.code == 0, ran.stderr
     assert ran.finished["output_text"] == "helpers done"
     done = {e["agent"]: e["status"] for e in ran.of("agent_finished")}
@@ -297,15 +272,7 @@ def test_bad_plan_file_is_refused(charter_run: Any, tmp_path: Path) -> None:
 def test_plan_file_runs_like_a_project(charter_run: Any, tmp_path: Path) -> None:
     first = run_solo(charter_run, tmp_path, "solo-gate-forced.yaml", "--yolo")
     plan = first.run_dir / "plan.json"
-    again = charter_run(
-        plan,
-        "--agent",
-        "solo",
-        "--model",
-        script("solo-gate-forced.yaml"),
-        "--yolo",
-        workdir=tmp_path,
-    )
+    again = run_scripted(charter_run, tmp_path, plan, "solo", "solo-gate-forced.yaml", "--yolo")
     assert again.code == 0
     assert again.of("run_started")[0]["plan_digest"] == first.of("run_started")[0]["plan_digest"]
 
@@ -344,15 +311,7 @@ ROUTES = [
 def test_runtime_edges(
     charter_run: Any, tmp_path: Path, name: str, edges: list[tuple[str, str]], answer: str
 ) -> None:
-    ran = charter_run(
-        FIXTURES / "routes",
-        "--agent",
-        "routes",
-        "--model",
-        script(name),
-        "--yolo",
-        workdir=tmp_path,
-    )
+    ran = run_scripted(charter_run, tmp_path, FIXTURES / "routes", "routes", name, "--yolo")
     assert ran.code == 0, ran.finished["reason"]
     assert [(e["to"], e["condition"]) for e in ran.of("edge_taken")] == edges
     assert ran.finished["output_text"] == answer
@@ -361,14 +320,8 @@ def test_runtime_edges(
 def test_delegate_task_narrows_the_child_to_the_listed_tools(
     charter_run: Any, tmp_path: Path
 ) -> None:
-    ran = charter_run(
-        FIXTURES / "delegation",
-        "--agent",
-        "boss",
-        "--model",
-        script("delegation.yaml"),
-        "--yolo",
-        workdir=tmp_path,
+    ran = run_scripted(
+        charter_run, tmp_path, FIXTURES / "delegation", "boss", "delegation.yaml", "--yolo"
     )
     assert ran.code == 0, ran.finished["reason"]
     assert ran.finished["output_text"] == "The child read what it could."
@@ -377,14 +330,9 @@ def test_delegate_task_narrows_the_child_to_the_listed_tools(
 def test_a_stuck_edge_fires_at_its_own_tool_call_threshold(
     charter_run: Any, tmp_path: Path
 ) -> None:
-    ran = charter_run(
-        FIXTURES / "routes-calls",
-        "--agent",
-        "routes-calls",
-        "--model",
-        script("routes-calls.yaml"),
-        "--yolo",
-        workdir=tmp_path,
+    project = FIXTURES / "routes-calls"
+    ran = run_scripted(
+        charter_run, tmp_path, project, "routes-calls", "routes-calls.yaml", "--yolo"
     )
     assert ran.code == 0, ran.finished["reason"]
     assert [(e["to"], e["condition"]) for e in ran.of("edge_taken")] == [("stuck_out", "stuck")]

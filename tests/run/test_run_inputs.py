@@ -8,22 +8,11 @@ from typing import Any
 
 from charter.runtime.audit import read_events
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures" / "run"
-
 
 def test_a_lone_surrogate_in_arguments_is_refused_at_the_schema_gate(
-    charter_run: Any, tmp_path: Path
+    solo_run: Any, tmp_path: Path
 ) -> None:
-    ran = charter_run(
-        FIXTURES / "solo",
-        "--agent",
-        "solo",
-        "--model",
-        f"script:{FIXTURES / 'scripts' / 'solo-surrogate.yaml'}",
-        "--yolo",
-        workdir=tmp_path,
-    )
+    ran = solo_run("solo-surrogate.yaml", "--yolo", workdir=tmp_path)
     assert ran.code == 0, ran.stderr
     first = ran.of("tool_finished")[0]
     assert (first["decision"], first["gate"], first["rule"]) == (

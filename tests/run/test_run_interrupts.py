@@ -44,6 +44,12 @@ def _start(argv: list[str], workspace: Path) -> subprocess.Popen[str]:
     )
 
 
+def _start_chat(hung: Any, workspace: Path) -> subprocess.Popen[str]:
+    """The one-stage chat agent, its model the server that never answers."""
+    model = ("--model", "openai:fake", "--base-url", hung.base_url)
+    return _start([str(FIXTURES / "chat"), "--agent", "chat", *model], workspace)
+
+
 def _until(proc: subprocess.Popen[str], kind: str) -> list[dict[str, Any]]:
     assert proc.stdout is not None
     events = []
@@ -78,18 +84,7 @@ def _finish(proc: subprocess.Popen[str]) -> tuple[int, float, list[dict[str, Any
 def test_a_signal_while_the_model_hangs_ends_the_run_at_once(
     sig: signal.Signals, hung: Any, tmp_path: Path
 ) -> None:
-    proc = _start(
-        [
-            str(FIXTURES / "chat"),
-            "--agent",
-            "chat",
-            "--model",
-            "openai:fake",
-            "--base-url",
-            hung.base_url,
-        ],
-        tmp_path,
-    )
+    proc = _start_chat(hung, tmp_path)
     events = _until(proc, "thinking")
     deadline = time.monotonic() + 10
     while hung.requests == 0 and time.monotonic() < deadline:
@@ -108,18 +103,7 @@ def test_a_signal_while_the_model_hangs_ends_the_run_at_once(
 
 
 def test_a_second_ctrl_c_prints_no_traceback(hung: Any, tmp_path: Path) -> None:
-    proc = _start(
-        [
-            str(FIXTURES / "chat"),
-            "--agent",
-            "chat",
-            "--model",
-            "openai:fake",
-            "--base-url",
-            hung.base_url,
-        ],
-        tmp_path,
-    )
+    proc = _start_chat(hung, tmp_path)
     _until(proc, "thinking")
     proc.send_signal(signal.SIGINT)
     time.sleep(0.05)

@@ -11,26 +11,34 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "tests" / "fixtures" / "run" / "scripts"
 
+# notes-core under --yolo, its model played by the notes-core script.
+NOTES_CORE_RUN = (
+    "--agent",
+    "notes-core",
+    "--model",
+    f"script:{SCRIPTS / 'notes-core.yaml'}",
+    "--yolo",
+)
 
-def test_a_server_that_fails_to_start_says_why_on_the_console(
-    charter_run: Any, tmp_path: Path
-) -> None:
+
+def _broken_notes_core(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of notes-core whose docs server is pointed at a missing folder,
+    so it fails to start; and an empty workspace to run it in."""
     project = tmp_path / "notes-core"
     shutil.copytree(REPO / "blueprints" / "notes-core", project)
     manifest = project / "agent" / "mcp" / "docs.yaml"
     manifest.write_text(manifest.read_text().replace('"--root", "docs"', '"--root", "nowhere"'))
     workspace = tmp_path / "ws"
     workspace.mkdir()
+    return project, workspace
+
+
+def test_a_server_that_fails_to_start_says_why_on_the_console(
+    charter_run: Any, tmp_path: Path
+) -> None:
+    project, workspace = _broken_notes_core(tmp_path)
     (workspace / "NOTES.md").write_text("remember the milk\n")
-    ran = charter_run(
-        project,
-        "--agent",
-        "notes-core",
-        "--model",
-        f"script:{SCRIPTS / 'notes-core.yaml'}",
-        "--yolo",
-        workdir=workspace,
-    )
+    ran = charter_run(project, *NOTES_CORE_RUN, workdir=workspace)
     [server] = ran.of("mcp_server")
     assert server["status"] == "failed"
     [notice] = [e["message"] for e in ran.of("notice") if e["message"].startswith("MCP docs")]
@@ -43,21 +51,6 @@ def test_a_server_that_fails_to_start_says_why_on_the_console(
 
 
 def test_quiet_still_says_why_a_server_failed(charter_run: Any, tmp_path: Path) -> None:
-    project = tmp_path / "notes-core"
-    shutil.copytree(REPO / "blueprints" / "notes-core", project)
-    manifest = project / "agent" / "mcp" / "docs.yaml"
-    manifest.write_text(manifest.read_text().replace('"--root", "docs"', '"--root", "nowhere"'))
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    ran = charter_run(
-        project,
-        "--agent",
-        "notes-core",
-        "--model",
-        f"script:{SCRIPTS / 'notes-core.yaml'}",
-        "--yolo",
-        "--quiet",
-        workdir=workspace,
-        json_events=False,
-    )
+    project, workspace = _broken_notes_core(tmp_path)
+    ran = charter_run(project, *NOTES_CORE_RUN, "--quiet", workdir=workspace, json_events=False)
     assert "MCP docs: failed" in ran.stderr and "nowhere is not a directory" in ran.stderr

@@ -13,6 +13,12 @@ REPO = Path(__file__).resolve().parents[2]
 SOLO = REPO / "tests" / "fixtures" / "run" / "solo"
 
 
+def _run_solo(charter_run: Any, model_server: Any, workdir: Path, *args: str) -> Any:
+    """`charter run` of the solo fixture agent, its model the local server."""
+    model = ("--model", "openai:fake", "--base-url", model_server.base_url)
+    return charter_run(SOLO, "--agent", "solo", *model, *args, workdir=workdir)
+
+
 def test_openai_provider_drives_a_run(
     charter_run: Any, model_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -47,20 +53,8 @@ def test_openai_provider_drives_a_run(
         )
 
     model_server.reply = reply
-    ran = charter_run(
-        SOLO,
-        "--agent",
-        "solo",
-        "--model",
-        "openai:fake",
-        "--base-url",
-        model_server.base_url,
-        "--allow",
-        "write_file",
-        "--allow",
-        "submit_output",
-        workdir=tmp_path,
-    )
+    allow = ("--allow", "write_file", "--allow", "submit_output")
+    ran = _run_solo(charter_run, model_server, tmp_path, *allow)
     assert ran.code == 0, ran.stderr
     assert json.loads(ran.finished["output_text"]) == {"via": "openai"}
     assert (tmp_path / "o.txt").read_text() == "x"
@@ -74,16 +68,7 @@ def test_openai_failure_ends_the_run_without_output(
 ) -> None:
     Reply = model_server.Reply
     model_server.reply = lambda seen: Reply(400, {"error": {"message": "model 'fake' not found"}})
-    ran = charter_run(
-        SOLO,
-        "--agent",
-        "solo",
-        "--model",
-        "openai:fake",
-        "--base-url",
-        model_server.base_url,
-        workdir=tmp_path,
-    )
+    ran = _run_solo(charter_run, model_server, tmp_path)
     assert ran.code == 4
     assert "model 'fake' not found" in ran.finished["reason"]
     assert ran.of("model_error")

@@ -15,20 +15,9 @@ import pytest
 
 from charter.compiler.cli import main
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures" / "run"
 
-
-def _solo(charter_run: Any, workspace: Path) -> Any:
-    ran = charter_run(
-        FIXTURES / "solo",
-        "--agent",
-        "solo",
-        "--model",
-        f"script:{FIXTURES / 'scripts' / 'solo-attended.yaml'}",
-        workdir=workspace,
-        stdin="Ada\nd\no\n2\no\n\no\no\n",
-    )
+def _solo(solo_run: Any, workspace: Path) -> Any:
+    ran = solo_run("solo-attended.yaml", workdir=workspace, stdin="Ada\nd\no\n2\no\n\no\no\n")
     assert ran.code == 0, ran.stderr
     return ran
 
@@ -38,10 +27,10 @@ def _mode(path: Path) -> int:
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX modes")
-def test_run_records_are_private_whatever_the_umask(charter_run: Any, tmp_path: Path) -> None:
+def test_run_records_are_private_whatever_the_umask(solo_run: Any, tmp_path: Path) -> None:
     old = os.umask(0)
     try:
-        ran = _solo(charter_run, tmp_path)
+        ran = _solo(solo_run, tmp_path)
     finally:
         os.umask(old)
     run_dir = ran.run_dir
@@ -88,8 +77,8 @@ TAMPERING: list[tuple[str, Tamper, Where, str]] = [
 ]
 
 
-def test_an_intact_log_verifies(charter_run: Any, capsys: Any, tmp_path: Path) -> None:
-    ran = _solo(charter_run, tmp_path)
+def test_an_intact_log_verifies(solo_run: Any, capsys: Any, tmp_path: Path) -> None:
+    ran = _solo(solo_run, tmp_path)
     code, out = _verify(capsys, ran.run_dir / "audit.jsonl")
     assert code == 0, out
     assert "intact" in out and ran.finished["audit_hash"] in out
@@ -99,7 +88,7 @@ def test_an_intact_log_verifies(charter_run: Any, capsys: Any, tmp_path: Path) -
     ("name", "tamper", "where", "problem"), TAMPERING, ids=[t[0] for t in TAMPERING]
 )
 def test_a_tampered_log_names_its_first_bad_line(
-    charter_run: Any,
+    solo_run: Any,
     capsys: Any,
     tmp_path: Path,
     name: str,
@@ -107,7 +96,7 @@ def test_a_tampered_log_names_its_first_bad_line(
     where: Where,
     problem: str,
 ) -> None:
-    ran = _solo(charter_run, tmp_path)
+    ran = _solo(solo_run, tmp_path)
     log = ran.run_dir / "audit.jsonl"
     changed = tamper(log.read_text().splitlines())
     # A torn line is one the writer never finished: no newline after it.

@@ -9,21 +9,9 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures" / "run"
-SCRIPTS = FIXTURES / "scripts"
 
-
-def test_a_long_command_reports_its_progress(charter_run: Any, tmp_path: Path) -> None:
-    ran = charter_run(
-        FIXTURES / "solo",
-        "--agent",
-        "solo",
-        "--model",
-        f"script:{SCRIPTS / 'solo-progress.yaml'}",
-        "--yolo",
-        workdir=tmp_path,
-    )
+def test_a_long_command_reports_its_progress(solo_run: Any, tmp_path: Path) -> None:
+    ran = solo_run("solo-progress.yaml", "--yolo", workdir=tmp_path)
     ticks = ran.of("tool_progress")
     assert ticks, ran.kinds()
     assert all(t["tool"] == "shell" and t["call_id"] == "call_0_0" for t in ticks)
@@ -73,18 +61,10 @@ def test_the_live_view_shows_a_running_line(
 
 
 def test_the_approval_prompt_names_every_reason_the_real_cwd_and_shows_text(
-    charter_run: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    solo_run: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COLUMNS", "300")  # no wrapping inside the prompt panels
-    ran = charter_run(
-        FIXTURES / "solo",
-        "--agent",
-        "solo",
-        "--model",
-        f"script:{SCRIPTS / 'solo-approval-prompt.yaml'}",
-        workdir=tmp_path,
-        stdin="d\nd\n",
-    )
+    ran = solo_run("solo-approval-prompt.yaml", workdir=tmp_path, stdin="d\nd\n")
     prompt = ran.stderr
     # Both parts of the shell command that need a person, not only the first.
     assert "touch writes files" in prompt and "pip runs project code" in prompt

@@ -15,6 +15,7 @@ work (write the workspace, run Python, git and pytest).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import socket
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from _support.sandbox import need_full_sandbox, profile
+from _support.sandbox import need_full_sandbox, profile, sandboxed_workspace
 
 from charter.runtime.plan import SandboxLimits
 from charter.runtime.proc import run_command
@@ -368,20 +369,12 @@ def test_a_protected_path_created_by_one_command_is_read_only_for_the_next(
     tmp_path: Path,
 ) -> None:
     need_full_sandbox()
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    sb = Sandbox(profile(), workspace=ws, private_dir=tmp_path / "private")
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(ws)}
+    ws, sb, env = sandboxed_workspace(tmp_path)
+    run = functools.partial(run_command, cwd=ws, env=env, timeout_s=30, sandbox=sb)
     try:
-        first = run_command(["git", "init", "-q", "."], cwd=ws, env=env, timeout_s=30, sandbox=sb)
+        first = run(["git", "init", "-q", "."])
         assert first.exit_code == 0, first.stderr
-        second = run_command(
-            ["/bin/sh", "-c", "echo evil > .git/hooks/pre-commit"],
-            cwd=ws,
-            env=env,
-            timeout_s=30,
-            sandbox=sb,
-        )
+        second = run(["/bin/sh", "-c", "echo evil > .git/hooks/pre-commit"])
     finally:
         sb.close()
     assert second.exit_code != 0 and "Read-only file system" in second.stderr

@@ -6,13 +6,13 @@ from __future__ import annotations
 import http.server
 import os
 import shutil
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _support.sandbox import need_full_sandbox, profile
+from _support.servers import serving
 
 from charter.runtime.proc import run_command
 from charter.runtime.sandbox.hosts import host_matches
@@ -38,12 +38,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 def server() -> Iterator[int]:
     _Handler.seen = []
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    try:
+    with serving(httpd):
         yield httpd.server_address[1]
-    finally:
-        httpd.shutdown()
 
 
 def _sandbox(tmp_path: Path, hosts: tuple[str, ...], *, local: bool) -> Sandbox:

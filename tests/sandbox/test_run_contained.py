@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 import pytest
 import tomli_w
-from _support.sandbox import facts, need_full_sandbox, profile
+from _support.sandbox import facts, need_full_sandbox, sandboxed_workspace
 
 from charter.compiler.cli import main
 from charter.compiler.compile import CompileOptions, compile_project
@@ -25,7 +25,6 @@ from charter.runtime.authored import run_authored
 from charter.runtime.mcp.launch import Launch
 from charter.runtime.redact import Redactor
 from charter.runtime.sandbox.containment import prepare
-from charter.runtime.sandbox.launcher import Sandbox
 from charter.runtime.tools.registry import ToolRuntime
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "sandbox"
@@ -212,10 +211,7 @@ def test_a_cancelled_contained_command_stops_without_waiting_out_the_grace(
     from charter.runtime.proc import GRACE_S, run_command
     from charter.runtime.proc.tree import deaf_namespace_init
 
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    sb = Sandbox(profile(), workspace=ws, private_dir=tmp_path / "private")
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(ws)}
+    ws, sb, env = sandboxed_workspace(tmp_path)
     cancel = threading.Event()
 
     def on_output(_stream: str, _chunk: bytes) -> None:
@@ -295,17 +291,10 @@ def test_an_authored_tool_runs_in_a_contained_child(tmp_path: Path) -> None:
     assert entry is not None
     outside = tmp_path / "outside"
     outside.mkdir()
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    sb = Sandbox(profile(), workspace=ws, private_dir=tmp_path / "private")
+    ws, sb, env = sandboxed_workspace(tmp_path)
     try:
         rt = ToolRuntime(
-            workspace=ws,
-            project_root=root,
-            redactor=Redactor(),
-            timeout_s=30,
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(ws)},
-            sandbox=sb,
+            workspace=ws, project_root=root, redactor=Redactor(), timeout_s=30, env=env, sandbox=sb
         )
         contained = run_authored(entry, {"outside": str(outside)}, rt)
         plain = run_authored(

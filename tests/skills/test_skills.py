@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from charter.runtime.redact import Redactor
+from charter.runtime.results import ToolResult
 from charter.runtime.tools.registry import ToolRuntime, dispatch
 
 CASES = Path(__file__).resolve().parents[1] / "fixtures" / "skills" / "paths.txt"
@@ -125,65 +126,34 @@ def test_skill_lifecycle(with_skill: ToolRuntime) -> None:
     assert dispatch("skills_list", {"category": "docs"}, rt).content == (
         "(no skills in category 'docs')"
     )
-    dup = dispatch("skill_manage", {"action": "create", "name": "deploy", "content": "x"}, rt)
+
+    def manage(action: str, **args: Any) -> ToolResult:  # skill_manage, on "deploy" unless named
+        return dispatch("skill_manage", {"action": action, "name": "deploy", **args}, rt)
+
+    dup = manage("create", content="x")
     assert dup.rule == "skill-exists"
-    missing = dispatch("skill_manage", {"action": "update", "name": "nope", "content": "x"}, rt)
+    missing = manage("update", name="nope", content="x")
     assert missing.rule == "skill-unknown"
-    wrote = dispatch(
-        "skill_manage",
-        {
-            "action": "write_file",
-            "name": "deploy",
-            "file_path": "references/checks.md",
-            "file_content": "lint\nlint\ntest\n",
-        },
-        rt,
-    )
+    checks = "references/checks.md"
+    wrote = manage("write_file", file_path=checks, file_content="lint\nlint\ntest\n")
     assert wrote.ok and "next call" in wrote.content
     view = dispatch("skill_view", {"name": "deploy"}, rt)
     assert view.content.startswith("---\nname: deploy") and "references/checks.md" in view.content
-    ambiguous = dispatch(
-        "skill_manage",
-        {
-            "action": "patch",
-            "name": "deploy",
-            "file_path": "references/checks.md",
-            "old_string": "lint",
-            "new_string": "ruff",
-        },
-        rt,
-    )
+    ambiguous = manage("patch", file_path=checks, old_string="lint", new_string="ruff")
     assert ambiguous.rule == "skill-patch-ambiguous"
-    patched = dispatch(
-        "skill_manage",
-        {
-            "action": "patch",
-            "name": "deploy",
-            "file_path": "references/checks.md",
-            "old_string": "lint",
-            "new_string": "ruff",
-            "replace_all": True,
-        },
-        rt,
+    patched = manage(
+        "patch", file_path=checks, old_string="lint", new_string="ruff", replace_all=True
     )
     assert patched.ok
     got = dispatch("skill_view", {"name": "deploy", "file_path": "references/checks.md"}, rt)
     assert got.content == "ruff\nruff\ntest\n"
-    md = dispatch(
-        "skill_manage",
-        {"action": "patch", "name": "deploy", "old_string": "then tag", "new_string": "then ship"},
-        rt,
-    )
+    md = manage("patch", old_string="then tag", new_string="then ship")
     assert md.ok and "then ship" in (rt.skills_root / "deploy" / "SKILL.md").read_text()
-    upd = dispatch("skill_manage", {"action": "update", "name": "deploy", "content": "# v2\n"}, rt)
+    upd = manage("update", content="# v2\n")
     assert upd.ok and dispatch("skills_list", {}, rt).content == "deploy: (no description)"
-    removed = dispatch(
-        "skill_manage",
-        {"action": "remove_file", "name": "deploy", "file_path": "references/checks.md"},
-        rt,
-    )
+    removed = manage("remove_file", file_path=checks)
     assert removed.ok and not (rt.skills_root / "deploy" / "references" / "checks.md").exists()
-    assert dispatch("skill_manage", {"action": "delete", "name": "deploy"}, rt).ok
+    assert manage("delete").ok
     assert not (rt.skills_root / "deploy").exists()
     assert dispatch("skills_list", {}, rt).content == "(no skills)"
     assert not [p for p in rt.skills_root.iterdir()]  # no temporary files left behind

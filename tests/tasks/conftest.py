@@ -9,24 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support.approvals import Recorder
 
-from charter.runtime.approval import ApprovalAnswer, ApprovalRequest
 from charter.runtime.env import build_env
 from charter.runtime.plan import Plan
 from charter.runtime.redact import Redactor
 from charter.runtime.tools.registry import RunStore, ToolRuntime
 
 NOTES_CORE = Path(__file__).resolve().parents[2] / "blueprints" / "notes-core"
-
-
-class Recorder:
-    def __init__(self, kind: str = "once") -> None:
-        self.kind = kind
-        self.requests: list[ApprovalRequest] = []
-
-    def request(self, req: ApprovalRequest) -> ApprovalAnswer:
-        self.requests.append(req)
-        return ApprovalAnswer(self.kind, "", "test")  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from _support.servers import serving
 
 from charter.runtime.tools.registry import IMPLEMENTATIONS, ToolRuntime
 from charter.runtime.tools.web import WebConfig, html_to_text, web_config_for
@@ -88,10 +88,8 @@ class _Handler(BaseHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serving(httpd):
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
 
 
 def _rt(tmp_path: Path, **cfg: Any) -> ToolRuntime:
