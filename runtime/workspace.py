@@ -52,6 +52,7 @@ __all__ = [
     "PathOp",
     "Protection",
     "case_insensitive",
+    "client_settings_path_reason",
     "client_settings_reason",
     "confine",
     "decide_path",
@@ -323,6 +324,31 @@ def client_settings_reason(parts: tuple[str, ...] | list[str]) -> str | None:
             return "an editor's settings for the agents it runs"
         n += 1
     return None
+
+
+# Every path client_settings_reason() names has a component equal, once
+# case-folded, to one of these names (a client's directory, one of its files,
+# or the file of a pair). For ASCII text case-folding is lower-casing, so an
+# ASCII path holding none of them as a substring is not a client's settings:
+# almost every path a command names, which the shell guard asks about often.
+_CLIENT_NAMES = re.compile(
+    "|".join(
+        re.escape(name)
+        for name in sorted(
+            CLIENT_SETTINGS_DIRS
+            | CLIENT_SETTINGS_FILES
+            | {file for _, file in _CLIENT_SETTINGS_PAIRS}
+        )
+    )
+)
+
+
+def client_settings_path_reason(rel: str) -> str | None:
+    """:func:`client_settings_reason` of the '/'-separated relative path
+    ``rel``, answered at once for the common path that names no client."""
+    if rel.isascii() and _CLIENT_NAMES.search(rel.lower()) is None:
+        return None
+    return client_settings_reason(rel.split("/"))
 
 
 def _parts_shown(parts: tuple[str, ...] | list[str], upto: int) -> str:

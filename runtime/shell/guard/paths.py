@@ -26,13 +26,7 @@ from charter.runtime.shell.programs import UNKNOWN
 from charter.runtime.shell.programs.base import Walk
 from charter.runtime.shell.syntax import Word
 from charter.runtime.shell.walk import WALK_LIMIT, Budget, gitignored_dirs, walk_tree
-from charter.runtime.workspace import (
-    _CLIENT_SETTINGS_PAIRS,
-    CLIENT_SETTINGS_DIRS,
-    CLIENT_SETTINGS_FILES,
-    client_settings_reason,
-    is_sensitive,
-)
+from charter.runtime.workspace import client_settings_path_reason, is_sensitive
 
 __all__ = [
     "DISCARD",
@@ -244,34 +238,10 @@ def generic_args(
         _path_finding(st, value, value.startswith("~"), (word.start, word.end), False)
 
 
-# Every path client_settings_reason() names has a component equal to one of
-# these names once case-folded (a directory of a client's, one of its files,
-# or the file of a (directory, file) pair); for ASCII text case-folding is
-# lower-casing, so an ASCII path holding none of them is not a client's
-# settings, which is almost every path a command names.
-_CLIENT_NAMES = re.compile(
-    "|".join(
-        re.escape(name)
-        for name in sorted(
-            CLIENT_SETTINGS_DIRS
-            | CLIENT_SETTINGS_FILES
-            | {file for _, file in _CLIENT_SETTINGS_PAIRS}
-        )
-    )
-)
-
-
-def _client_reason(rel: str) -> str | None:
-    """``client_settings_reason`` of the relative path ``rel``."""
-    if rel.isascii() and _CLIENT_NAMES.search(rel.lower()) is None:
-        return None
-    return client_settings_reason(rel.split("/"))
-
-
 def _client_settings(st: State, rel: str, span: tuple[int, int]) -> None:
     """A write to ``rel`` (relative to the workspace's real root) that lands in
     a coding client's settings or instructions: an ask only a person answers."""
-    reason = _client_reason(rel)
+    reason = client_settings_path_reason(rel)
     if reason is not None:
         st.add(
             "ask",
@@ -298,7 +268,7 @@ def client_settings_args(
                 raw = "/" + cand.lstrip("/")
             elif st.cwd is None:
                 # relative to a directory changed earlier: judge the text alone
-                if _client_reason(cand) is not None:
+                if client_settings_path_reason(cand) is not None:
                     _client_settings(st, cand, (w.start, w.end))
                 continue
             else:
