@@ -113,20 +113,13 @@ def verb_parser(name: str) -> argparse.ArgumentParser:
     raise CompilerBug(f"verb {name!r} has no sub-parser")  # pragma: no cover
 
 
-# Verbs that only read files, print, and (check, hook) append to the audit log
-# through a raw descriptor that is fsync-ed before the verdict is printed. Once
-# their output is flushed nothing is left to finish, so the console script
-# ends them with os._exit and skips tearing down every module and object the
-# interpreter holds: about 45 ms of a 250 ms `charter validate`, for nothing.
-_FAST_EXIT_VERBS = frozenset(
-    {"validate", "rules", "rule", "check", "check-shell", "check-url", "check-path", "hook"}
-)
-# `charter run` ends the same way for another reason: when it was interrupted
-# it may leave a worker thread behind (a model request it abandoned, a tool
-# that ignored the cancel event), and the interpreter's shutdown would wait
-# for that thread, holding the process open for minutes. Its records are
-# closed and synced before run() returns; nothing else is left to finish.
-_EXIT_AT_ONCE_VERBS = _FAST_EXIT_VERBS | {"run"}
+# `charter run` ends at once when its records are closed: when it was
+# interrupted it may leave a worker thread behind (a model request it
+# abandoned, a tool that ignored the cancel event), and the interpreter's
+# shutdown would wait for that thread, holding the process open for minutes.
+# Its records are closed and synced before run() returns; nothing else is
+# left to finish. Every other verb ends with a normal interpreter exit.
+_EXIT_AT_ONCE_VERBS = frozenset({"run"})
 
 
 def _disable_pydantic_plugins() -> None:
@@ -136,40 +129,25 @@ def _disable_pydantic_plugins() -> None:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 
-def _install_plugin_loader_stand_in() -> None:
-    """With plugins disabled, pydantic's plugin loader returns no plugins, but
-    importing it still imports importlib.metadata (and with it email, zipfile,
-    csv and socket): 20 to 35 ms of every cold start on a small machine. When
-    plugins are disabled for the whole process, a module whose
-    ``get_plugins()`` returns nothing is exactly what pydantic would use.
-    A pydantic that no longer has this private module never imports the
-    stand-in, which then costs nothing."""
-    name = "pydantic.plugin._loader"
-    if os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in ("__all__", "1", "true"):
-        return
-    if name in sys.modules:
-        return
-    from charter.compiler.cli import _no_plugins
-
-    sys.modules[name] = _no_plugins
-
-
 def entry() -> None:
     """The console script (and ``python -m charter.compiler``)."""
     _disable_pydantic_plugins()
-    _install_plugin_loader_stand_in()
     argv = sys.argv[1:]
     try:
         code = main(argv)
     except KeyboardInterrupt:
         # Ctrl-C between main's own handling and here: still no traceback.
         code = 130
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:
+        # The reader went away (`charter rules | head -1`); what was written
+        # is all it wanted. Point stdout at /dev/null so the interpreter's
+        # own flush at exit does not report the same broken pipe again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
     if _chosen_verb(argv) in _EXIT_AT_ONCE_VERBS:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        except BrokenPipeError:
-            pass  # the reader went away; what was written is all it wanted
         os._exit(code)
     sys.exit(code)
 

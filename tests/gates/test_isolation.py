@@ -129,7 +129,6 @@ def test_check_with_a_plan_file_loads_no_compiler_module(
     allowed = {
         "charter.compiler",
         "charter.compiler.cli",
-        "charter.compiler.cli._no_plugins",
         "charter.compiler.cli.check",
         *_CLI_HELPERS,
     }
