@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from charter.compiler.diagnostics import Diagnostic, Severity, Span, did_you_mean, sort_diagnostics
 from charter.compiler.render._common import SUPPRESSION_KEY
@@ -271,7 +271,7 @@ def _mark(d: Diagnostic, kind: str) -> Diagnostic:
     data = tuple(
         sorted([*(kv for kv in d.data if kv[0] != SUPPRESSION_KEY), (SUPPRESSION_KEY, kind)])
     )
-    return replace(d, data=data)
+    return d._replace(data=data)
 
 
 def apply_suppressions(

@@ -580,11 +580,11 @@ def explain_misplaced(diags: Sequence[Diagnostic], *, stage_file: bool = False) 
         if m is None or d.key_path != m.group(1) or "did you mean" in d.message:
             continue
         if m.group(1) in StageTable.model_fields:
-            out[i] = dataclasses.replace(
-                d, help=f"'{m.group(1)}' is a stage key; put it under a [stages.<name>] table"
+            out[i] = d._replace(
+                help=f"'{m.group(1)}' is a stage key; put it under a [stages.<name>] table"
             )
         elif m.group(1) in Agent.model_fields:
-            out[i] = dataclasses.replace(d, help=f"'{m.group(1)}' belongs in the [agent] table")
+            out[i] = d._replace(help=f"'{m.group(1)}' belongs in the [agent] table")
     return out
 
 

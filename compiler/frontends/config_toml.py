@@ -314,7 +314,7 @@ def explain_misplaced_keys(
         )
         # A suggestion drawn from the sub-table's keys points the wrong way.
         message = f"unknown key '{key}'"
-        out.append(dataclasses.replace(d, message=message, help=hint))
+        out.append(d._replace(message=message, help=hint))
     return out
 
 
