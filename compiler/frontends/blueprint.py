@@ -28,7 +28,6 @@ Stages may also live in their own files (``stages/<name>.toml``); see
 :mod:`charter.compiler.frontends.stage_toml`.
 """
 
-import dataclasses
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -595,4 +594,4 @@ def load_blueprint(path: Path, display: str) -> Loaded[Blueprint]:
     """Load ``agent.leviath`` or ``blueprint.toml``. Never raises on bad
     input; every problem is a diagnostic with a position."""
     loaded = load_document(path, display, Blueprint, "toml", postcheck=_postcheck)
-    return dataclasses.replace(loaded, diagnostics=tuple(explain_misplaced(loaded.diagnostics)))
+    return loaded._replace(diagnostics=tuple(explain_misplaced(loaded.diagnostics)))

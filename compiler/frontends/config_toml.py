@@ -14,7 +14,6 @@ Leviath config loads without noise.
 The safe-command models here are shared with the blueprint front-end.
 """
 
-import dataclasses
 import os
 import re
 from collections.abc import Collection, Sequence
@@ -327,7 +326,7 @@ def load_user_config(path: Path, display: str) -> Loaded[UserConfig]:
         what="top-level",
         home="the top of the file, before the first [table] header",
     )
-    return dataclasses.replace(loaded, diagnostics=tuple(fixed))
+    return loaded._replace(diagnostics=tuple(fixed))
 
 
 def load_default_user_config() -> Loaded[UserConfig] | None:

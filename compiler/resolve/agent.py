@@ -4,7 +4,6 @@ read."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -203,12 +202,12 @@ def salvage_invalid(ctx: AgentContext) -> None:
     if bp is not None and bp.model is None and bp.raw is not None:
         model = salvage(Blueprint, bp.raw)
         if model is not None:
-            agent = dataclasses.replace(agent, blueprint=dataclasses.replace(bp, model=model))
+            agent = agent._replace(blueprint=bp._replace(model=model))
     core = agent.core
     if core is not None and core.model is None and core.raw is not None:
         from charter.compiler.frontends.agent_yaml import AgentCore
 
         cmodel = salvage(AgentCore, core.raw)
         if cmodel is not None:
-            agent = dataclasses.replace(agent, core=dataclasses.replace(core, model=cmodel))
+            agent = agent._replace(core=core._replace(model=cmodel))
     ctx.agent = agent
