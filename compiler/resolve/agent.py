@@ -75,7 +75,9 @@ def resolve_shell_policy(ctx: AgentContext, agent_name: str) -> ShellPolicy:
     return ShellPolicy(defaults=parts[0].defaults, safe=safe)
 
 
-@dataclass
+# Mutable resolution state nothing compares by value: identity equality
+# spares a generated __eq__ at every start-up.
+@dataclass(eq=False)
 class ResolvedAgent:
     """One agent after resolution: every name looked up, every decision taken
     with its provenance. The lint checks over sources read it
