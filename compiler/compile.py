@@ -24,7 +24,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from charter.compiler.diagnostics import Diagnostic
 from charter.compiler.emit import compiler_version, emit_agent, emit_plan
@@ -56,8 +56,10 @@ def default_shell(target: str) -> str:
     return "/bin/sh"
 
 
-@dataclass(frozen=True)
-class CompileOptions:
+# Defined at every start-up, so kept cheap to define: CompileOptions is a
+# NamedTuple (a tenth of a frozen dataclass's cost), and CompileResult, which
+# nothing compares by value, keeps identity equality.
+class CompileOptions(NamedTuple):
     """What the compiler targets: platform, shell and whether to render descriptions."""
 
     target_platform: Literal["posix", "windows"] = "windows" if sys.platform == "win32" else "posix"
@@ -67,7 +69,7 @@ class CompileOptions:
     render_descriptions: bool = True
 
 
-@dataclass
+@dataclass(eq=False)
 class CompileResult:
     """A compile's plan (None when any agent has errors), its diagnostics and agents."""
 

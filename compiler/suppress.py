@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from charter.compiler.diagnostics import Diagnostic, Severity, Span, did_you_mean, sort_diagnostics
 from charter.compiler.render._common import SUPPRESSION_KEY
@@ -51,8 +52,10 @@ _BLOCK_SCALAR = re.compile(r"(?:^|[:\-]\s)\s*[|>][-+0-9]*\s*$")
 _SELF_RULES = frozenset({"unused-suppression", "suppression-without-codes", "invalid-suppression"})
 
 
-@dataclass(frozen=True, slots=True)
-class Comment:
+# Defined at every start-up, so kept cheap to define: Comment is a NamedTuple
+# (a tenth of a frozen dataclass's cost); _Entry and _Directive are mutable
+# state nothing compares by value, so they keep identity equality.
+class Comment(NamedTuple):
     """A comment in a source file: 1-based line, column of its ``#``, its text
     from the ``#`` on, and whether it is alone on its line."""
 
@@ -187,7 +190,7 @@ def _invalid_reason(token: str, r: Rule | None) -> str | None:
     return None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Entry:
     """One code named by an ignore comment, and whether any finding used it."""
 
@@ -197,7 +200,7 @@ class _Entry:
     used: bool = False
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Directive:
     """An ignore comment: the line it silences and the codes it names."""
 
@@ -271,7 +274,7 @@ def _mark(d: Diagnostic, kind: str) -> Diagnostic:
     data = tuple(
         sorted([*(kv for kv in d.data if kv[0] != SUPPRESSION_KEY), (SUPPRESSION_KEY, kind)])
     )
-    return replace(d, data=data)
+    return d._replace(data=data)
 
 
 def apply_suppressions(

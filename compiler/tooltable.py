@@ -10,7 +10,7 @@ named.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from charter.compiler.diagnostics import Diagnostic, Span
 from charter.compiler.rules import diag
@@ -22,8 +22,10 @@ __all__ = ["ToolRef", "ToolTable", "all_builtin_names", "builtin_canonical"]
 Source = Literal["builtin", "authored", "mcp", "script"]
 
 
-@dataclass(frozen=True)
-class ToolRef:
+# Defined at every start-up, so kept cheap to define: ToolRef is a NamedTuple
+# (a tenth of a frozen dataclass's cost), and ToolTable, mutable state nothing
+# compares by value, keeps identity equality instead of a generated __eq__.
+class ToolRef(NamedTuple):
     """A tool an agent can name, with where it was declared and what provides it."""
 
     name: str
@@ -44,7 +46,7 @@ class ToolRef:
         return f"MCP server '{self.server}' tool '{self.server_tool}' ({self.where.path})"
 
 
-@dataclass
+@dataclass(eq=False)
 class ToolTable:
     """Built while reading one agent; ``diagnostics`` collects collisions."""
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -96,4 +95,4 @@ def _prefix(root: Path, cwd: Path) -> str:
 
 
 def _rebase(d: Diagnostic, path: str) -> Diagnostic:
-    return replace(d, span=d.span.with_path(path))
+    return d._replace(span=d.span.with_path(path))

@@ -28,7 +28,6 @@ Stages may also live in their own files (``stages/<name>.toml``); see
 :mod:`charter.compiler.frontends.stage_toml`.
 """
 
-import dataclasses
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -580,11 +579,11 @@ def explain_misplaced(diags: Sequence[Diagnostic], *, stage_file: bool = False) 
         if m is None or d.key_path != m.group(1) or "did you mean" in d.message:
             continue
         if m.group(1) in StageTable.model_fields:
-            out[i] = dataclasses.replace(
-                d, help=f"'{m.group(1)}' is a stage key; put it under a [stages.<name>] table"
+            out[i] = d._replace(
+                help=f"'{m.group(1)}' is a stage key; put it under a [stages.<name>] table"
             )
         elif m.group(1) in Agent.model_fields:
-            out[i] = dataclasses.replace(d, help=f"'{m.group(1)}' belongs in the [agent] table")
+            out[i] = d._replace(help=f"'{m.group(1)}' belongs in the [agent] table")
     return out
 
 
@@ -595,4 +594,4 @@ def load_blueprint(path: Path, display: str) -> Loaded[Blueprint]:
     """Load ``agent.leviath`` or ``blueprint.toml``. Never raises on bad
     input; every problem is a diagnostic with a position."""
     loaded = load_document(path, display, Blueprint, "toml", postcheck=_postcheck)
-    return dataclasses.replace(loaded, diagnostics=tuple(explain_misplaced(loaded.diagnostics)))
+    return loaded._replace(diagnostics=tuple(explain_misplaced(loaded.diagnostics)))

@@ -14,7 +14,6 @@ Leviath config loads without noise.
 The safe-command models here are shared with the blueprint front-end.
 """
 
-import dataclasses
 import os
 import re
 from collections.abc import Collection, Sequence
@@ -314,7 +313,7 @@ def explain_misplaced_keys(
         )
         # A suggestion drawn from the sub-table's keys points the wrong way.
         message = f"unknown key '{key}'"
-        out.append(dataclasses.replace(d, message=message, help=hint))
+        out.append(d._replace(message=message, help=hint))
     return out
 
 
@@ -327,7 +326,7 @@ def load_user_config(path: Path, display: str) -> Loaded[UserConfig]:
         what="top-level",
         home="the top of the file, before the first [table] header",
     )
-    return dataclasses.replace(loaded, diagnostics=tuple(fixed))
+    return loaded._replace(diagnostics=tuple(fixed))
 
 
 def load_default_user_config() -> Loaded[UserConfig] | None:

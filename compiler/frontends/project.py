@@ -39,7 +39,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from charter.compiler.diagnostics import Diagnostic, Span
 from charter.compiler.frontends.base import Loaded
@@ -76,8 +76,10 @@ _SKIP_DIRS = {"node_modules", "__pycache__", "venv", ".venv", "site-packages", "
 _MAX_DEPTH = 3
 
 
-@dataclass(frozen=True)
-class AuthoredToolSource:
+# The per-file records are NamedTuples (defined at every start-up, they cost
+# a tenth of a frozen dataclass to define); Project stays a dataclass for its
+# default_factory fields.
+class AuthoredToolSource(NamedTuple):
     """One authored tool's folder and its loaded tool.yaml."""
 
     tool_id: str
@@ -85,8 +87,7 @@ class AuthoredToolSource:
     spec: Loaded[ToolSpec]
 
 
-@dataclass(frozen=True)
-class AgentSources:
+class AgentSources(NamedTuple):
     """Everything loaded for one agent. Any part may be missing or invalid;
     the diagnostics say so."""
 

@@ -14,7 +14,6 @@ it; :func:`merge_stages` returns only the diagnostics.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -49,7 +48,7 @@ def load_stage_file(path: Path, display: str) -> Loaded[StageTable]:
 
     loaded = load_document(path, display, StageTable, "toml", postcheck=postcheck)
     fixed = explain_misplaced(loaded.diagnostics, stage_file=True)
-    return dataclasses.replace(loaded, diagnostics=tuple(fixed))
+    return loaded._replace(diagnostics=tuple(fixed))
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,6 @@ read."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,7 +75,9 @@ def resolve_shell_policy(ctx: AgentContext, agent_name: str) -> ShellPolicy:
     return ShellPolicy(defaults=parts[0].defaults, safe=safe)
 
 
-@dataclass
+# Mutable resolution state nothing compares by value: identity equality
+# spares a generated __eq__ at every start-up.
+@dataclass(eq=False)
 class ResolvedAgent:
     """One agent after resolution: every name looked up, every decision taken
     with its provenance. The lint checks over sources read it
@@ -203,12 +204,12 @@ def salvage_invalid(ctx: AgentContext) -> None:
     if bp is not None and bp.model is None and bp.raw is not None:
         model = salvage(Blueprint, bp.raw)
         if model is not None:
-            agent = dataclasses.replace(agent, blueprint=dataclasses.replace(bp, model=model))
+            agent = agent._replace(blueprint=bp._replace(model=model))
     core = agent.core
     if core is not None and core.model is None and core.raw is not None:
         from charter.compiler.frontends.agent_yaml import AgentCore
 
         cmodel = salvage(AgentCore, core.raw)
         if cmodel is not None:
-            agent = dataclasses.replace(agent, core=dataclasses.replace(core, model=cmodel))
+            agent = agent._replace(core=core._replace(model=cmodel))
     ctx.agent = agent

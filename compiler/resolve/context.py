@@ -54,7 +54,9 @@ def _source_ref(path: str, line: int, col: int) -> SourceRef:
     return SourceRef(path=path, line=line, col=col)
 
 
-@dataclass
+# Mutable compile state nothing compares by value: identity equality, which
+# spares a generated __eq__ at every start-up.
+@dataclass(eq=False)
 class AgentContext:
     """Per-agent compile state: the loaded sources, user config and collected diagnostics."""
 

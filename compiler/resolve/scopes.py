@@ -90,7 +90,9 @@ def permission_map(
     return out
 
 
-@dataclass
+# Nothing compares these by value: identity equality spares a generated
+# __eq__ at every start-up.
+@dataclass(eq=False)
 class UserScopes:
     """What the user's config said about each tool, per scope, and blueprint trust."""
 

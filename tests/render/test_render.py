@@ -6,7 +6,6 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -141,7 +140,7 @@ def test_github_annotation_shape() -> None:
 
 def _d(severity: str, kind: str | None = None) -> Diagnostic:
     d = diag("invalid-value", "m", Span("a.yaml"), severity=Severity(severity))
-    return d if kind is None else replace(d, data=(("suppression", kind),))
+    return d if kind is None else d._replace(data=(("suppression", kind),))
 
 
 # (severities present, deny_warnings, expected exit code)

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -107,9 +106,9 @@ def test_fingerprints_are_unique_and_survive_line_shifts(golden_input: Any) -> N
     # Two blank lines added at the top of every file move every finding.
     def moved(span: Span) -> Span:
         end = span.end_line + 2 if span.end_line is not None else None
-        return replace(span, line=span.line + 2, end_line=end)
+        return span._replace(line=span.line + 2, end_line=end)
 
-    shifted = [replace(d, span=moved(d.span)) for d in golden_input.diagnostics]
+    shifted = [d._replace(span=moved(d.span)) for d in golden_input.diagnostics]
     before = _fingerprints(json.loads(render(golden_input.diagnostics, "sarif", sources={})))
     after = _fingerprints(json.loads(render(shifted, "sarif", sources={})))
     assert after == before
