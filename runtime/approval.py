@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, TextIO
+from typing import Any, Literal, NamedTuple, Protocol, TextIO
 
 __all__ = [
     "AnswerKind",
@@ -49,8 +49,10 @@ __all__ = [
 AnswerKind = Literal["once", "stage", "run", "deny"]
 
 
-@dataclass(frozen=True, slots=True)
-class ApprovalRequest:
+# The request and the answer are NamedTuples: they are defined at every
+# start-up, and a NamedTuple costs about a tenth of a frozen dataclass to
+# define. The cache is mutable state compared by identity (eq=False).
+class ApprovalRequest(NamedTuple):
     """What a person is asked to approve: the call, redacted, and why it needs asking."""
 
     request_id: str
@@ -84,8 +86,7 @@ class ApprovalRequest:
         return self.reasons or (self.reason,)
 
 
-@dataclass(frozen=True, slots=True)
-class ApprovalAnswer:
+class ApprovalAnswer(NamedTuple):
     """A person's (or a policy's) answer to an approval request, and who gave it."""
 
     kind: AnswerKind
@@ -108,7 +109,7 @@ def call_key(tool: str, args: Mapping[str, Any]) -> str:
     return f"call:{tool}:{hashlib.sha256(text.encode('utf-8')).hexdigest()}"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ApprovalCache:
     """Run-scoped remembered answers. Entries for "this stage" name the stage
     they were given in and lapse when the session moves to another stage."""

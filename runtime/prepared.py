@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from charter.runtime.arguments import SchemaCheck
 from charter.runtime.loader import load_plan
@@ -31,8 +31,10 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class PreparedStage:
+# PreparedStage and PreparedPlan are NamedTuples: they are defined at every
+# start-up, and a NamedTuple costs about a tenth of a frozen dataclass to
+# define. PreparedAgent stays a dataclass: its cache needs a fresh dict each.
+class PreparedStage(NamedTuple):
     """A stage with its offered tool sets and decisions indexed for lookups."""
 
     stage: Stage
@@ -83,8 +85,7 @@ class PreparedAgent:
         return self.aliases.get(name, name)
 
 
-@dataclass(frozen=True, slots=True)
-class PreparedPlan:
+class PreparedPlan(NamedTuple):
     """A plan ready for decisions. ``plan`` may hold only the prepared agents
     (see :func:`load_for_agents`); ``agent_names`` lists every agent ``plan``
     holds."""

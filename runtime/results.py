@@ -9,7 +9,7 @@ is what edge gates look at: a refused, failed or malformed call never counts.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 __all__ = ["Status", "ToolCall", "ToolResult", "refusal"]
 
@@ -18,8 +18,10 @@ __all__ = ["Status", "ToolCall", "ToolResult", "refusal"]
 Status = Literal["ok", "error", "denied", "unavailable", "invalid", "blocked", "timeout"]
 
 
-@dataclass(frozen=True, slots=True)
-class ToolCall:
+# ToolCall is a NamedTuple: it is defined at every start-up, and a NamedTuple
+# costs about a tenth of a frozen dataclass to define. ToolResult stays a
+# dataclass: ``data`` needs a fresh dict per result (default_factory).
+class ToolCall(NamedTuple):
     tool: str  # the name the model used (may be an alias)
     args: dict[str, Any]
     call_id: str = ""

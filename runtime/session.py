@@ -30,7 +30,9 @@ class SessionError(CharterError):
     """The session cannot be opened (unknown agent or stage); the message says why."""
 
 
-@dataclass(slots=True)
+# Mutable state compared by identity: eq=False also saves a compiled __eq__
+# at every start-up.
+@dataclass(slots=True, eq=False)
 class Session:
     """One agent in one stage, with its launch flags and workspace.
 

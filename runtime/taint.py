@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 from urllib.parse import urlsplit
 
 from charter.runtime.plan import Permission, TaintPolicy, ToolEntry
@@ -111,8 +111,10 @@ _SCP_HOST = re.compile(r"^(?:[^@/\s]+@)?(\[[^\]]+\]|[^:/\s]+):")
 LabelKind = Literal["sensitive-path", "secret", "untrusted-result"]
 
 
-@dataclass(frozen=True, slots=True)
-class Label:
+# Label and TaintVerdict are NamedTuples: they are defined at every start-up,
+# and a NamedTuple costs about a tenth of a frozen dataclass to define. The
+# tracker is mutable session state compared by identity (eq=False).
+class Label(NamedTuple):
     """Why a piece of data is tainted: its kind and the call that brought it in."""
 
     kind: LabelKind
@@ -125,8 +127,7 @@ class Label:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class TaintVerdict:
+class TaintVerdict(NamedTuple):
     """The data-flow gate's answer for one outbound call, with its targets and labels."""
 
     decision: Permission
@@ -296,7 +297,7 @@ def outbound_targets(
     return ("unknown",)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class TaintTracker:
     """Per-session labels and the check against the policy's allowlist."""
 

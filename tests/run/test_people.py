@@ -159,11 +159,8 @@ def test_cancel_stops_a_wait() -> None:
 
 
 def test_a_shell_approval_shows_what_would_run() -> None:
-    from dataclasses import replace
-
     p = prompter("o\n")
-    req = replace(
-        request(),
+    req = request()._replace(
         tool="shell",
         command="rg TODO src",
         cwd="src",
@@ -174,5 +171,5 @@ def test_a_shell_approval_shows_what_would_run() -> None:
     shown = p.console.file.getvalue()  # type: ignore[attr-defined]
     assert "shell: /bin/bash" in shown and "program: /usr/bin/rg" in shown
     p = prompter("o\n")
-    PromptApprovals(p).request(replace(req, command="$CMD", command_executable=None))
+    PromptApprovals(p).request(req._replace(command="$CMD", command_executable=None))
     assert "program: unknown" in p.console.file.getvalue()  # type: ignore[attr-defined]
