@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from typing import NamedTuple
+from dataclasses import dataclass
 
 __all__ = ["Spliced", "splice"]
 
@@ -28,8 +28,11 @@ __all__ = ["Spliced", "splice"]
 _PAIR = re.compile(r"\\[\\\n]")
 
 
-# A NamedTuple: a tenth of a frozen dataclass's cost to define at start-up.
-class Spliced(NamedTuple):
+# A slots dataclass, not a NamedTuple: the guard calls its methods once per
+# offset it maps back, and on Python 3.11 a slot read is quicker than a
+# NamedTuple field read.
+@dataclass(frozen=True, slots=True)
+class Spliced:
     """A text with its line continuations removed, and the way back."""
 
     raw: str
