@@ -33,9 +33,8 @@ import os
 import re
 import stat
 import unicodedata
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 if TYPE_CHECKING:
     # Annotations only: confinement stays free of pydantic (check-path,
@@ -106,8 +105,9 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _SYNTAX = frozenset("./\\:%~")
 
 
-@dataclass(frozen=True, slots=True)
-class PathVerdict:
+# The verdicts are NamedTuples: they are defined at every start-up, and a
+# NamedTuple costs a tenth of a frozen dataclass to define.
+class PathVerdict(NamedTuple):
     """Whether a path may be used, the rule that decided, and the resolved path."""
 
     decision: Permission
@@ -193,8 +193,7 @@ def is_sensitive(relative: str | Path) -> bool:
     return _sensitive_reason(relative.parts) is not None
 
 
-@dataclass(frozen=True, slots=True)
-class Protection:
+class Protection(NamedTuple):
     """Why a path inside the workspace is not an ordinary file, and what that means."""
 
     decision: Permission  # "ask" (a person decides) or "deny"

@@ -44,7 +44,6 @@ that point.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import replace
 
 from charter.runtime.shell.policy import (
     PERSON_ONLY_RULES,
@@ -159,8 +158,7 @@ def allow_contained(verdict: Verdict, rules: frozenset[str]) -> Verdict:
         for f in verdict.findings
     )
     reasons = ", ".join(dict.fromkeys(f.rule for f in asks))
-    return replace(
-        verdict,
+    return verdict._replace(
         decision="allow",
         rule=CONTAINED_RULE,
         message=(

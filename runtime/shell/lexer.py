@@ -69,7 +69,8 @@ _WORD_PART_TOKENS = frozenset(
 _COMMENT_AFTER = frozenset(" \t\n;&|()<>")
 
 
-@dataclass(slots=True)
+# Mutable output nothing compares by value: identity equality.
+@dataclass(slots=True, eq=False)
 class Lexed:
     """The lexer's output: tokens, here-document bodies and comment spans."""
 

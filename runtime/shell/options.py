@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 __all__ = [
     "Given",
@@ -39,8 +39,10 @@ class Opt:
     index: int  # the argument it was read from
 
 
-@dataclass(frozen=True, slots=True)
-class Scanned:
+# Records are NamedTuples where they can be (a tenth of a frozen dataclass's
+# cost to define at start-up); Opt and Given keep the dataclass because a
+# field named ``index`` would shadow tuple.index.
+class Scanned(NamedTuple):
     """A command's arguments split into options and operand indexes."""
 
     opts: tuple[Opt, ...]
@@ -170,8 +172,7 @@ def expand_long(args: Sequence[str], names: Iterable[str]) -> list[str]:
 Kind = Literal["flag", "text", "path"]
 
 
-@dataclass(frozen=True, slots=True)
-class Spec:
+class Spec(NamedTuple):
     """How one program reads its options (getopt_long unless said otherwise).
 
     Path-valued options must be listed completely: a value the guard does not
@@ -204,8 +205,7 @@ class Given:
     value_index: int | None  # the argument holding the value (the same one when attached)
 
 
-@dataclass(frozen=True, slots=True)
-class Read:
+class Read(NamedTuple):
     """A command's arguments read with its :class:`Spec`."""
 
     opts: tuple[Given, ...]

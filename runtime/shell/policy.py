@@ -5,8 +5,8 @@ fingerprint."""
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from charter.runtime.plan.shell import SafeShellCommand, ShellPolicy
 from charter.runtime.plan.vocabulary import RANK, Permission, stricter
@@ -27,8 +27,9 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+# The records are NamedTuples: they are defined at every start-up, and a
+# NamedTuple costs a tenth of a frozen dataclass to define.
+class Finding(NamedTuple):
     """One reason found in one simple command."""
 
     decision: Permission
@@ -37,8 +38,7 @@ class Finding:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class Write:
+class Write(NamedTuple):
     """A file the command writes or deletes (through a redirect or a
     recognised writer such as ``cp`` or ``rm``). ``path`` is the resolved
     absolute path, or None when the target cannot be named before the
@@ -49,8 +49,7 @@ class Write:
     span: tuple[int, int]
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(NamedTuple):
     """The shell guard's decision on a command, the deciding rule and where in the text."""
 
     decision: Permission

@@ -19,7 +19,7 @@ compares with the programs real bash starts. It is computed only on request:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, NamedTuple
 
 from charter.runtime.shell.policy import Verdict
 
@@ -48,8 +48,9 @@ DYNAMIC: Final = Dynamic()
 Word = str | Dynamic
 
 
-@dataclass(frozen=True, slots=True)
-class JudgedCommand:
+# The records are NamedTuples (a tenth of a frozen dataclass's cost to
+# define at start-up); the collector is mutable state, compared by identity.
+class JudgedCommand(NamedTuple):
     """One simple command the guard judged: its argv and its span in the text
     (a nested script's commands carry the span of the word that holds it)."""
 
@@ -57,8 +58,7 @@ class JudgedCommand:
     span: tuple[int, int]
 
 
-@dataclass(frozen=True, slots=True)
-class Judgement:
+class Judgement(NamedTuple):
     """A verdict with the commands behind it."""
 
     verdict: Verdict
@@ -66,7 +66,7 @@ class Judgement:
     opaque: bool
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Collector:
     """Gathers a :class:`Judgement`'s commands while the guard walks the text."""
 

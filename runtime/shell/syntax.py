@@ -13,7 +13,7 @@ import functools
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from charter.runtime.datafiles import read_text
 from charter.runtime.shell.lexer import REDIRECT_OPERATOR, lex, tokenize
@@ -227,7 +227,10 @@ def _flush(
     redirects.append(Redirect(m.group(2), fd, w, start, w.end, ctx.heredocs.get(start)))
 
 
-@dataclass(slots=True)
+# The parser's mutable holders compare by identity (nothing compares them by
+# value); _Table is a NamedTuple, a tenth of a frozen dataclass's cost to
+# define at start-up.
+@dataclass(slots=True, eq=False)
 class _Ctx:
     """Tree-building context: what the lexer found beside the tokens."""
 
@@ -253,8 +256,7 @@ _BUILDERS["and_or"] = _build_and_or
 _BUILDERS["pipeline"] = _build_and_or
 
 
-@dataclass(frozen=True, slots=True)
-class _Table:
+class _Table(NamedTuple):
     """lark's LALR table, re-keyed for a tight loop: ``actions[state][terminal]``
     is ``(True, next_state)`` for a shift or ``(False, rule)`` for a reduce,
     where ``rule`` is ``(origin, length, builder)``; ``gotos[state][origin]``
@@ -486,7 +488,7 @@ def _unexpected(t: Tok, text: str) -> str:
     return f"unexpected {text[t[1] : t[2]]!r}"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class ParseResult:
     """A parse's program, or the syntax error that stopped it, and its comments."""
 

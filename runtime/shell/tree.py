@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from charter.runtime.errors import CharterError
 
@@ -109,8 +110,10 @@ class Word:
                     yield q
 
 
-@dataclass(frozen=True, slots=True)
-class HereDoc:
+# HereDoc is a NamedTuple (a tenth of a frozen dataclass's cost to define at
+# start-up). The other nodes stay slots dataclasses: the parser builds many
+# per command, and a slots dataclass is quicker to build than a NamedTuple.
+class HereDoc(NamedTuple):
     """A here-document's delimiter, body and whether expansion applies inside it."""
 
     delimiter: str

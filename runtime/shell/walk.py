@@ -21,7 +21,7 @@ import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 __all__ = [
     "IGNORE_FILES",
@@ -38,15 +38,16 @@ __all__ = [
 WALK_LIMIT = 20_000
 
 
-@dataclass(slots=True)
+# Budget is mutable state, compared by identity; Found is a NamedTuple (a
+# tenth of a frozen dataclass's cost to define at start-up).
+@dataclass(slots=True, eq=False)
 class Budget:
     """Entries left to look at, shared by every root of one command."""
 
     left: int = WALK_LIMIT
 
 
-@dataclass(frozen=True, slots=True)
-class Found:
+class Found(NamedTuple):
     """The first reason the tree is not plainly readable."""
 
     kind: Literal["credential", "outside", "too-large"]

@@ -21,7 +21,7 @@ import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from charter.runtime.shell.options import Opt, Scanned, expand_long, long_given, scan, short_given
 
@@ -41,8 +41,10 @@ class Target:
     kind: Kind
 
 
-@dataclass(frozen=True, slots=True)
-class _Spec:
+# _Spec is a NamedTuple (a tenth of a frozen dataclass's cost to define at
+# start-up); Target keeps the dataclass: its field 'index' would shadow
+# tuple.index.
+class _Spec(NamedTuple):
     """How one program names the files it changes."""
 
     short: str = ""  # short options that take a value

@@ -32,7 +32,8 @@ MAX_TOKENS = 12_000
 PARSE_COST = 20
 
 
-@dataclass
+# Mutable working state, compared by identity (nothing compares two by value).
+@dataclass(eq=False)
 class State:
     """What the guard gathers while walking one command: findings, writes, flags."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from charter.runtime.shell.options import Read, Spec, read_args
 
@@ -35,8 +36,10 @@ class Issue:
     decision: str = "ask"
 
 
-@dataclass(frozen=True, slots=True)
-class Walk:
+# Walk and Checked are NamedTuples: they are defined at every start-up, and
+# a NamedTuple costs a tenth of a frozen dataclass to define. Issue keeps the
+# dataclass: a field named ``index`` would shadow tuple.index.
+class Walk(NamedTuple):
     """A walk the program makes over directory trees (grep -r, find, du ...).
 
     The guard looks at every entry of such a tree (up to a bound) for a
@@ -52,8 +55,7 @@ class Walk:
     gitignore: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Checked:
+class Checked(NamedTuple):
     """A program checker's result: its issues, which arguments are text, not
     paths, the paths hidden inside arguments, and any tree walk."""
 

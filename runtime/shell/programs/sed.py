@@ -25,6 +25,7 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from charter.runtime.errors import CharterError
 from charter.runtime.shell.options import Spec, read_args
@@ -37,8 +38,9 @@ _SPACE = " \t\n\v\f\r"
 _END = None  # end of one -e script
 
 
-@dataclass(frozen=True, slots=True)
-class SedCommand:
+# SedCommand is a NamedTuple (a tenth of a frozen dataclass's cost to define
+# at start-up); the parser's mutable state compares by identity.
+class SedCommand(NamedTuple):
     """One compiled command: its letter, its label/file name/text, and for
     ``s`` its flags."""
 
@@ -58,7 +60,7 @@ class SedError(CharterError):
         self.partial: list[SedCommand] = []
 
 
-@dataclass
+@dataclass(eq=False)
 class _Source:
     text: str
     index: int
@@ -85,7 +87,7 @@ class _Source:
         return SedError(message, self.index)
 
 
-@dataclass
+@dataclass(eq=False)
 class _State:
     commands: list[SedCommand]
     blocks: int = 0
