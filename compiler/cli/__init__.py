@@ -113,13 +113,23 @@ def verb_parser(name: str) -> argparse.ArgumentParser:
     raise CompilerBug(f"verb {name!r} has no sub-parser")  # pragma: no cover
 
 
-# `charter run` ends at once when its records are closed: when it was
-# interrupted it may leave a worker thread behind (a model request it
-# abandoned, a tool that ignored the cancel event), and the interpreter's
-# shutdown would wait for that thread, holding the process open for minutes.
-# Its records are closed and synced before run() returns; nothing else is
-# left to finish. Every other verb ends with a normal interpreter exit.
-_EXIT_AT_ONCE_VERBS = frozenset({"run"})
+# Verbs that only read files, print, and (check, hook) append to the audit log
+# through a raw descriptor that is fsync-ed before the verdict is printed. Once
+# their output is flushed nothing is left to finish, so the console script
+# ends them with os._exit and skips tearing down every module and object the
+# interpreter holds. For a cold `charter validate` that teardown is what
+# stands between issue 17's target and the figure: within 2.0x of a
+# one-model pydantic program with os._exit, over it without (see
+# bench/validate_startup.py and docs/ci.md for the figures).
+_FAST_EXIT_VERBS = frozenset(
+    {"validate", "rules", "rule", "check", "check-shell", "check-url", "check-path", "hook"}
+)
+# `charter run` ends the same way for another reason: when it was interrupted
+# it may leave a worker thread behind (a model request it abandoned, a tool
+# that ignored the cancel event), and the interpreter's shutdown would wait
+# for that thread, holding the process open for minutes. Its records are
+# closed and synced before run() returns; nothing else is left to finish.
+_EXIT_AT_ONCE_VERBS = _FAST_EXIT_VERBS | {"run"}
 
 
 def _disable_pydantic_plugins() -> None:
