@@ -34,10 +34,10 @@ def field_values(
     ``of`` (a record class ``record`` derives from), only the fields ``of``
     declares."""
     kind: Any = of or type(record)
-    # A NamedTuple class is a tuple subclass with ``_fields``; checking both
-    # keeps a dataclass that happens to declare ``_fields`` on the other path.
-    named_tuple = isinstance(kind, type) and issubclass(kind, tuple)
-    if named_tuple:
+    # A NamedTuple class is a tuple subclass; telling the kinds apart by that,
+    # not by a ``_fields`` attribute, keeps a dataclass that happens to
+    # declare one on the dataclass path.
+    if isinstance(kind, type) and issubclass(kind, tuple):
         names: tuple[str, ...] = kind._fields
     else:
         names = tuple(f.name for f in dataclasses.fields(kind))

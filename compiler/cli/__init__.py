@@ -157,6 +157,7 @@ def entry() -> None:
         # own flush at exit does not report the same broken pipe again.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
     if _chosen_verb(argv) in _EXIT_AT_ONCE_VERBS:
         os._exit(code)
     sys.exit(code)
