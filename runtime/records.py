@@ -37,7 +37,8 @@ def field_values(
     # A NamedTuple class is a tuple subclass; telling the kinds apart by that,
     # not by a ``_fields`` attribute, keeps a dataclass that happens to
     # declare one on the dataclass path.
-    if isinstance(kind, type) and issubclass(kind, tuple):
+    named_tuple = isinstance(kind, type) and issubclass(kind, tuple)
+    if named_tuple:
         names: tuple[str, ...] = kind._fields
     else:
         names = tuple(f.name for f in dataclasses.fields(kind))
