@@ -1,0 +1,96 @@
+"""Charter's runtime: load a sealed plan, decide tool calls through the gates, run them.
+
+This module is the runtime's front door. The names in ``__all__`` are the API an
+embedder, a client hook, ``charter serve`` and the benches rely on; everything
+else under ``charter.runtime`` may move between releases. Each name is imported
+on first use (PEP 562), so ``import charter.runtime`` costs nothing at start-up
+and importing any submodule does not drag the whole runtime in.
+
+A typical embedding::
+
+    from charter.runtime import ToolCall, decide, load_for_agents, open_session
+
+    prepared = load_for_agents("coder.plan.json", ["coder"])
+    session = open_session(prepared, "coder", workspace=".")
+    outcome = decide(session, ToolCall("read_file", {"path": "README.md"}))
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from charter.runtime.audit import AuditLog, read_events
+    from charter.runtime.errors import CharterError
+    from charter.runtime.gates import Outcome, decide, execute
+    from charter.runtime.loader import PlanError, load_plan, load_plan_bytes
+    from charter.runtime.plan import Plan
+    from charter.runtime.plan.vocabulary import EXIT_CODES, PERMISSIONS
+    from charter.runtime.prepared import PreparedPlan, load_for_agents, prepare
+    from charter.runtime.results import ToolCall, ToolResult
+    from charter.runtime.session import Session, SessionError, open_session
+    from charter.runtime.version import VERSION
+
+# name -> the module that defines it. Kept as data so the test that pins the
+# API can check every entry resolves, and so adding a name is one line.
+_EXPORTS: dict[str, str] = {
+    "AuditLog": "charter.runtime.audit",
+    "CharterError": "charter.runtime.errors",
+    "EXIT_CODES": "charter.runtime.plan.vocabulary",
+    "Outcome": "charter.runtime.gates",
+    "PERMISSIONS": "charter.runtime.plan.vocabulary",
+    "Plan": "charter.runtime.plan",
+    "PlanError": "charter.runtime.loader",
+    "PreparedPlan": "charter.runtime.prepared",
+    "Session": "charter.runtime.session",
+    "SessionError": "charter.runtime.session",
+    "ToolCall": "charter.runtime.results",
+    "ToolResult": "charter.runtime.results",
+    "VERSION": "charter.runtime.version",
+    "decide": "charter.runtime.gates",
+    "execute": "charter.runtime.gates",
+    "load_for_agents": "charter.runtime.prepared",
+    "load_plan": "charter.runtime.loader",
+    "load_plan_bytes": "charter.runtime.loader",
+    "open_session": "charter.runtime.session",
+    "prepare": "charter.runtime.prepared",
+    "read_events": "charter.runtime.audit",
+}
+
+__all__ = [
+    "AuditLog",
+    "CharterError",
+    "EXIT_CODES",
+    "Outcome",
+    "PERMISSIONS",
+    "Plan",
+    "PlanError",
+    "PreparedPlan",
+    "Session",
+    "SessionError",
+    "ToolCall",
+    "ToolResult",
+    "VERSION",
+    "decide",
+    "execute",
+    "load_for_agents",
+    "load_plan",
+    "load_plan_bytes",
+    "open_session",
+    "prepare",
+    "read_events",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'charter.runtime' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,102 @@
+"""The two front doors: ``charter.compiler`` and ``charter.runtime``.
+
+Their ``__all__`` is the API embedders, hooks, ``serve`` and the benches use.
+It is pinned here, so adding or removing a name is a deliberate change to this
+file, and importing either package must stay free (names load on first use).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RUNTIME_API = [
+    "AuditLog",
+    "CharterError",
+    "EXIT_CODES",
+    "Outcome",
+    "PERMISSIONS",
+    "Plan",
+    "PlanError",
+    "PreparedPlan",
+    "Session",
+    "SessionError",
+    "ToolCall",
+    "ToolResult",
+    "VERSION",
+    "decide",
+    "execute",
+    "load_for_agents",
+    "load_plan",
+    "load_plan_bytes",
+    "open_session",
+    "prepare",
+    "read_events",
+]
+
+COMPILER_API = [
+    "CompileOptions",
+    "CompileResult",
+    "Diagnostic",
+    "Project",
+    "RULES",
+    "check_project",
+    "compile_project",
+    "load_project",
+    "main",
+    "render",
+]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("package", "expected"),
+    [("charter.runtime", RUNTIME_API), ("charter.compiler", COMPILER_API)],
+)
+def test_all_is_pinned_and_every_name_resolves(package: str, expected: list[str]) -> None:
+    module = importlib.import_module(package)
+    assert module.__all__ == expected
+    assert sorted(module._EXPORTS) == expected
+    for name in expected:
+        value = getattr(module, name)
+        # The facade hands out the defining module's object, not a copy.
+        defining = importlib.import_module(module._EXPORTS[name])
+        assert value is getattr(defining, name)
+    with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
+        module.not_a_name  # noqa: B018
+
+
+@pytest.mark.parametrize("package", ["charter.runtime", "charter.compiler"])
+def test_importing_a_front_door_loads_nothing_else(package: str) -> None:
+    # A fresh interpreter: which charter modules does the bare import load?
+    code = (
+        "import json, sys\n"
+        f"import {package}\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('charter'))))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    loaded = set(json.loads(out.stdout))
+    assert loaded <= {"charter", "charter.compiler", "charter.runtime"}, loaded
+
+
+def test_the_runtime_example_decides_a_call(tmp_path: Path) -> None:
+    # The embedding shown in charter.runtime's docstring, run for real.
+    from charter.compiler import compile_project, load_project
+    from charter.runtime import ToolCall, decide, open_session, prepare
+
+    result = compile_project(load_project(REPO / "blueprints" / "coder"))
+    assert result.plan is not None, [str(d) for d in result.diagnostics]
+    (tmp_path / "README.md").write_text("hello\n")
+    session = open_session(prepare(result.plan), "coder", workspace=tmp_path)
+    outcome = decide(session, ToolCall("read_file", {"path": "README.md"}))
+    assert outcome.decision == "allow"
+    outside = decide(session, ToolCall("read_file", {"path": "/etc/shadow"}))
+    assert outside.decision == "deny"
