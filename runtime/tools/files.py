@@ -1,9 +1,11 @@
 """The file tools: read, write, exact replacement, listing and search.
 
 Every path goes through :func:`charter.runtime.workspace.confine` first and
-the tool then works on the *resolved* real path it returns, opening the
-final component with ``O_NOFOLLOW`` where the platform has it, so a symlink
-swapped in after the check is not followed. A ``deny`` from confinement is
+the tool then works on the *resolved* real path it returns, opened component
+by component relative to a descriptor of the workspace root with no symlink
+followed (:mod:`charter.runtime.tools.beneath`), so a directory or file
+swapped for a symlink after the check makes the call fail instead of
+reaching outside. A ``deny`` from confinement is
 always a refusal; an ``ask`` is a refusal unless the gate pipeline says the
 call was approved.
 
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.results import ToolResult, refusal
+from charter.runtime.tools.beneath import PathChanged, opener_for
 from charter.runtime.workspace import PathOp, confine, is_sensitive
 
 if TYPE_CHECKING:
@@ -50,6 +53,7 @@ _SEARCH_MAX_SECONDS = 10.0
 _SEARCH_LINE_CHARS = 300
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def _error(rule: str, message: str, **data: Any) -> ToolResult:
@@ -74,8 +78,13 @@ def _display(rt: ToolRuntime, resolved: Path) -> str:
     return rel.as_posix() or "."
 
 
-def _open_read(resolved: Path) -> int:
-    return os.open(resolved, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_BINARY", 0))
+def _open_read(rt: ToolRuntime, resolved: Path) -> int:
+    opener, rel = opener_for(rt.workspace, resolved)
+    return opener.open_file(rel, os.O_RDONLY)
+
+
+def _changed(path: str, exc: PathChanged) -> ToolResult:
+    return refusal("denied", "dispatch", "path-changed", f"{path}: {exc}")
 
 
 def _looks_binary(fd: int) -> bool:
@@ -84,12 +93,14 @@ def _looks_binary(fd: int) -> bool:
 
 
 def _read_text(
-    resolved: Path, offset: int, limit: int | None
+    rt: ToolRuntime, resolved: Path, offset: int, limit: int | None
 ) -> tuple[str, bool, int] | ToolResult:
     """Up to READ_CAP_BYTES of text from character ``offset``; returns the
     text, whether more follows, and the file's size in bytes."""
     try:
-        fd = _open_read(resolved)
+        fd = _open_read(rt, resolved)
+    except PathChanged as exc:
+        return _changed(resolved.name, exc)
     except FileNotFoundError:
         return _error("file-not-found", f"{resolved.name}: no such file")
     except IsADirectoryError:
@@ -133,7 +144,7 @@ def _read_one(
     resolved = _confined(rt, path, "read", approved)
     if isinstance(resolved, ToolResult):
         return resolved
-    got = _read_text(resolved, offset, limit)
+    got = _read_text(rt, resolved, offset, limit)
     if isinstance(got, ToolResult):
         return got
     text, more, size = got
@@ -172,32 +183,13 @@ def run_read(
     return _read_one(rt, args["path"], int(args.get("offset", 0)), args.get("limit"), approved)
 
 
-def _atomic_write(resolved: Path, text: str) -> None:
+def _atomic_write(rt: ToolRuntime, resolved: Path, text: str, *, create_parents: bool) -> bool:
     """Write through a temporary file and rename, so a reader never sees half
-    a file and a crash never leaves one."""
-    import tempfile  # not needed to import the tools, only to write
-
-    mode = None
-    try:
-        info = os.lstat(resolved)
-        if stat.S_ISLNK(info.st_mode) or not stat.S_ISREG(info.st_mode):
-            raise IsADirectoryError(f"{resolved.name} is not a regular file")
-        mode = stat.S_IMODE(info.st_mode)
-    except FileNotFoundError:
-        pass
-    fd, tmp = tempfile.mkstemp(prefix=f".{resolved.name}.", suffix=".tmp", dir=resolved.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            f.write(text)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, resolved)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    a file and a crash never leaves one; every directory on the way is opened
+    by descriptor (see :mod:`charter.runtime.tools.beneath`). Returns whether
+    the file existed."""
+    opener, rel = opener_for(rt.workspace, resolved)
+    return opener.replace(rel, text.encode("utf-8"), create_parents=create_parents)
 
 
 def run_write(
@@ -207,15 +199,10 @@ def run_write(
     resolved = _confined(rt, path, "write", approved)
     if isinstance(resolved, ToolResult):
         return resolved
-    existed = resolved.exists()
     try:
-        resolved.parent.mkdir(parents=True, exist_ok=True)
-        # Re-check after creating parents: the directories created are new,
-        # but an existing part of the path could have been swapped meanwhile.
-        again = _confined(rt, path, "write", approved)
-        if isinstance(again, ToolResult) or again != resolved:
-            return refusal("denied", "dispatch", "path-changed", f"{path} changed while writing")
-        _atomic_write(resolved, content)
+        existed = _atomic_write(rt, resolved, content, create_parents=True)
+    except PathChanged as exc:
+        return _changed(path, exc)
     except IsADirectoryError:
         return _error("is-directory", f"{path} is a directory or special file")
     except NotADirectoryError:
@@ -227,9 +214,11 @@ def run_write(
     return _ok(f"{verb} {path} ({size} bytes)", bytes=size, created=not existed)
 
 
-def _load_for_edit(resolved: Path, path: str) -> str | ToolResult:
+def _load_for_edit(rt: ToolRuntime, resolved: Path, path: str) -> str | ToolResult:
     try:
-        fd = _open_read(resolved)
+        fd = _open_read(rt, resolved)
+    except PathChanged as exc:
+        return _changed(path, exc)
     except FileNotFoundError:
         return _error("file-not-found", f"{path}: no such file")
     except OSError as exc:
@@ -265,7 +254,7 @@ def run_replace(
     resolved = _confined(rt, path, "write", approved)
     if isinstance(resolved, ToolResult):
         return resolved
-    text = _load_for_edit(resolved, path)
+    text = _load_for_edit(rt, resolved, path)
     if isinstance(text, ToolResult):
         return text
     found = text.count(old)
@@ -295,7 +284,9 @@ def run_replace(
     first_line = _line_of(text, text.index(old))
     updated = text.replace(old, new)
     try:
-        _atomic_write(resolved, updated)
+        _atomic_write(rt, resolved, updated, create_parents=False)
+    except PathChanged as exc:
+        return _changed(path, exc)
     except OSError as exc:
         return _error("write-failed", f"could not write {path}: {exc.strerror or exc}")
     if not is_patch:
@@ -315,6 +306,17 @@ def run_replace(
     return _ok(f"replaced {found} occurrence(s) in {path}\n{diff}", replaced=found)
 
 
+def _kind(entry: os.DirEntry[str]) -> tuple[str, int]:
+    if entry.is_symlink():
+        return "link", -1
+    if entry.is_dir(follow_symlinks=False):
+        return "dir", -1
+    try:
+        return "file", entry.stat(follow_symlinks=False).st_size
+    except OSError:
+        return "file", -1
+
+
 def run_list(
     args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, approved: bool
 ) -> ToolResult:
@@ -322,27 +324,29 @@ def run_list(
     resolved = _confined(rt, path, "read", approved)
     if isinstance(resolved, ToolResult):
         return resolved
-    if not resolved.exists():
-        return _error("dir-not-found", f"{path}: no such directory")
-    if not resolved.is_dir():
-        return _error("not-directory", f"{path} is a file; use read_file")
+    opener, rel = opener_for(rt.workspace, resolved)
     try:
-        with os.scandir(resolved) as it:
+        with opener.directory(rel) as fd, os.scandir(fd) as it:
+            # Entries read through the descriptor: lstat-style answers about
+            # the directory that was opened, whatever its name points to now.
             entries = sorted(it, key=lambda e: e.name)
+            listed = [(e.name, _kind(e)) for e in entries[:_LIST_MAX]]
+    except PathChanged as exc:
+        return _changed(path, exc)
+    except FileNotFoundError:
+        return _error("dir-not-found", f"{path}: no such directory")
+    except NotADirectoryError:
+        return _error("not-directory", f"{path} is a file; use read_file")
     except OSError as exc:
         return _error("dir-unreadable", f"{path}: {exc.strerror or exc}")
     lines = []
-    for entry in entries[:_LIST_MAX]:
-        if entry.is_symlink():
-            lines.append(f"{entry.name}@ (symbolic link)")
-        elif entry.is_dir(follow_symlinks=False):
-            lines.append(f"{entry.name}/")
+    for name, (kind, size) in listed:
+        if kind == "link":
+            lines.append(f"{name}@ (symbolic link)")
+        elif kind == "dir":
+            lines.append(f"{name}/")
         else:
-            try:
-                size = entry.stat(follow_symlinks=False).st_size
-            except OSError:
-                size = -1
-            lines.append(f"{entry.name} ({size} bytes)" if size >= 0 else entry.name)
+            lines.append(f"{name} ({size} bytes)" if size >= 0 else name)
     if len(entries) > _LIST_MAX:
         lines.append(f"[{len(entries) - _LIST_MAX} more entries not shown]")
     shown = _display(rt, resolved)
@@ -365,8 +369,7 @@ def run_search(
     resolved = _confined(rt, path, "read", approved)
     if isinstance(resolved, ToolResult):
         return resolved
-    if not resolved.is_dir():
-        return _error("not-directory", f"{path} is not a directory")
+    opener, rel = opener_for(rt.workspace, resolved)
     root = Path(os.path.realpath(rt.workspace))
     needle = query if case else query.casefold()
     results: list[str] = []
@@ -378,64 +381,84 @@ def run_search(
     def matches(s: str) -> bool:
         return needle in (s if case else s.casefold())
 
-    # os.walk with followlinks=False never descends through a symlinked
-    # directory; symlinked files are skipped below, so nothing outside the
-    # workspace is ever opened.
-    for dirpath, dirnames, filenames in os.walk(resolved, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-        here = Path(dirpath)
-        for name in sorted(filenames):
-            if len(results) >= limit:
-                stopped = f"stopped at {limit} results"
-                break
-            if rt.cancel.is_set():
-                stopped = "cancelled"
-                break
-            if time.monotonic() > deadline:
-                stopped = f"stopped after {_SEARCH_MAX_SECONDS:.0f} s"
-                break
-            if scanned_files >= _SEARCH_MAX_FILES:
-                stopped = f"stopped after {_SEARCH_MAX_FILES} files"
-                break
-            full = here / name
-            rel = full.relative_to(root).as_posix()
-            if is_sensitive(rel):
-                skipped_sensitive += 1
-                continue
-            if not fnmatch.fnmatchcase(name, pattern):
-                continue
-            scanned_files += 1
-            if target in ("name", "both") and matches(name):
-                results.append(rel)
+    try:
+        top = opener.directory(rel)
+        top_fd = top.__enter__()
+    except PathChanged as exc:
+        return _changed(path, exc)
+    except OSError:
+        return _error("not-directory", f"{path} is not a directory")
+    try:
+        # os.fwalk hands out a descriptor of each directory and never follows
+        # a symlink, and every file is opened relative to that descriptor with
+        # O_NOFOLLOW: a directory renamed or swapped for a link mid-walk can
+        # hide files from the search, never lead it outside.
+        for dirpath, dirnames, filenames, dir_fd in os.fwalk(
+            ".", dir_fd=top_fd, follow_symlinks=False
+        ):
+            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+            here = resolved / dirpath
+            for name in sorted(filenames):
+                if len(results) >= limit:
+                    stopped = f"stopped at {limit} results"
+                    break
+                if rt.cancel.is_set():
+                    stopped = "cancelled"
+                    break
+                if time.monotonic() > deadline:
+                    stopped = f"stopped after {_SEARCH_MAX_SECONDS:.0f} s"
+                    break
+                if scanned_files >= _SEARCH_MAX_FILES:
+                    stopped = f"stopped after {_SEARCH_MAX_FILES} files"
+                    break
+                full = Path(os.path.normpath(here / name))
+                try:
+                    shown_rel = full.relative_to(root).as_posix()
+                except ValueError:
+                    shown_rel = full.as_posix()
+                if is_sensitive(shown_rel):
+                    skipped_sensitive += 1
+                    continue
+                if not fnmatch.fnmatchcase(name, pattern):
+                    continue
+                scanned_files += 1
+                if target in ("name", "both") and matches(name):
+                    results.append(shown_rel)
+                    if target == "name":
+                        continue
                 if target == "name":
                     continue
-            if target == "name":
-                continue
-            try:
-                info = os.lstat(full)
-                if not stat.S_ISREG(info.st_mode) or info.st_size > _SEARCH_MAX_FILE_BYTES:
-                    continue
-                if scanned_bytes + info.st_size > _SEARCH_MAX_TOTAL_BYTES:
-                    stopped = f"stopped after {_SEARCH_MAX_TOTAL_BYTES // (1024 * 1024)} MB read"
-                    break
-                fd = os.open(full, os.O_RDONLY | _NOFOLLOW)
-                with os.fdopen(fd, "rb") as f:
-                    data = f.read(_SEARCH_MAX_FILE_BYTES)
-            except OSError:
-                continue
-            scanned_bytes += len(data)
-            if b"\x00" in data[:8192]:
-                continue
-            for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
-                if matches(line):
-                    shown = line.strip()
-                    if len(shown) > _SEARCH_LINE_CHARS:
-                        shown = shown[:_SEARCH_LINE_CHARS] + "..."
-                    results.append(f"{rel}:{n}: {shown}")
-                    if len(results) >= limit:
+                try:
+                    info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                    if not stat.S_ISREG(info.st_mode) or info.st_size > _SEARCH_MAX_FILE_BYTES:
+                        continue
+                    if scanned_bytes + info.st_size > _SEARCH_MAX_TOTAL_BYTES:
+                        stopped = (
+                            f"stopped after {_SEARCH_MAX_TOTAL_BYTES // (1024 * 1024)} MB read"
+                        )
                         break
-        if stopped:
-            break
+                    fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK, dir_fd=dir_fd)
+                    with os.fdopen(fd, "rb") as f:
+                        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                            continue
+                        data = f.read(_SEARCH_MAX_FILE_BYTES)
+                except OSError:
+                    continue
+                scanned_bytes += len(data)
+                if b"\x00" in data[:8192]:
+                    continue
+                for n, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), 1):
+                    if matches(line):
+                        shown = line.strip()
+                        if len(shown) > _SEARCH_LINE_CHARS:
+                            shown = shown[:_SEARCH_LINE_CHARS] + "..."
+                        results.append(f"{shown_rel}:{n}: {shown}")
+                        if len(results) >= limit:
+                            break
+            if stopped:
+                break
+    finally:
+        top.__exit__(None, None, None)
     lines = results[:limit] or [f"no matches for {query!r}"]
     notes = []
     if stopped:
