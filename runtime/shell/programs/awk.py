@@ -82,8 +82,14 @@ _NUMBER = re.compile(
 )
 _BLANK = " \t\r\f\v"
 
-# Names that reach outside the program's input and output, found anywhere in the text.
-_DANGER = re.compile(r"\b(system|getline|ENVIRON|PROCINFO|SYMTAB|FUNCTAB|ARGV|ARGC)\b|@")
+# Names that reach outside the program's input and output. They are judged on
+# awk's own tokens: awk reads `1system(...)` as a number and a call, which no
+# word-boundary search over the raw text sees. Inside strings and regular
+# expressions they still ask (a false ask costs a prompt, a missed one an escape).
+_DANGER_NAMES = frozenset(
+    {"system", "getline", "ENVIRON", "PROCINFO", "SYMTAB", "FUNCTAB", "ARGV", "ARGC"}
+)
+_DANGER_IN_TEXT = re.compile(r"(system|getline|ENVIRON|PROCINFO|SYMTAB|FUNCTAB|ARGV|ARGC)|@")
 
 
 def tokenize_awk(program: str) -> list[_Tok]:
@@ -202,25 +208,36 @@ _CONTINUES = frozenset({",", "{", "&&", "||", "do", "else"})
 _STD_STREAMS = frozenset({"/dev/stdout", "/dev/stderr"})
 
 
+def _danger(word: str) -> tuple[str, str]:
+    if word in ("ENVIRON", "PROCINFO", "SYMTAB", "FUNCTAB"):
+        return "credential-path", f"{word} reads the environment the runtime's secrets live in"
+    if word == "system":
+        return "exec-option", "system() runs a shell command"
+    if word == "@":
+        return "awk-program", "gawk's @include, @load and @-calls run code Charter cannot see"
+    if word == "getline":
+        return "awk-program", "getline reads from files or commands named at run time"
+    return "awk-program", f"{word} changes which files awk reads"
+
+
 def awk_problem(program: str) -> tuple[str, str] | None:
     """(rule, reason) when ``program`` may do more than read its input and
     print, else None."""
-    m = _DANGER.search(program)
-    if m is not None:
-        word = m.group()
-        if word in ("ENVIRON", "PROCINFO", "SYMTAB", "FUNCTAB"):
-            return "credential-path", f"{word} reads the environment the runtime's secrets live in"
-        if word == "system":
-            return "exec-option", "system() runs a shell command"
-        if word == "@":
-            return "awk-program", "gawk's @include, @load and @-calls run code Charter cannot see"
-        if word == "getline":
-            return "awk-program", "getline reads from files or commands named at run time"
-        return "awk-program", f"{word} changes which files awk reads"
+    if "@" in program:
+        # Before tokenizing: the tokenizer has no `@` token, and this reason
+        # says more than "cannot read".
+        return _danger("@")
     try:
         tokens = tokenize_awk(program)
     except AwkError as err:
         return "awk-program", f"Charter cannot read this awk program ({err})"
+    for tok in tokens:
+        if tok.kind == "name" and tok.text in _DANGER_NAMES:
+            return _danger(tok.text)
+        if tok.kind in ("string", "regex"):
+            m = _DANGER_IN_TEXT.search(tok.text)
+            if m is not None:
+                return _danger(m.group())
     in_print = False
     depth = 0
     prev: _Tok | None = None
