@@ -31,6 +31,7 @@ __all__ = [
     "gitignored_dirs",
     "negates",
     "walk_tree",
+    "whitelisted_above",
 ]
 
 # Entries looked at per simple command: a checkout of a few thousand files
@@ -69,6 +70,7 @@ def walk_tree(
     secret: Callable[[str], bool],
     budget: Budget,
     skip_dirs: frozenset[str] = frozenset(),
+    whitelists: bool = False,
 ) -> Found | None:
     """Walk the tree below ``root`` (a real path inside ``ws_real``).
 
@@ -78,19 +80,27 @@ def walk_tree(
     :func:`gitignored_dirs`); a symlink is only looked through when
     ``follow``, and then a directory it leads to (inside the workspace) is
     walked too, once.
+
+    ``whitelists`` is ripgrep's reading: a `!` line in an ignore file (in the
+    tree, above it, or git's global and repository excludes) re-includes
+    names, hidden ones too, so below such a file hidden entries are walked.
     """
     base = ws_real.rstrip("/") + "/"
-    stack: list[tuple[str, int, frozenset[str]]] = [(root, 0, skip_dirs)]
+    if whitelists and not hidden and (negates(root) or whitelisted_above(root)):
+        hidden = True
+    stack: list[tuple[str, int, frozenset[str], bool]] = [(root, 0, skip_dirs, hidden)]
     seen: set[str] = {root}
     # The parent directories were judged when they were entered, so an
     # entry's own name decides (.config/gcloud is the one two-part name).
     names: dict[str, bool] = {}
     while stack:
-        directory, level, skip = stack.pop()
+        directory, level, skip, hidden = stack.pop()
         if depth is not None and level >= depth:
             continue
-        if skip and level > 0 and negates(directory):
-            skip = frozenset()  # a deeper ignore file may re-include a skipped name
+        if (skip or (whitelists and not hidden)) and level > 0 and negates(directory):
+            # a deeper ignore file may re-include a skipped or hidden name
+            skip = frozenset()
+            hidden = hidden or whitelists
         try:
             entries = os.scandir(directory)
         except OSError:
@@ -124,9 +134,9 @@ def walk_tree(
                         return Found("credential", _rel(path, base), real)
                     if os.path.isdir(real) and real not in seen:
                         seen.add(real)
-                        stack.append((real, level + 1, skip))
+                        stack.append((real, level + 1, skip, hidden))
                 elif is_dir and name not in skip:
-                    stack.append((path, level + 1, skip))
+                    stack.append((path, level + 1, skip, hidden))
     return None
 
 
@@ -140,23 +150,75 @@ _PLAIN_NAME = re.compile(r"^(?:\*\*/)?([A-Za-z0-9._-]+)/?$")
 IGNORE_FILES = (".gitignore", ".ignore", ".rgignore")
 
 
+_IGNORE_FILE_MAX = 1 << 20
+
+
+class _TooLarge(Exception):
+    """An ignore file larger than the guard reads: it may hold anything."""
+
+
 def _read_lines(path: str) -> list[str] | None:
+    """The lines of an ignore file, None when there is none. Raises
+    :class:`_TooLarge` past the bound: a part left unread could hold a
+    negation, so callers read that as the stricter answer."""
     try:
         with open(path, "rb") as f:
-            data = f.read(65536)
+            data = f.read(_IGNORE_FILE_MAX + 1)
     except OSError:
         return None
+    if len(data) > _IGNORE_FILE_MAX:
+        raise _TooLarge(path)
     return data.decode("utf-8", "replace").splitlines()
+
+
+def _negating(path: str) -> bool:
+    try:
+        lines = _read_lines(path)
+    except _TooLarge:
+        return True
+    # git reads `!` only in the first column; ` !x` is a pattern. Treating it
+    # as a negation too only walks more.
+    return lines is not None and any(line.lstrip().startswith("!") for line in lines)
 
 
 def negates(directory: str) -> bool:
     """Whether an ignore file in ``directory`` re-includes anything (or is
     too large to read whole)."""
-    for name in IGNORE_FILES:
-        lines = _read_lines(directory.rstrip("/") + "/" + name)
-        if lines is not None and any(line.lstrip().startswith("!") for line in lines):
+    return any(_negating(directory.rstrip("/") + "/" + name) for name in IGNORE_FILES)
+
+
+def _global_excludes() -> list[str]:
+    """git's per-user exclude files, where a `!` also re-includes (ripgrep
+    reads them): the XDG default, and any core.excludesFile a user git config
+    names (read as "may negate", since the guard does not parse git config)."""
+    home = os.environ.get("HOME", "")
+    xdg = os.environ.get("XDG_CONFIG_HOME") or (home + "/.config" if home else "")
+    files = [xdg + "/git/ignore"] if xdg else []
+    for config in (home + "/.gitconfig", xdg + "/git/config"):
+        try:
+            with open(config, "rb") as f:
+                if b"excludesfile" in f.read(_IGNORE_FILE_MAX).lower():
+                    files.append("")  # unknown file: counts as negating
+        except OSError:
+            continue
+    return files
+
+
+def whitelisted_above(root: str) -> bool:
+    """Whether an ignore file ripgrep reads for ``root`` (in its parents, in
+    the repository's info/exclude, or git's global excludes) re-includes
+    anything, so hidden names below ``root`` may be searched."""
+    directory = os.path.dirname(root.rstrip("/")) or "/"
+    for _ in range(256):
+        if negates(directory) or _negating(directory.rstrip("/") + "/.git/info/exclude"):
             return True
-    return False
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            break
+        directory = parent
+    else:
+        return True  # deeper than the guard looks: the stricter answer
+    return any(path == "" or _negating(path) for path in _global_excludes())
 
 
 def gitignored_dirs(root: str) -> frozenset[str]:
@@ -188,8 +250,18 @@ def gitignored_dirs(root: str) -> frozenset[str]:
     for d in dirs:
         if negates(d):
             return frozenset()
-        for line in _read_lines(d.rstrip("/") + "/.gitignore") or ():
-            m = _PLAIN_NAME.match(line.strip())
+        try:
+            lines = _read_lines(d.rstrip("/") + "/.gitignore") or []
+        except _TooLarge:
+            return frozenset()
+        for line in lines:
+            # As git reads a line: leading blanks belong to the pattern (so
+            # ` build/` names no directory called build), trailing spaces are
+            # dropped unless a backslash escapes one (then it is no plain name).
+            pattern = line.rstrip(" ")
+            if pattern.endswith("\\"):
+                continue
+            m = _PLAIN_NAME.match(pattern)
             if m is not None and m.group(1) not in (".", ".."):
                 names.add(m.group(1))
     return frozenset(names)

@@ -136,3 +136,36 @@ def test_the_credential_prefilter_never_changes_the_answer(parts: list[str]) -> 
 
     value = "/".join(parts)
     assert sensitive_path(value) == _full(value), value
+
+
+def _rg_tree(tmp_path: Path, ignore: bytes) -> Path:
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    (ws / "neg").mkdir()
+    (ws / "neg" / ".ignore").write_bytes(ignore)
+    (ws / "neg" / ".env").write_text("TOKEN=1\n")
+    (ws / "neg" / "app.js").write_text("token\n")
+    return ws
+
+
+def test_a_negation_anywhere_in_an_ignore_file_is_read(tmp_path: Path) -> None:
+    # Past 64 KB, where the walk used to stop reading: ripgrep reads it all.
+    ws = _rg_tree(tmp_path, b"#" + b"x" * 100_000 + b"\n!.env\n")
+    assert _judge(ws, "rg token neg") == ("ask", "credential-path")
+
+
+def test_an_ignore_file_too_large_to_read_counts_as_negating(tmp_path: Path) -> None:
+    # What the guard does not read could re-include anything: the stricter answer.
+    ws = _rg_tree(tmp_path, b"#" + b"x" * (2 << 20) + b"\n")
+    assert _judge(ws, "rg token neg") == ("ask", "credential-path")
+
+
+def test_an_ignore_file_without_a_negation_keeps_hidden_files_hidden(tmp_path: Path) -> None:
+    ws = _rg_tree(tmp_path, b"*.log\n")
+    assert _judge(ws, "rg token neg") == ("allow", "read-only")
+
+
+def test_a_negation_in_a_parent_folder_reaches_below(tmp_path: Path) -> None:
+    ws = _rg_tree(tmp_path, b"*.log\n")
+    (ws / ".rgignore").write_bytes(b"!.env\n")
+    assert _judge(ws, "rg token neg") == ("ask", "credential-path")

@@ -146,6 +146,7 @@ def check_trees(
             secret=sensitive_path,
             budget=budget,
             skip_dirs=gitignored_dirs(real) if walk.gitignore else frozenset(),
+            whitelists=walk.whitelists,
         )
         if found is None:
             continue

@@ -53,6 +53,8 @@ class Walk(NamedTuple):
     depth: int | None = None  # how many levels below a root it looks (None: all)
     # skips directories a .gitignore in a git repository names (ripgrep)
     gitignore: bool = False
+    # a `!` line in an ignore file re-includes hidden names (ripgrep)
+    whitelists: bool = False
 
 
 class Checked(NamedTuple):

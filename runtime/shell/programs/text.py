@@ -152,8 +152,26 @@ def rg(args: Sequence[str]) -> Checked:
     text_operands = [] if patterns or listing or not operands else [operands.pop(0)]
     if r.given("--type-list") is not None:
         return checked_read(r, text_operands=text_operands)
-    unrestricted = sum(args[o.index].count("u") for o in r.opts if o.name == "-u")
-    hidden = r.given("--hidden", "-.") is not None or unrestricted >= 2
+    unrestricted = sum(args[o.index].count("u") for o in r.opts if o.name == "-u") + sum(
+        o.name == "--unrestricted" for o in r.opts
+    )
+    # What ripgrep searches beyond its defaults: a glob that includes
+    # (`-g '*'`, `--iglob`) overrides every ignore rule and the hidden-file
+    # rule; a file type (`-t`, with or without `--type-add`) and any ignore
+    # file given by name re-include hidden files. Read as the widest case.
+    including_glob = any(
+        o.name in ("-g", "--glob", "--iglob") and not (o.value or "").startswith("!")
+        for o in r.opts
+    )
+    typed = r.given("-t", "--type") is not None
+    ignore_file = r.given("--ignore-file") is not None
+    hidden = (
+        r.given("--hidden", "-.") is not None
+        or unrestricted >= 2
+        or including_glob
+        or typed
+        or ignore_file
+    )
     depth_opt = r.given("--max-depth", "-d")
     depth = (
         int(depth_opt.value)
@@ -162,8 +180,12 @@ def rg(args: Sequence[str]) -> Checked:
     )
     # any -u, --no-ignore* or a parent-less reading turns .gitignore off (or
     # changes which ones count): then every directory is walked
-    ignores = unrestricted == 0 and not any(
-        o.name.startswith("--no-ignore") or o.name == "--no-require-git" for o in r.opts
+    ignores = (
+        unrestricted == 0
+        and not including_glob
+        and not any(
+            o.name.startswith("--no-ignore") or o.name == "--no-require-git" for o in r.opts
+        )
     )
     walk = Walk(
         tuple((i, args[i]) for i in operands),
@@ -171,6 +193,7 @@ def rg(args: Sequence[str]) -> Checked:
         hidden=hidden,
         depth=depth,
         gitignore=ignores,
+        whitelists=True,
     )
     return checked_read(r, text_operands=text_operands, walk=walk)
 
