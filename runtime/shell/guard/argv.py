@@ -21,7 +21,7 @@ import posixpath
 import re
 
 from charter.runtime.shell.guard import commands
-from charter.runtime.shell.guard.confine import unnameable, writer_targets
+from charter.runtime.shell.guard.confine import embedded_write, unnameable, writer_targets
 from charter.runtime.shell.guard.paths import (
     check_trees,
     client_settings_args,
@@ -317,6 +317,10 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word]) -> None:
             )
         text_args = checked.text_args
         paths = checked.paths
+        for index, target in checked.writes:
+            # A file named inside the program's language or options is
+            # confined like a redirect's target, whatever the flags.
+            embedded_write(st, prog, span_of(index), target)
         if checked.walk is not None:
             check_trees(st, prog, w0, args, checked.walk)
         if not st.policy.defaults and safe is None:

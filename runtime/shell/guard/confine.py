@@ -42,7 +42,7 @@ from charter.runtime.shell.syntax import Redirect, Word
 from charter.runtime.shell.writers import CWD, RUN_TIME, Target, write_targets
 from charter.runtime.workspace import RECORDS_DIR, case_insensitive, protection
 
-__all__ = ["confine_write", "judge_redirect", "unnameable", "writer_targets"]
+__all__ = ["confine_write", "embedded_write", "judge_redirect", "unnameable", "writer_targets"]
 
 
 # --- redirects -------------------------------------------------------------------------------
@@ -271,6 +271,18 @@ def _confine_one(
             f"{by} {verb} {rel}, which looks like a credential file; only a person can "
             "approve that",
         )
+
+
+def embedded_write(st: State, prog: str, span: tuple[int, int], target: str | None) -> None:
+    """Judge a file a program's own language or options write (sed's ``w``,
+    awk's ``print >``, ``sort -o``): the program opens the name as written,
+    with no tilde or variable expansion of its own."""
+    if target is None or target == UNKNOWN:
+        unnameable(st, span, False, f"{prog} writes a file whose name is only known at run time")
+        return
+    if not target:
+        return  # an empty name: the program refuses it
+    confine_write(st, target, False, None, span, redirect=False, kind="write")
 
 
 def writer_targets(st: State, prog: str, args: tuple[Word, ...] | list[Word]) -> None:

@@ -36,7 +36,7 @@ from typing import NamedTuple
 from charter.runtime.errors import CharterError
 from charter.runtime.shell.programs.base import Checked, Issue
 
-__all__ = ["AwkError", "awk", "awk_problem", "tokenize_awk"]
+__all__ = ["AwkError", "awk", "awk_problem", "awk_writes", "tokenize_awk"]
 
 
 # A NamedTuple: a tenth of a frozen dataclass's cost to define at start-up.
@@ -272,6 +272,49 @@ def awk_problem(program: str) -> tuple[str, str] | None:
     return None
 
 
+def awk_writes(program: str) -> list[str | None]:
+    """The files ``program``'s print and printf statements write with ``>``
+    or ``>>``: a string constant's text, or None where the name is an
+    expression known only at run time. Empty when the program cannot be
+    tokenized (that already asks on its own)."""
+    try:
+        tokens = tokenize_awk(program)
+    except AwkError:
+        return []
+    targets: list[str | None] = []
+    in_print = False
+    depth = 0
+    prev: _Tok | None = None
+    for k, tok in enumerate(tokens):
+        if tok.kind == "name" and tok.text in ("print", "printf"):
+            in_print, depth = True, 0
+        elif in_print:
+            if tok.kind == "op" and tok.text == "(":
+                depth += 1
+            elif tok.kind == "op" and tok.text == ")":
+                depth -= 1
+            elif tok.kind == "op" and tok.text in (">", ">>"):
+                target = tokens[k + 1] if k + 1 < len(tokens) else None
+                after = tokens[k + 2] if k + 2 < len(tokens) else None
+                literal = (
+                    target is not None
+                    and target.kind == "string"
+                    and (after is None or after.kind == "newline" or after.text in _STATEMENT_END)
+                )
+                if not literal:
+                    targets.append(None)
+                elif target is not None and target.text not in _STD_STREAMS:
+                    targets.append(target.text)
+            elif depth <= 0 and (
+                (tok.kind == "op" and tok.text in _STATEMENT_END)
+                or (tok.kind == "newline" and (prev is None or prev.text not in _CONTINUES))
+            ):
+                in_print = False
+        if tok.kind != "newline":
+            prev = tok
+    return targets
+
+
 # --- the command line --------------------------------------------------------------------------
 
 _FLAGS = frozenset("bcPrSnNs")
@@ -351,16 +394,22 @@ def awk(args: Sequence[str]) -> Checked:
     for k in range(i, n):
         if _ASSIGNMENT.match(args[k]):
             text.add(k)  # a variable assignment between files, not a file
+    writes = tuple((index, target) for index, program in programs for target in awk_writes(program))
     for index, program in programs:
         problem = awk_problem(program)
         if problem is not None:
             rule, why = problem
-            return _ask(
-                index,
-                rule,
-                f"awk: {why}; use a program that only reads and prints to run unprompted",
+            return Checked(
+                (
+                    Issue(
+                        rule,
+                        index,
+                        f"awk: {why}; use a program that only reads and prints to run unprompted",
+                    ),
+                ),
+                writes=writes,
             )
-    return Checked((), frozenset(text))
+    return Checked((), frozenset(text), writes=writes)
 
 
 def _ask(index: int, rule: str, message: str) -> Checked:

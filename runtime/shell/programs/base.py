@@ -67,14 +67,20 @@ class Checked(NamedTuple):
     # Paths inside arguments (`--file=X`, `-fX`, a sed `r X` command): (index, path).
     paths: tuple[tuple[int, str], ...] = ()
     walk: Walk | None = None
+    # Files the program writes that its language or options name (sed's w,
+    # awk's print >, sort -o, sed -i's files): (index, path), path None when
+    # only known at run time. Each meets a redirect's confinement.
+    writes: tuple[tuple[int, str | None], ...] = ()
 
 
 OK = Checked()
 Checker = Callable[[Sequence[str]], Checked]
 
 
-def one(rule: str, index: int, message: str) -> Checked:
-    return Checked((Issue(rule, index, message),))
+def one(
+    rule: str, index: int, message: str, writes: tuple[tuple[int, str | None], ...] = ()
+) -> Checked:
+    return Checked((Issue(rule, index, message),), writes=writes)
 
 
 def plain(args: Sequence[str]) -> Checked:

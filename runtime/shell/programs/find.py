@@ -126,6 +126,7 @@ def find_start(args: Sequence[str]) -> int:
 
 def find(args: Sequence[str]) -> Checked:
     issues: list[Issue] = []
+    writes: list[tuple[int, str | None]] = []
     text: set[int] = set()
     paths: list[tuple[int, str]] = []
     lead = find_start(args)
@@ -173,6 +174,8 @@ def find(args: Sequence[str]) -> Checked:
                     f"find {a} writes its output to a file; drop {a} to run unprompted",
                 )
             )
+            if i + 1 < len(args):
+                writes.append((i + 1, args[i + 1]))  # -fprint FILE, -fprintf FILE FORMAT
             text.update(range(i + 1, min(i + 1 + _WRITES[a], len(args))))
             i += 1 + _WRITES[a]
             continue
@@ -213,4 +216,4 @@ def find(args: Sequence[str]) -> Checked:
         )
         i += 1
     walk = Walk(tuple(roots), follow=follow, hidden=True, depth=depth)
-    return Checked(tuple(issues), frozenset(text), tuple(paths), walk)
+    return Checked(tuple(issues), frozenset(text), tuple(paths), walk, writes=tuple(writes))

@@ -217,12 +217,22 @@ def _read_only(sub: str, rest: list[str], offset: int, *, name: str | None = Non
     # git's parse-options accepts abbreviated long options.
     bad = long_given(s, _EXEC_OPTS, exact_options=_EXACT)
     if bad is not None:
-        rule = "embedded-write" if "output".startswith(bad.name[2:]) else "exec-option"
+        writes: tuple[tuple[int, str | None], ...] = ()
+        if "output".startswith(bad.name[2:]):
+            rule = "embedded-write"
+            # --output=FILE, or the file in the next argument
+            if bad.value is not None:
+                writes = ((bad.index + offset, bad.value),)
+            elif bad.index + 1 < len(rest):
+                writes = ((bad.index + 1 + offset, rest[bad.index + 1]),)
+        else:
+            rule = "exec-option"
         return one(
             rule,
             bad.index + offset,
             f"git {shown} {bad.name} runs a helper program or writes a file; "
             "drop it to run unprompted",
+            writes=writes,
         )
     if sub == "var" and short_given(s, "l"):
         return one("git-config", offset, "git var -l lists the configuration, credentials included")

@@ -437,11 +437,14 @@ def sed(args: Sequence[str]) -> Checked:
     r = read_args(args, _SPEC)
     for o in r.opts:
         if o.name.startswith("-i") or o.name == "--in-place":
+            scripted = any(g.name in ("-e", "--expression", "-f", "--file") for g in r.opts)
+            files = r.operands if scripted else r.operands[1:]
             return one(
                 "in-place-edit",
                 o.index,
                 "sed -i rewrites the files it reads; print the result instead of editing "
                 "in place to run unprompted",
+                writes=tuple((k, args[k]) for k in files),
             )
         if o.name.startswith("--") and o.name[2:] not in (
             *_SPEC.long_text,
@@ -479,15 +482,35 @@ def sed(args: Sequence[str]) -> Checked:
         commands = parse_sed([s for _, s in scripts])
     except SedError as err:
         issue = _issues(err.partial, scripts, paths)
+        writes = _writes(err.partial, scripts)
         if issue is not None:
-            return Checked((issue,), frozenset(text), tuple(paths))
+            return Checked((issue,), frozenset(text), tuple(paths), writes=writes)
         return one(
             "sed-script",
             scripts[err.script][0],
             f"sed would reject this script ({err}); fix it to run unprompted",
+            writes=writes,
         )
     issue = _issues(commands, scripts, paths)
-    return Checked(() if issue is None else (issue,), frozenset(text), tuple(paths))
+    return Checked(
+        () if issue is None else (issue,),
+        frozenset(text),
+        tuple(paths),
+        writes=_writes(commands, scripts),
+    )
+
+
+def _writes(
+    commands: Sequence[SedCommand], scripts: list[tuple[int, str]]
+) -> tuple[tuple[int, str | None], ...]:
+    """Every file the script's w and W commands and s///w flags write (all of
+    them, not only the first: each is confined)."""
+    return tuple(
+        (scripts[cmd.script][0], cmd.arg)
+        for cmd in commands
+        if (cmd.name in "wW" or (cmd.name == "s" and "w" in cmd.flags))
+        and cmd.arg not in _STD_OUT
+    )
 
 
 def _issues(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from charter.runtime.shell.options import Spec, read_args
+from charter.runtime.shell.options import Read, Spec, read_args
 from charter.runtime.shell.programs.base import OK, Checked, Walk, checked_read, one, text
 from charter.runtime.shell.programs.files import hidden_list
 
@@ -244,6 +244,7 @@ def sort(args: Sequence[str]) -> Checked:
             "embedded-write",
             bad.index,
             f"sort {bad.name} writes its result to a file; drop it to run unprompted",
+            writes=_values(r, "-o", "--output"),
         )
     bad = r.given("--compress-program")
     if bad is not None:
@@ -259,10 +260,21 @@ def sort(args: Sequence[str]) -> Checked:
             bad.index,
             f"sort {bad.name} writes temporary files to a chosen directory; "
             "drop it to run unprompted",
+            writes=_values(r, "-T", "--temporary-directory"),
         )
     o = r.given("--files0-from")
     issues = [hidden_list(o.index, "sort", "--files0-from", _source(o.value))] if o else []
     return checked_read(r, issues)
+
+
+def _values(r: Read, *names: str) -> tuple[tuple[int, str | None], ...]:
+    """Every value given to the options ``names`` (each may repeat), with
+    the argument that holds it."""
+    return tuple(
+        (o.value_index if o.value_index is not None else o.index, o.value)
+        for o in r.opts
+        if o.name in names
+    )
 
 
 def _source(value: str | None) -> str:
@@ -286,6 +298,7 @@ def uniq(args: Sequence[str]) -> Checked:
             r.operands[1],
             "uniq with a second file name writes its output there; "
             "drop the output file to run unprompted",
+            writes=((r.operands[1], args[r.operands[1]]),),
         )
     return checked_read(r)
 
