@@ -35,6 +35,7 @@ from charter.runtime.shell.guard.places import (
     change_dir,
     physical,
     sequential,
+    word_text,
 )
 from charter.runtime.shell.guard.state import State, clip
 from charter.runtime.shell.options import scan
@@ -246,7 +247,7 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word]) -> None:
         return (w.start, w.end)
 
     if may_destroy(prog):  # (for any other program destructive() is None)
-        sym = [w.value if w.value is not None else _symbolic(w) for w in args]
+        sym = [_destroys(st, w) for w in args]
         dcwd = st.cwd if st.cwd is not None else st.home_cwd
         issue = destructive(prog, sym, dcwd, st.ws)
         for k, w in enumerate(args):
@@ -385,6 +386,17 @@ def _script_text(w: Word) -> str | None:
 
 # ${HOME:-x}, ${HOME-x}, ${HOME:?msg}, ${HOME:=x}, ${HOME%/}: the home directory when set
 _HOME_FORM = re.compile(r"^\$\{HOME(?::?[-=?][^}]*|%%?/?)\}$")
+
+
+def _destroys(st: State, w: Word) -> str:
+    """The value a destructive-payload check sees for ``w``: the text the
+    guard can name, with the working directory's own spellings (``$PWD``,
+    ``$(pwd)``, `` `pwd` ``) resolved as for any write target, so ``rm -rf
+    "$PWD"`` is the workspace it names; else the symbolic form."""
+    if w.value is not None:
+        return w.value
+    text, _tilde = word_text(st, w)
+    return text if text is not None else _symbolic(w)
 
 
 def _symbolic(w: Word) -> str:

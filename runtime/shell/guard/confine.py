@@ -23,6 +23,8 @@ an argument names (:mod:`.paths`).
 
 from __future__ import annotations
 
+import posixpath
+
 from charter.runtime.shell.guard import commands
 from charter.runtime.shell.guard.paths import (
     DISCARD,
@@ -134,9 +136,11 @@ def confine_write(
     *,
     redirect: bool,
     kind: str,
+    makes_links: bool = False,
 ) -> None:
     """Judge one file the command writes (``kind`` "write") or removes
-    ("delete"), named by ``text``, as ``write_file`` would be judged."""
+    ("delete"), named by ``text``, as ``write_file`` would be judged.
+    ``makes_links``: the program may leave a symlink there (ln, cp, mv...)."""
     verb = "writes" if kind == "write" else "removes"
     by = "the redirect" if redirect else "the command"
     if text is None:
@@ -144,7 +148,9 @@ def confine_write(
         unnameable(st, span, redirect, f"{by} {verb} {shown}, which is only known at run time")
         return
     if word is None or not word.brace:
-        _confine_one(st, text, tilde, word, span, redirect=redirect, verb=verb, by=by)
+        _confine_one(
+            st, text, tilde, word, span, redirect=redirect, verb=verb, by=by, links=makes_links
+        )
         return
     variants = brace_words(text, _BRACE_LIMIT + 1)
     if len(variants) > _BRACE_LIMIT:
@@ -154,10 +160,15 @@ def confine_write(
     for variant in variants:
         # brace expansion comes first: {~,x}/f is ~/f, a home directory path
         home = tilde or variant.startswith("~")
-        _confine_one(st, variant, home, word, span, redirect=redirect, verb=verb, by=by)
+        _confine_one(
+            st, variant, home, word, span, redirect=redirect, verb=verb, by=by, links=makes_links
+        )
 
 
 _BRACE_LIMIT = 64
+# Programs that may leave a symbolic link at a path they write: making one
+# (ln, cp -s), copying one (cp -P/-a/-r), moving one (mv), or unpacking one.
+LINK_MAKERS = frozenset({"ln", "link", "cp", "mv", "rsync", "tar", "cpio", "unzip", "install"})
 # The names protection() compares case-folded on a case-insensitive file system.
 _FOLDED_NAMES = frozenset({RECORDS_DIR, ".git"})
 
@@ -192,6 +203,7 @@ def _confine_one(
     redirect: bool,
     verb: str,
     by: str,
+    links: bool = False,
 ) -> None:
     outside_rule = "redirect-outside-workspace" if redirect else "write-outside-workspace"
     if text in DISCARD or FD_PATH.match(text):
@@ -200,6 +212,24 @@ def _confine_one(
     if where == "unknown":
         unnameable(st, span, redirect, f"{by} {verb} {clip(text)}: {path}")
         return
+    if where == "path":
+        lexical = posixpath.normpath(path)
+        made = next(
+            (m for m in st.made_links if lexical == m or lexical.startswith(m.rstrip("/") + "/")),
+            None,
+        )
+        if links:
+            st.made_links.add(lexical)
+        if made is not None:
+            unnameable(
+                st,
+                span,
+                redirect,
+                f"{by} {verb} {clip(text)}, through {clip(made)}, which an earlier command of "
+                "this line may have made a symbolic link, so where the write lands is only "
+                "known at run time",
+            )
+            return
     if where == "home":
         st.writes.append(Write(path, False, span))
         st.add(
@@ -320,9 +350,10 @@ def _writer_target(
         span = (w0.start, args[-1].end) if w0 is not None else (0, 0)
         unnameable(st, span, False, f"{prog} creates a file in $TMPDIR, only known at run time")
         return
+    links = t.kind == "write" and prog in LINK_MAKERS
     if t.index == CWD:
         span = (args[0].start, args[-1].end) if args else (0, 0)
-        confine_write(st, ".", False, None, span, redirect=False, kind=t.kind)
+        confine_write(st, ".", False, None, span, redirect=False, kind=t.kind, makes_links=links)
         return
     w = args[t.index]
     text, tilde = syms[t.index]
@@ -340,4 +371,6 @@ def _writer_target(
         text = text[t.offset :]
     if not text:
         return  # an empty name: the program refuses it
-    confine_write(st, text, tilde, w, (w.start, w.end), redirect=False, kind=t.kind)
+    confine_write(
+        st, text, tilde, w, (w.start, w.end), redirect=False, kind=t.kind, makes_links=links
+    )

@@ -44,6 +44,10 @@ class State:
     policy: ShellPolicy
     findings: list[Finding] = field(default_factory=list)
     writes: list[Write] = field(default_factory=list)
+    # paths (absolute, before symlinks) an earlier command of this line may
+    # have turned into a symlink (ln, cp, mv, tar ...): what a later write
+    # through them reaches cannot be known now
+    made_links: set[str] = field(default_factory=set)
     ungrantable: bool = False
     safe_hits: list[str] = field(default_factory=list)
     commands: int = 0
