@@ -116,6 +116,8 @@ NEVER: frozenset[str] = PERSON_ONLY_RULES | frozenset(
         "credential-path",
         "redirect-write",
         "unnameable-redirect",
+        # The operator's terminal is reachable from inside a sandbox too.
+        "terminal-write",
         # Names the guard never sees, or program text it cannot read: either
         # could be a credential inside the workspace.
         "hidden-file-list",

@@ -292,6 +292,7 @@ RULE_KEYS: dict[str, Permission] = {
     "path-outside-workspace": "ask",
     # ask: redirects and writers
     "redirect-write": "ask",
+    "terminal-write": "ask",
     "client-settings": "ask",
     "unnameable-redirect": "ask",
     "unnameable-write": "ask",

@@ -208,6 +208,15 @@ def _confine_one(
     outside_rule = "redirect-outside-workspace" if redirect else "write-outside-workspace"
     if text in DISCARD or FD_PATH.match(text):
         return
+    if text == "/dev/tty":
+        st.add(
+            "ask",
+            "terminal-write",
+            span,
+            f"{by} writes to /dev/tty, the terminal of the person running the agent, where "
+            "escape sequences can change what they see; it needs approval",
+        )
+        return
     where, path = locate(st, text, tilde)
     if where == "unknown":
         unnameable(st, span, redirect, f"{by} {verb} {clip(text)}: {path}")

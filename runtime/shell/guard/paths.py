@@ -57,7 +57,9 @@ _SENSITIVE = re.compile(
     r"|^/proc/(?:self|thread-self|[0-9]+)(?:/task/[0-9]+)?/(?:environ|mem|cmdline|fd/|map_files/)",
 )
 # NUL is the null device only on Windows; bash on a POSIX system creates a file of that name
-DISCARD = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}) | (
+# Writes that stay in the command's own output. Not /dev/tty: that is the
+# operator's terminal, where escape sequences can retitle, rewrite or feed it.
+DISCARD = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr"}) | (
     frozenset({"NUL", "nul"}) if os.name == "nt" else frozenset()
 )
 FD_PATH = re.compile(r"^/dev/fd/[0-9]+$")

@@ -435,17 +435,89 @@ def _jq_from_file(index: int) -> Checked:
 
 
 def ps(args: Sequence[str]) -> Checked:
-    # BSD-style `e` (ps e, ps auxe, ps eww) prints every process's environment,
-    # the runtime's own credentials included
-    for i, a in enumerate(args):
-        if not a.startswith("-") and "e" in a:
+    why = _ps_shows_command_lines(args)
+    if why is not None:
+        index, what = why
+        if what == "e":
+            # BSD-style `e` (ps e, ps auxe) prints every process's
+            # environment, the runtime's own credentials included
             return one(
                 "credential-path",
-                i,
+                index,
                 "ps e prints the environment of processes, where credentials live; "
                 "drop e to run unprompted",
             )
+        return one(
+            "credential-path",
+            index,
+            f"ps {what} prints other processes' command lines, where credentials are often "
+            "passed (the guard treats /proc/N/cmdline the same way); use -o with fields "
+            "other than args/cmd/command to run unprompted",
+        )
     return Checked((), frozenset(range(len(args))))
+
+
+# procps options that take a value (short: in a bundle the rest of the word,
+# or the next argument; long: `=VALUE` or the next argument).
+_PS_SHORT_VALUED = frozenset("CGgOopqsTtUuk")
+_PS_LONG_VALUED = frozenset(
+    {
+        "cols", "columns", "width", "lines", "rows", "format", "group", "Group", "pid",
+        "ppid", "quick-pid", "sid", "sort", "tty", "user", "User", "context",
+    }
+)  # fmt: skip
+# Format fields that print the whole command line rather than the program name.
+_PS_ARG_FIELDS = frozenset({"args", "cmd", "command", "cmdline"})
+
+
+def _ps_shows_command_lines(args: Sequence[str]) -> tuple[int, str] | None:
+    """Where ``ps`` is asked for other processes' full command lines: BSD
+    syntax (its formats print them), ``-f``/``-F`` and the long formats, or
+    a format naming args/cmd/command. Anything else prints program names."""
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a.startswith("--"):
+            name, eq, value = a[2:].partition("=")
+            if name in _PS_LONG_VALUED and not eq:
+                i += 1
+                value = args[i] if i < len(args) else ""
+            if name == "format" and _names_arg_field(value):
+                return i, f"--format {value}"
+            if name not in _PS_LONG_VALUED and name not in (
+                "forest",
+                "headers",
+                "no-headers",
+                "help",
+                "version",
+                "info",
+            ):
+                return i, f"--{name}"
+        elif a.startswith("-") and len(a) > 1:
+            for k, ch in enumerate(a[1:], 1):
+                if ch in "fFw":
+                    # full formats print command lines; -w only widens them
+                    # (and some ps print them by default)
+                    return i, f"-{ch}"
+                if ch in _PS_SHORT_VALUED:
+                    value = a[k + 1 :]
+                    if not value:
+                        i += 1
+                        value = args[i] if i < len(args) else ""
+                    if ch in "oO" and _names_arg_field(value):
+                        return i, f"-{ch} {value}"
+                    break
+        else:
+            # BSD syntax (aux, x, u, a PID list): its formats print COMMAND,
+            # and `e` adds each process's environment
+            return i, "e" if "e" in a else a
+        i += 1
+    return None
+
+
+def _names_arg_field(fmt: str) -> bool:
+    fields = re.split(r"[\s,]+", fmt)
+    return any(f.split(":", 1)[0].split("=", 1)[0] in _PS_ARG_FIELDS for f in fields)
 
 
 def printf(args: Sequence[str]) -> Checked:
