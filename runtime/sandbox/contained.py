@@ -112,6 +112,8 @@ NEVER: frozenset[str] = PERSON_ONLY_RULES | frozenset(
         "embedded-write",
         "sed-script",
         "git-mutation",
+        # Committed contents reach the model whatever contains the command.
+        "git-history",
         "git-config",
         "credential-path",
         "redirect-write",

@@ -287,6 +287,7 @@ RULE_KEYS: dict[str, Permission] = {
     "git-global-option": "ask",
     "git-network": "ask",
     "git-mutation": "ask",
+    "git-history": "ask",
     "git-config": "ask",
     "credential-path": "ask",
     "path-outside-workspace": "ask",

@@ -73,7 +73,7 @@ def test_charter_s_environment_stops_git_using_the_bare_layout(tmp_path: Path) -
 def test_the_guard_asks_before_git_runs_in_the_bare_layout(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     _bare_layout(ws)
-    for command in ("git diff --no-index a b", "git status", "git log -p"):
+    for command in ("git diff --no-index a b", "git status", "git log --stat"):
         v = evaluate(command, cwd=ws, workspace=ws, policy=ShellPolicy())
         assert (v.decision, v.rule) == ("ask", "untrusted-repository"), command
     assert evaluate("diff a b", cwd=ws, workspace=ws, policy=ShellPolicy()).decision == "allow"

@@ -113,7 +113,8 @@ def check_trees(
 ) -> None:
     """Look through the trees a recursive program reads (see ``walk.py``)."""
     roots: list[tuple[str, tuple[int, int]]] = []
-    if not walk.roots:
+    implicit = not walk.roots
+    if implicit:
         if st.cwd is None:
             return  # after `cd $X`: the cd already asks, and the tree is unknown
         roots.append((st.cwd, (w0.start, w0.end)))
@@ -134,6 +135,19 @@ def check_trees(
         roots.append((raw, (w.start, w.end)))
     budget = Budget()
     for raw, span in roots:
+        if walk.revisions and not implicit and not os.path.lexists(raw):
+            # git reads a name that is no file as a revision (git grep TOKEN
+            # HEAD, git diff main): the files of a commit, secrets ever
+            # committed included, which the working tree no longer shows
+            st.add(
+                "ask",
+                "git-history",
+                span,
+                f"{prog} reads {clip(raw.rsplit('/', 1)[-1])} as a revision and prints "
+                "committed file contents, which can hold a credential committed at any time; "
+                "it needs approval",
+            )
+            continue
         if not within(posixpath.normpath(raw), st.ws):
             continue  # outside: the path check has already asked
         real = real_below(st, raw)

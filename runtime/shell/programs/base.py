@@ -55,6 +55,10 @@ class Walk(NamedTuple):
     gitignore: bool = False
     # a `!` line in an ignore file re-includes hidden names (ripgrep)
     whitelists: bool = False
+    # a root that is no file or folder is a revision (git grep/diff REV):
+    # then the program reads committed content, which may hold any secret
+    # ever committed
+    revisions: bool = False
 
 
 class Checked(NamedTuple):

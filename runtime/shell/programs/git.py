@@ -240,6 +240,15 @@ def _read_only(sub: str, rest: list[str], offset: int, *, name: str | None = Non
         o = short_given(s, "O")
         if o is not None:
             return one("exec-option", o.index + offset, "git grep -O opens files in a pager")
+    history = _prints_history(sub, rest)
+    if history is not None:
+        return one(
+            "git-history",
+            history + offset,
+            f"git {shown} prints file contents from commits, which can hold a credential "
+            "committed at any time (even one deleted since); it needs approval "
+            "(--stat, --name-only or -s print no contents)",
+        )
     spec = _SPECS.get(sub)
     if spec is None:
         return _all_text(offset, len(rest))
@@ -256,10 +265,78 @@ def _read_only(sub: str, rest: list[str], offset: int, *, name: str | None = Non
         walk = Walk(
             tuple((offset + k, rest[k]) for k in operands if not rest[k].startswith(":")),
             follow=False,
+            revisions=r.given("--no-index", "--untracked") is None,
         )
-    elif sub not in _PATH_OPERANDS:
+    elif sub in ("diff", "diff-index"):
+        # an operand that names no file is a revision (git diff main): no
+        # tree to walk (depth 0), only that check
+        before = _before_dashdash(rest, operands)
+        quiet = any(o.name in _NO_CONTENT for o in r.opts)
+        if r.given("--no-index") is None and before and not quiet:
+            walk = Walk(tuple((offset + k, rest[k]) for k in before), follow=False, depth=0,
+                        revisions=True)  # fmt: skip
+    if sub not in _PATH_OPERANDS and sub != "grep":
         text.update(offset + k for k in operands)
     return Checked((), frozenset(text), paths, walk)
+
+
+def _before_dashdash(rest: list[str], operands: list[int]) -> list[int]:
+    end = rest.index("--") if "--" in rest else len(rest)
+    return [k for k in operands if k < end]
+
+
+# What makes a log-family command print patches (file contents), and what
+# keeps show/diff from printing them.
+_PATCH_LONG = (
+    "--patch", "--unified", "--cc", "--dd", "--word-diff", "--color-words",
+    "--remerge-diff", "--textconv", "--binary", "--full-index", "--patch-with",
+)  # fmt: skip
+_NO_CONTENT = frozenset(
+    {
+        "-s", "--no-patch", "--stat", "--shortstat", "--numstat", "--name-only",
+        "--name-status", "--summary", "--raw", "--quiet", "--dirstat", "--compact-summary",
+        "--check", "--oneline",
+    }
+)  # fmt: skip
+_LOG_FAMILY = frozenset({"log", "whatchanged", "diff-tree", "rev-list", "shortlog"})
+
+
+def _prints_history(sub: str, rest: list[str]) -> int | None:
+    """The index of the argument that makes ``sub`` print file contents
+    stored in commits or objects, or None. Read widely: a false ask costs a
+    prompt, a miss prints a committed secret."""
+    end = rest.index("--") if "--" in rest else len(rest)
+    opts = [(k, a) for k, a in enumerate(rest[:end]) if a.startswith("-")]
+    if sub == "cat-file":
+        # -t, -s and -e tell type, size and existence; everything else
+        # (-p, blob, --batch, --batch-all-objects, --textconv) prints objects
+        if all(a in ("-t", "-s", "-e", "--allow-unknown-type") for _, a in opts) and opts:
+            return None
+        return 0
+    if sub == "show":
+        if any(":" in a for a in rest[:end] if not a.startswith("-")):
+            return 0  # REV:PATH prints a blob whatever the flags
+        quiet = any(a.split("=", 1)[0] in _NO_CONTENT for _, a in opts)
+        return None if quiet else 0
+    if sub in _LOG_FAMILY:
+        for k, a in opts:
+            name = a.split("=", 1)[0]
+            if a.startswith("--"):
+                if name.startswith(_PATCH_LONG):
+                    return k
+            elif a[1] in "SGOn":
+                continue  # pickaxe, order file and count values are text
+            elif a[1] in "UL" or "p" in a or "u" in a or a == "-c":
+                # -p/-u (patch, also in bundles: -5p, -np), -U<n>, -L (line
+                # history), -c (combined patch)
+                return k
+        return None
+    if sub in ("diff", "diff-index", "diff-files"):
+        if any(a.split("=", 1)[0] in _NO_CONTENT for _, a in opts):
+            return None
+        staged = next((k for k, a in opts if a in ("--cached", "--staged", "--merge-base")), None)
+        return staged
+    return None
 
 
 _LISTING = frozenset(
