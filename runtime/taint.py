@@ -26,7 +26,6 @@ asked or the call is refused.
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
@@ -35,6 +34,8 @@ from typing import Any, Literal, NamedTuple
 from urllib.parse import urlsplit
 
 from charter.runtime.plan import Permission, TaintPolicy, ToolEntry
+from charter.runtime.shell.guard.state import MAX_COMMAND_CHARS, MAX_TOKENS
+from charter.runtime.shell.syntax import Program, SimpleCommand, Word, parse
 
 __all__ = [
     "Label",
@@ -99,7 +100,6 @@ _NET_PROGRAMS = frozenset(
 _GIT_REMOTE_VERBS = frozenset({"push", "fetch", "pull", "clone", "ls-remote", "send-email"})
 # Words that run the rest of the line as another command.
 _WRAPPERS = frozenset({"sudo", "env", "nohup", "time", "exec", "command", "nice", "timeout"})
-_OPS = frozenset({";", "&&", "||", "|", "&", "|&", ";;", "(", ")", "\n"})
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _BARE_HOST = re.compile(
     r"^(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?::\d+)?(?:/\S*)?$|^\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?:/\S*)?$"
@@ -215,19 +215,36 @@ def _program_target(prog: str, args: Sequence[str]) -> str:
 
 
 def _simple_commands(command: str) -> list[list[str]] | None:
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()\n")
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        tokens = list(lexer)
-    except ValueError:
+    """The words of every simple command in ``command`` as bash reads it,
+    those inside subshells and command substitutions included, through the
+    shell guard's own parser: linear in the text and bounded in tokens (a
+    second, quadratic reading such as shlex took seconds on a megabyte). A
+    word only known at run time is ``"?"``. None when the text cannot be read
+    (too long, or not bash): the caller then assumes the worst."""
+    if len(command) > MAX_COMMAND_CHARS:
+        return None  # longer than the guard reads (it asks too): unknown, at once
+    result = parse(command, max_tokens=MAX_TOKENS)
+    if result.program is None:
         return None
-    out: list[list[str]] = [[]]
-    for tok in tokens:
-        if tok in _OPS or set(tok) <= set(";&|()\n"):
-            out.append([])
-        else:
-            out[-1].append(tok)
+    out: list[list[str]] = []
+    stack: list[Program] = [result.program]
+    while stack:  # explicit: nesting depth is the input's to choose
+        program = stack.pop()
+        for cmd in program.commands:
+            if isinstance(cmd, SimpleCommand):
+                out.append([w.value if w.value is not None else "?" for w in cmd.words])
+                for r in cmd.redirects:
+                    doc = r.heredoc
+                    if doc is not None and not doc.quoted and ("$(" in doc.body or "`" in doc.body):
+                        return None  # a substitution in the body runs: unread here
+                words: tuple[Word, ...] = cmd.words + tuple(r.target for r in cmd.redirects)
+                for w in words:
+                    for part in w.parts:
+                        for p in (part, *part.inner):
+                            if p.body is not None:
+                                stack.append(p.body)
+            else:
+                stack.append(cmd.body)
     return [c for c in out if c]
 
 

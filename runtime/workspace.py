@@ -127,12 +127,14 @@ def _deny(rule: str, message: str) -> PathVerdict:
 def _spelling_problem(path: str) -> PathVerdict | None:
     """Refuse spellings whose meaning depends on who reads them."""
     shown = repr(path[:200])
+    # The length first: it is a deny too, and the scans below are linear in
+    # the path, so a megabyte path is refused before it costs anything.
+    if len(path) > _MAX_PATH:
+        return _deny("path-too-long", f"path is longer than {_MAX_PATH} characters")
     if "\x00" in path:
         return _deny("path-nul", f"path {shown} contains a NUL byte")
     if any(unicodedata.category(c) == "Cc" for c in path):
         return _deny("path-control", f"path {shown} contains a control character")
-    if len(path) > _MAX_PATH:
-        return _deny("path-too-long", f"path is longer than {_MAX_PATH} characters")
     if path.startswith("~"):
         return _deny(
             "path-home",

@@ -126,7 +126,18 @@ def salvage(st: State, text: str, span: tuple[int, int], *, opaque: bool = True)
         if _NAMES_SOMETHING.search(piece) is None:
             continue  # no letter or digit: it names no program
         if st.budget[0] <= 0:
-            break  # the pieces are only searched for refusals: stopping never allows
+            # The pieces are searched for refusals; one left unsearched could
+            # hold a deny, so stopping here is an answer no flag lifts, never
+            # the ask a shorter text would get.
+            st.ungrantable = True
+            st.add(
+                "ask",
+                "too-long",
+                span,
+                f"the text is longer than the guard searches ({MAX_TOKENS} tokens) for "
+                "destructive commands; it needs approval every time",
+            )
+            break
         sub = st.sub(piece)
         sub.seen = None  # the pieces are only searched, never reported
         result = parse(piece, max_tokens=st.budget[0])
