@@ -2,8 +2,11 @@
 stranger.
 
 The command starts in a fresh session (POSIX) or process group (Windows), so
-everything it spawns can be stopped together: the whole group gets SIGTERM,
-then SIGKILL after a short grace period. A child that turns on job control
+everything it spawns can be stopped together: where ``/proc`` shows the tree,
+every member is frozen (SIGSTOP), the leaves get SIGTERM and a short grace
+period, then everything gets SIGKILL, so no shell in the tree runs another
+step of its script once the stop began; elsewhere the whole group gets
+SIGTERM, then SIGKILL after the grace period. A child that turns on job control
 (``set -m``) puts its jobs in process groups of their own, but they stay in
 the command's session, so where ``/proc`` shows sessions every live member
 of the session is signalled too. (A process that deliberately starts a new
@@ -274,6 +277,8 @@ def stop_tree(proc: Process, spawn: SpawnRecord) -> str | None:
             check=False,
         )
         return None
+    if HAS_PROC:
+        return _freeze_then_stop(proc, spawn)
     if not signal_group(spawn, proc, signal.SIGTERM):
         return stale(spawn)
     deadline = time.monotonic() + GRACE_S
@@ -304,6 +309,59 @@ def stop_tree(proc: Process, spawn: SpawnRecord) -> str | None:
             return stale(spawn)
         time.sleep(POLL_S)
     return None
+
+
+def _members(sid: int) -> dict[int, int]:
+    """Live members of the command's group and session, each with its parent."""
+    # After the command name: state, ppid, pgrp, session, ...
+    return {
+        pid: int(f[1])
+        for pid, f in _live_stats()
+        if len(f) > 3 and (f[2] == str(sid) or f[3] == str(sid))
+    }
+
+
+def _freeze_then_stop(proc: Process, spawn: SpawnRecord) -> str | None:
+    """Stop the tree so that no member runs another step of its script.
+
+    A plain TERM to the group races: the leaf (``sleep``) dies first, and the
+    shell above it, which ignores or traps TERM or is a pid namespace's init
+    (which the kernel shields from it), goes on to the script's next command
+    before the KILL arrives. So: every member is frozen first (SIGSTOP always
+    arrives); then only the leaves, which start nothing, get TERM and are let
+    go to act on it, for the grace period; then everything is killed. A
+    parent never runs again between the stop and the kill."""
+    assert spawn.pgid is not None
+    if not signal_group(spawn, proc, signal.SIGSTOP):
+        return stale(spawn)
+    members = _members(spawn.pgid)
+    parents = set(members.values())
+    leaves = [pid for pid in members if pid not in parents]
+    for pid in leaves:
+        try:
+            if deaf_namespace_init(pid, signal.SIGTERM):
+                os.kill(pid, signal.SIGKILL)  # TERM would be dropped
+            else:
+                os.kill(pid, signal.SIGTERM)
+                os.kill(pid, signal.SIGCONT)
+        except (ProcessLookupError, PermissionError):
+            pass
+    deadline = time.monotonic() + GRACE_S
+    while time.monotonic() < deadline:
+        alive = _members(spawn.pgid)
+        if not any(pid in alive for pid in leaves):
+            break
+        time.sleep(POLL_S)
+    # SIGKILL ends stopped processes too; it is delivered asynchronously, so
+    # wait (briefly) until the group is empty: the caller never returns while
+    # a member still runs.
+    end = time.monotonic() + GRACE_S
+    while True:
+        if not signal_group(spawn, proc, signal.SIGKILL):
+            return stale(spawn)
+        if not members_running(spawn, proc) or time.monotonic() >= end:
+            return None
+        time.sleep(POLL_S)
 
 
 def spawn_record(proc: Process) -> SpawnRecord:
