@@ -238,6 +238,21 @@ class _Handler(BaseHTTPRequestHandler):
         if close:
             self.close_connection = True
 
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library answers a request it cannot read (headers
+        too long: 431, too many: 431, a bad line: 400) with a bare HTTP error,
+        and a client's hook takes any non-2xx answer as "no objection" and
+        runs the call. On a hook route, answer with that hook's deny instead."""
+        path = getattr(self, "path", "") or ""
+        kind = _HOOKS.get(path.partition("?")[0])
+        if kind is None:
+            super().send_error(code, message, explain)
+            return
+        reason = f"the request could not be read ({code} {message or ''})".strip()
+        answer = self.server.decider.refuse_hook(kind, reason)
+        self._send(answer.status, answer.body, close=True)
+        self.server.decider.record(kind, b"", answer, self.client_address[0])
+
     def _error(self, status: int, message: str, *, close: bool = False) -> None:
         import json
 

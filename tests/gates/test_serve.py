@@ -308,6 +308,38 @@ def test_an_oversized_body_is_denied_as_the_command_denies_it(serve: Any) -> Non
     }
 
 
+@pytest.mark.parametrize(
+    ("route", "key"),
+    [("/v1/hooks/claude-code", "hookSpecificOutput"), ("/v1/hooks/gemini-cli", "decision")],
+)
+@pytest.mark.parametrize("shape", ["one long header", "too many headers"])
+def test_headers_it_cannot_read_get_the_hooks_deny_not_a_bare_error(
+    serve: Any, route: str, key: str, shape: str
+) -> None:
+    # The standard library answers these with 431, and a client's hook takes
+    # any non-2xx answer as no objection: the call would run.
+    running = serve()
+    conn = socket.create_connection(("127.0.0.1", running.port), timeout=30)
+    if shape == "one long header":
+        extra = "X-Pad: " + "a" * 70_000 + "\r\n"
+    else:
+        extra = "".join(f"X-Pad-{i}: a\r\n" for i in range(200))
+    head = f"POST {route} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}Content-Length: 2\r\n\r\n{{}}"
+    conn.sendall(head.encode())
+    data = b""
+    while True:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    conn.close()
+    head_text, _, body = data.partition(b"\r\n\r\n")
+    assert head_text.startswith(b"HTTP/1.1 200"), head_text
+    answer = json.loads(body)
+    assert key in answer
+    assert "deny" in json.dumps(answer)
+
+
 def test_a_request_that_trickles_in_is_cut_off(serve: Any) -> None:
     running = serve(read_timeout=0.5)
     conn = socket.create_connection(("127.0.0.1", running.port), timeout=10)
