@@ -141,7 +141,7 @@ def _decision(client: str, text: str) -> str | None:
     return "defer" if set(answer) <= {"systemMessage"} else None
 
 
-def _check_command(client: str, hook: dict[str, Any], rep: Report) -> None:
+def _check_command(client: str, hook: dict[str, Any], root: Path, rep: Report) -> None:
     command = str(hook.get("command", ""))
     if "exit 2" not in command or ">&2" not in command:
         rep.warn(
@@ -162,6 +162,16 @@ def _check_command(client: str, hook: dict[str, Any], rep: Report) -> None:
     if not words:
         rep.fail("the command is empty")
         return
+    # The clients set these to the project's folder when they run a hook;
+    # init writes them so the committed settings name no machine's path.
+    project = str(root)
+    words = [
+        w.replace("${CLAUDE_PROJECT_DIR}", project)
+        .replace("$CLAUDE_PROJECT_DIR", project)
+        .replace("${GEMINI_PROJECT_DIR}", project)
+        .replace("$GEMINI_PROJECT_DIR", project)
+        for w in words
+    ]
     program = words[0]
     found = program if os.path.isabs(program) else shutil.which(program)
     if found is None or not os.access(found, os.X_OK):
@@ -177,6 +187,30 @@ def _check_command(client: str, hook: dict[str, Any], rep: Report) -> None:
         plan = words[words.index("--plan") + 1]
         agent = words[words.index("--agent") + 1] if "--agent" in words[:-1] else None
         _check_plan(plan, agent, rep)
+        _check_fresh(Path(plan), root, rep)
+
+
+def _check_fresh(plan: Path, root: Path, rep: Report) -> None:
+    """A plan older than the policy it was compiled from decides by rules
+    nobody sees any more: name the newest file changed since."""
+    policy = root / ".charter" / "policy"
+    try:
+        compiled = plan.stat().st_mtime
+    except OSError:
+        return  # the plan check has said why it does not load
+    newer = [
+        p for p in (policy.rglob("*") if policy.is_dir() else ()) if p.is_file()
+        and p.stat().st_mtime > compiled
+    ]  # fmt: skip
+    if newer:
+        changed = max(newer, key=lambda p: p.stat().st_mtime)
+        rep.fail(
+            f"the plan is older than its policy ({changed.relative_to(root)} changed after "
+            f"{plan.name} was compiled): the hook decides by the old rules; compile again "
+            f"(charter compile {policy} -o {plan})"
+        )
+    elif policy.is_dir():
+        rep.ok("the plan is newer than every file of its policy")
 
 
 def _check_plan(plan: str, agent: str | None, rep: Report) -> None:
@@ -247,7 +281,7 @@ def _check_hook(client: str, matcher: str, hook: dict[str, Any], root: Path, tim
                  "command hook ending in `exit 2` blocks it instead")  # fmt: skip
         _check_health(str(hook.get("url", "")), {}, rep)
     else:
-        _check_command(client, hook, rep)
+        _check_command(client, hook, root, rep)
     wait = hook.get("timeout")
     if client == "claude-code" and isinstance(wait, int | float) and wait <= 8:
         rep.warn(f"the hook's timeout ({wait:g} s) is not above the hook's own time limit "

@@ -31,6 +31,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ __all__ = [
     "STARTER_POLICY",
     "add_arguments",
     "charter_command",
+    "portable_command",
     "hook_entry",
     "run",
 ]
@@ -153,10 +155,42 @@ def charter_command() -> list[str]:
     return [str(Path(sys.executable).resolve()), "-m", "charter.compiler"]
 
 
+# The variable each client sets to the project's folder when it runs a hook.
+PROJECT_VAR = {"claude-code": "CLAUDE_PROJECT_DIR", "gemini-cli": "GEMINI_PROJECT_DIR"}
+
+
+def portable_command(root: Path, client: str) -> tuple[str, bool]:
+    """The shell text that runs this Charter from a settings file teams
+    commit, and whether it is portable: ``charter`` when that name on PATH is
+    this Charter, a path under the project's folder variable when Charter is
+    installed inside the project (a ``.venv`` there), else this machine's
+    absolute command (False)."""
+    mine = [Path(p) for p in charter_command()]
+    found = shutil.which("charter")
+    if len(mine) == 1 and found is not None and Path(found).resolve() == mine[0].resolve():
+        return "charter", True
+    if len(mine) == 1:
+        for candidate in (mine[0], mine[0].resolve()):
+            try:
+                rel = candidate.relative_to(root)
+            except ValueError:
+                continue
+            return f'"${PROJECT_VAR[client]}"/{shlex.quote(rel.as_posix())}', True
+    return shlex.join(str(p) for p in mine), False
+
+
 def hook_entry(
-    client: str, plan: Path, agent: str, *, serve: str | None = None, http: bool = False
+    client: str,
+    plan: Path,
+    agent: str,
+    *,
+    serve: str | None = None,
+    http: bool = False,
+    root: Path | None = None,
 ) -> dict[str, Any]:
-    """The settings entry of one Charter hook."""
+    """The settings entry of one Charter hook. With ``root`` (project
+    settings, which teams commit) the command names no path of this machine
+    where it can: the plan through the client's project-folder variable."""
     if serve is not None:
         url = serve.rstrip("/") + f"/v1/hooks/{client}"
         if http:
@@ -165,6 +199,14 @@ def hook_entry(
             "curl -sS --fail --max-time 8 -H 'Content-Type: application/json' "
             f"--data-binary @- {shlex.quote(url)}" + FAIL_CLOSED
         )
+    elif root is not None:
+        program, _portable = portable_command(root, client)
+        try:
+            where = f'"${PROJECT_VAR[client]}"/{shlex.quote(plan.relative_to(root).as_posix())}'
+        except ValueError:
+            where = shlex.quote(str(plan))
+        args = shlex.join(["--agent", agent])
+        command = f"{program} hook {client} --plan {where} {args}" + FAIL_CLOSED
     else:
         argv = [*charter_command(), "hook", client, "--plan", str(plan), "--agent", agent]
         command = shlex.join(argv) + FAIL_CLOSED
@@ -252,7 +294,9 @@ def run(args: argparse.Namespace) -> int:
     digest = _compile(policy.parent, plan, args)
     if digest is None:
         return 1
-    entry = hook_entry(client, plan, agent, serve=args.serve, http=args.http)
+    entry = hook_entry(
+        client, plan, agent, serve=args.serve, http=args.http, root=None if args.user else root
+    )
     settings.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(_merged(current, client, entry), indent=2) + "\n"
     settings.write_text(text, encoding="utf-8")
@@ -263,6 +307,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {policy} (the policy: edit it, then compile again)")
     print(f"wrote {plan} ({digest})")
     print(f"wrote {settings} ({name}'s hook: {entry.get('command') or entry.get('url')})")
+    if not args.user and args.serve is None and not portable_command(root, client)[1]:
+        print(
+            f"note: charter is not on PATH here, so {settings.name} names this machine's "
+            "path to it; teammates who commit and share the file need `charter` on their "
+            "PATH (or Charter installed in the project's .venv): then run init again"
+        )
     if args.serve is not None:
         target = policy.parent
         print(f"start the server: charter serve {target} --agent {agent} --listen "

@@ -46,9 +46,12 @@ def _hook_of(settings: Path, event: str) -> dict[str, Any]:
 
 
 def _run_hook(command: str, event: dict[str, Any], cwd: Path) -> dict[str, Any]:
+    # As the clients run a hook: in the project, with its folder in the
+    # variable each client sets.
+    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(cwd), "GEMINI_PROJECT_DIR": str(cwd)}
     proc = subprocess.run(
         ["/bin/sh", "-c", command], input=json.dumps(event).encode(), cwd=cwd,
-        capture_output=True, timeout=60,
+        capture_output=True, timeout=60, env=env,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     answer: dict[str, Any] = json.loads(proc.stdout)
@@ -66,8 +69,9 @@ def test_init_writes_a_policy_a_plan_and_a_hook_that_answers(ws: Path, capsys: A
     hook = _hook_of(settings, "PreToolUse")
     assert hook["type"] == "command" and hook["timeout"] == 10
     command = hook["command"]
-    assert command.endswith(FAIL_CLOSED) and f"--plan {plan}" in command
-    assert os.path.isabs(command.split()[0])
+    assert command.endswith(FAIL_CLOSED)
+    assert '--plan "$CLAUDE_PROJECT_DIR"/.charter/plan.json' in command
+    assert str(ws) not in command  # the file teams commit names no path of this machine
     event = {
         "cwd": str(ws),
         "hook_event_name": "PreToolUse",
@@ -79,6 +83,23 @@ def test_init_writes_a_policy_a_plan_and_a_hook_that_answers(ws: Path, capsys: A
     assert out["permissionDecision"] == "deny"
     read = {**event, "tool_name": "Read", "tool_input": {"file_path": str(ws / "README.md")}}
     assert _run_hook(command, read, ws)["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+
+def test_init_names_charter_from_path_when_it_is_there(
+    ws: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    # The charter this test runs is the one a teammate's PATH finds too.
+    bin_dir = Path(sys.executable).parent
+    if not (bin_dir / "charter").exists():
+        pytest.skip("no charter script beside this interpreter")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ.get('PATH', '')}")
+    monkeypatch.setattr(sys, "argv", [str(bin_dir / "charter")])
+    assert _init("gemini-cli", str(ws)) == 0
+    command = _hook_of(ws / ".gemini" / "settings.json", "BeforeTool")["command"]
+    assert command.startswith("charter hook gemini-cli --plan ")
+    assert '"$GEMINI_PROJECT_DIR"/.charter/plan.json' in command
+    assert str(ws) not in command and str(bin_dir) not in command
+    assert "note: charter is not on PATH" not in capsys.readouterr().out
 
 
 def test_init_refuses_to_overwrite_and_force_keeps_the_rest(ws: Path, capsys: Any) -> None:
@@ -157,6 +178,17 @@ def test_doctor_finds_the_hook_and_what_breaks_it(ws: Path, capsys: Any) -> None
     assert main(["doctor", str(ws), "--client", "claude-code"]) == 1
     out = capsys.readouterr().out
     assert "exit 2; }`: if it cannot" in out and "is not an executable program" in out
+
+
+def test_doctor_fails_a_plan_older_than_its_policy(ws: Path, capsys: Any) -> None:
+    assert _init("claude-code", str(ws)) == 0
+    assert main(["doctor", str(ws), "--client", "claude-code"]) == 0
+    assert "newer than every file of its policy" in capsys.readouterr().out
+    policy = ws / ".charter" / "policy" / "assistant" / "agent.leviath"
+    later = (ws / ".charter" / "plan.json").stat().st_mtime + 5
+    os.utime(policy, (later, later))
+    assert main(["doctor", str(ws), "--client", "claude-code"]) == 1
+    assert "the plan is older than its policy" in capsys.readouterr().out
 
 
 def test_doctor_warns_about_an_untrusted_gemini_folder(ws: Path, capsys: Any) -> None:
