@@ -288,9 +288,12 @@ def run(args: argparse.Namespace) -> int:
     # A policy that exists (another client's init, or the user's edits) is
     # kept unless --force; the plan is always compiled from it.
     kept = policy.exists() and not args.force
+    backup: Path | None = None
     if not kept:
+        starter = STARTER_POLICY.format(client=name, agent=agent)
+        backup = _back_up_edited(policy, starter)
         policy.parent.mkdir(parents=True, exist_ok=True)
-        policy.write_text(STARTER_POLICY.format(client=name, agent=agent), encoding="utf-8")
+        policy.write_text(starter, encoding="utf-8")
     digest = _compile(policy.parent, plan, args)
     if digest is None:
         return 1
@@ -305,6 +308,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"kept {policy} (the policy there already; --force writes the starter one)")
     else:
         print(f"wrote {policy} (the policy: edit it, then compile again)")
+    if backup is not None:
+        print(
+            f"kept your edited policy as {backup} (it differed from the starter one; "
+            f"see the difference with: diff {backup} {policy})"
+        )
     print(f"wrote {plan} ({digest})")
     print(f"wrote {settings} ({name}'s hook: {entry.get('command') or entry.get('url')})")
     if not args.user and args.serve is None and not portable_command(root, client)[1]:
@@ -325,6 +333,25 @@ def run(args: argparse.Namespace) -> int:
         )
     print(f"check it: charter doctor {root}")
     return 0
+
+
+def _back_up_edited(policy: Path, starter: str) -> Path | None:
+    """Before --force writes the starter policy over ``policy``: a copy of
+    it beside it when it holds anything else (an edited policy is never
+    lost), named so an earlier copy is never overwritten either."""
+    try:
+        current = policy.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError):
+        current = None  # unreadable as text: keep its bytes all the same
+    if current == starter:
+        return None
+    n = 1
+    while (backup := policy.with_name(f"{policy.name}.{n}.bak")).exists():
+        n += 1
+    backup.write_bytes(policy.read_bytes())
+    return backup
 
 
 def _compile(project: Path, plan: Path, args: argparse.Namespace) -> str | None:

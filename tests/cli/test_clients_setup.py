@@ -180,6 +180,24 @@ def test_doctor_finds_the_hook_and_what_breaks_it(ws: Path, capsys: Any) -> None
     assert "exit 2; }`: if it cannot" in out and "is not an executable program" in out
 
 
+def test_init_force_never_loses_an_edited_policy(ws: Path, capsys: Any) -> None:
+    assert _init("claude-code", str(ws)) == 0
+    policy = ws / ".charter" / "policy" / "assistant" / "agent.leviath"
+    starter = policy.read_text()
+    edited = starter + "\n# our team's own rule\n"
+    policy.write_text(edited)
+    capsys.readouterr()
+    assert main(["init", "claude-code", str(ws), "--force", "--no-user-config"]) == 0
+    said = capsys.readouterr().out
+    backup = policy.with_name("agent.leviath.1.bak")
+    assert backup.read_text() == edited and f"kept your edited policy as {backup}" in said
+    assert policy.read_text() == starter
+    # A second --force keeps the first copy and makes no copy of the starter.
+    assert main(["init", "claude-code", str(ws), "--force", "--no-user-config"]) == 0
+    assert backup.read_text() == edited
+    assert not policy.with_name("agent.leviath.2.bak").exists()
+
+
 def test_doctor_fails_a_plan_older_than_its_policy(ws: Path, capsys: Any) -> None:
     assert _init("claude-code", str(ws)) == 0
     assert main(["doctor", str(ws), "--client", "claude-code"]) == 0
