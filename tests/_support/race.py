@@ -92,8 +92,10 @@ def race(rt: ToolRuntime, out: Path, calls: int) -> dict[str, Tally]:
     )
     tally(
         "write",
-        lambda i: dispatch("write_file", {"path": f"sub/w{i}.txt", "content": "x"}, rt),
-        lambda res, i: (out / f"w{i}.txt").exists(),
+        # one name, written again and again: a folder that grows by a file a
+        # call would make every later listing and search slower and slower
+        lambda i: dispatch("write_file", {"path": "sub/w.txt", "content": str(i)}, rt),
+        lambda res, i: (out / "w.txt").exists(),
     )
     tally(
         "edit",
