@@ -52,6 +52,7 @@ __all__ = [
     "exit_code",
     "one_or_batch",
     "operand_problem",
+    "permission_of",
     "text_field",
 ]
 
@@ -68,7 +69,7 @@ class BadLine(ValueError):
         self.ident = ident
 
 
-def _permission(decision: Any) -> Permission:
+def permission_of(decision: Any) -> Permission:
     """The vocabulary's word for a verb's decision: needs-dns is an ask, and
     anything the vocabulary does not know is a deny (fail closed)."""
     from charter.runtime.plan.vocabulary import PERMISSIONS
@@ -81,7 +82,7 @@ def exit_code(decision: str) -> int:
     """The exit code of one answer."""
     from charter.runtime.plan.vocabulary import EXIT_CODES
 
-    return EXIT_CODES[_permission(decision)]
+    return EXIT_CODES[permission_of(decision)]
 
 
 def add_batch_options(p: argparse.ArgumentParser, lines: str) -> None:
@@ -189,5 +190,5 @@ def answer_lines(
             line = json.dumps(row)  # JSON escapes carry what UTF-8 cannot (an echoed id)
         out.write(line + "\n")
         out.flush()
-        worst = stricter(worst, _permission(row.get("decision")))
+        worst = stricter(worst, permission_of(row.get("decision")))
     return 2 if bad else exit_code(worst)

@@ -6,7 +6,9 @@ other name answers ``needs-dns``. ``--resolve`` resolves such names with the
 system resolver and judges every answer, as the runtime does before it
 connects.
 
-Exit codes: 0 allow, 1 deny, 3 needs-dns, 2 usage or I/O errors. ``--jsonl``
+Exit codes, as for the other check verbs: 0 allow, 1 deny, 3 ask (a name
+that only its DNS answers can decide is an ask, rule ``needs-dns``), 2 usage
+or I/O errors. ``--jsonl``
 reads ``{"id", "url"}`` lines from stdin and answers ``{"id", "decision",
 "rule", "reason", "normalized"}`` per line, the batch form shared by the
 check verbs (see ``_jsonl``): the exit code is the worst over all lines (deny
@@ -70,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
         assert url is not None
         d = policy.check(url, resolver)
         return {
-            "decision": d.verdict,
+            "decision": _jsonl.permission_of(d.verdict),
             "rule": d.reason,
             "reason": d.detail or d.reason,
             "normalized": d.normalized,
@@ -83,10 +85,15 @@ def _print_one(decision: UrlVerdict, fmt: str, out: IO[str]) -> None:
     if fmt == "json":
         out.write(json.dumps(decision.as_dict()) + "\n")
         return
-    out.write(f"{decision.verdict}: {decision.reason}\n")
+    # As the other check verbs print: the vocabulary's word, the rule, why.
+    # needs-dns is an ask (something that can resolve the name must decide).
+    word = _jsonl.permission_of(decision.verdict)
+    why = decision.detail or decision.reason
+    if decision.verdict == "needs-dns":
+        why += " (pass --resolve to look it up)"
+    out.write(f"{word}  [{decision.reason}]  {why}\n")
     if decision.normalized is not None:
         out.write(f"  url:     {decision.normalized}\n")
     if decision.addresses:
         out.write(f"  address: {', '.join(decision.addresses)}\n")
-    if decision.detail:
-        out.write(f"  detail:  {decision.detail}\n")
+
