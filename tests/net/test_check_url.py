@@ -127,7 +127,7 @@ def test_resolve_checks_every_answer(
     assert code == 1 and json.loads(out)["reason"] == "private-address"
     assert json.loads(out)["address"] == "10.0.0.7"
     code, out, _ = _run(capsys, "--resolve", "https://nowhere.test/")
-    assert code == 1 and out.startswith("deny: dns-failure")
+    assert code == 1 and out.startswith("deny  [dns-failure]  ")
     # Without --resolve nothing is looked up.
     assert _run(capsys, "https://mixed.test/")[0] == 3
 
