@@ -93,8 +93,8 @@ def main() -> int:
             rt = _runtime(ws, root / f"{mode}-home")
             try:
                 with swapper(ws, out, sb):
-                    tallies = race(rt, out, args.calls)
                     old_hits = _by_name(ws, args.calls)
+                    tallies = race(rt, out, args.calls)
             finally:
                 if sb is not None:
                     sb.close()

@@ -91,13 +91,6 @@ def race(rt: ToolRuntime, out: Path, calls: int) -> dict[str, Tally]:
         lambda res, i: "OUTSIDE" in res.content,
     )
     tally(
-        "write",
-        # one name, written again and again: a folder that grows by a file a
-        # call would make every later listing and search slower and slower
-        lambda i: dispatch("write_file", {"path": "sub/w.txt", "content": str(i)}, rt),
-        lambda res, i: (out / "w.txt").exists(),
-    )
-    tally(
         "edit",
         lambda i: dispatch(
             "edit_file", {"path": "sub/f.txt", "old_str": "side", "new_str": "side"}, rt
@@ -113,6 +106,15 @@ def race(rt: ToolRuntime, out: Path, calls: int) -> dict[str, Tally]:
         "search",
         lambda i: dispatch("search_files", {"query": "OUTSIDE", "path": "sub"}, rt),
         lambda res, i: "sub/f.txt:1: OUTSIDE" in res.content,
+    )
+    # Writes last: a write that finds the folder mid-swap creates it anew
+    # (write_file makes missing parents), which ends the swapper's cycle.
+    tally(
+        "write",
+        # one name, written again and again: a folder that grows by a file a
+        # call would make every later listing and search slower and slower
+        lambda i: dispatch("write_file", {"path": "sub/w.txt", "content": str(i)}, rt),
+        lambda res, i: (out / "w.txt").exists(),
     )
     # A write that reached outside under another name would show here.
     for name in os.listdir(out):
