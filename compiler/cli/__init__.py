@@ -84,6 +84,20 @@ def _chosen_verb(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _unknown_verb(argv: Sequence[str]) -> str:
+    """The error for a first word that is no verb, naming the verbs it is
+    closest to (argparse would list all nineteen), or ""."""
+    first = next((t for t in argv if not t.startswith("-")), None)
+    if first is None or first in VERBS:
+        return ""
+    import difflib
+
+    close = difflib.get_close_matches(first, list(VERBS), n=2, cutoff=0.6)
+    if close:
+        return f"{first!r} is not a verb; did you mean {' or '.join(map(repr, close))}?"
+    return f"{first!r} is not a verb; the verbs are {', '.join(VERBS)} (charter --help)"
+
+
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     parser = _Parser(prog="charter", description="Policy compiler and runtime for agent tools.")
     parser.add_argument("--version", action=_VersionAction, nargs=0, help="print the version")
@@ -172,6 +186,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if _chosen_verb(args_list) == "sandbox" and "--" in args_list:
         cut = args_list.index("--")
         args_list, tail = args_list[:cut], args_list[cut + 1 :]
+    unknown = _unknown_verb(args_list)
+    if unknown:
+        sys.stderr.write(f"usage: charter [-h] [--version] VERB ...\ncharter: error: {unknown}\n")
+        return 2
     parser = build_parser(args_list)
     try:
         args, extra = parser.parse_known_args(args_list)

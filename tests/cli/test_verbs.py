@@ -167,3 +167,18 @@ def test_validate_full_uses_colour_as_documented(
     out = capsys.readouterr().out
     assert "CH414" in out
     assert bool(ANSI.search(out)) is coloured
+
+
+@pytest.mark.parametrize(
+    ("typed", "hint"),
+    [
+        ("valdate", "did you mean 'validate'?"),
+        ("chek", "did you mean 'check'"),
+        ("seve", "did you mean 'serve'?"),
+        ("frobnicate", "the verbs are validate, compile"),
+    ],
+)
+def test_a_mistyped_verb_names_the_verb_meant(capsys: Any, typed: str, hint: str) -> None:
+    assert main([typed, "blueprints/"]) == 2
+    err = capsys.readouterr().err
+    assert f"{typed!r} is not a verb" in err and hint in err
