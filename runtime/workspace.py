@@ -391,7 +391,12 @@ def _walk(root: str, rel: list[str]) -> tuple[str, tuple[str, ...]] | None:
             try:
                 step = os.path.realpath(step, strict=True)
             except FileNotFoundError:
-                step = os.path.realpath(step)  # dangling: where a write would land
+                try:
+                    step = os.path.realpath(step)  # dangling: where a write would land
+                except (OSError, RuntimeError, ValueError):
+                    # the link changed while it was read (a racing process):
+                    # no place can be named, which confines like a loop
+                    return None
             except (OSError, RuntimeError, ValueError):
                 return None
         current = step
@@ -458,7 +463,10 @@ def confine(workspace: Path, path: str, *, op: PathOp) -> PathVerdict:
             real_parent = os.path.realpath(existing, strict=True)
         except FileNotFoundError:
             # A dangling symlink: follow its text to where a write would land.
-            real_parent = os.path.realpath(existing)
+            try:
+                real_parent = os.path.realpath(existing)
+            except (OSError, RuntimeError, ValueError):
+                return _deny("path-unresolvable", f"path {path!r} changed while it was resolved")
         except (OSError, RuntimeError, ValueError):
             return _deny("path-unresolvable", f"path {path!r} cannot be resolved (symlink loop?)")
     if ".." in missing:

@@ -134,3 +134,23 @@ def test_file_tools_report_a_swap_as_a_changed_path(
     res = dispatch("write_file", {"path": "d/e/g.txt", "content": "x"}, rt)
     assert not res.ok and res.rule == "path-changed", res
     assert not (tree.parent / "out" / "e").exists()
+
+
+def test_confinement_answers_when_a_link_vanishes_while_it_is_read(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A racing process removes the link between lstat and its resolution:
+    # the verdict is a refusal, never an exception out of the gate.
+    from charter.runtime import workspace
+
+    real = os.path.realpath
+
+    def vanishing(path: Any, *, strict: bool = False) -> str:
+        if str(path).endswith("to_in"):
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real(path, strict=strict)
+
+    monkeypatch.setattr(workspace.os.path, "realpath", vanishing)
+    workspace._real_root.cache_clear()
+    verdict = workspace.confine(tree, "to_in/e/f.txt", op="read")
+    assert verdict.decision == "deny" and verdict.rule == "path-unresolvable"
