@@ -61,8 +61,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from charter.runtime.authored_sdk import CapabilityDenied, install
 from charter.runtime.capabilities import is_granted
-from charter.runtime.errors import CharterError
 from charter.runtime.redact import Redactor, redacted_views
 from charter.runtime.results import ToolResult, refusal
 
@@ -91,11 +91,6 @@ RESERVED_KEYS = frozenset({"executionStarted", "denial", "approval"})
 _TEXT_KEYS = frozenset({"content", "model_output", "display_output", "is_error", "error"})
 
 
-class CapabilityDenied(CharterError, PermissionError):
-    """Raised by ``ctx.capability.require`` for a capability the tool's
-    ``capabilities`` list does not grant."""
-
-
 @dataclass(frozen=True, slots=True)
 class CapabilityFacade:
     """What ``ctx.capability`` offers: the tool's effect grants, read-only."""
@@ -103,11 +98,18 @@ class CapabilityFacade:
     grants: tuple[str, ...]
     tool: str
 
-    def can(self, capability: str) -> bool:
+    slot_path: str = ""
+
+    def can(self, capability: str, *, slot_path: str | None = None) -> bool:
+        """Whether the tool is granted ``capability``. Demiurge also takes
+        ``slot_path``, naming the slot whose declaration counts; the plan
+        pins only this tool's grants, so another slot's answer is no."""
+        if slot_path not in (None, "", self.slot_path):
+            return False
         return isinstance(capability, str) and is_granted(capability, self.grants)
 
-    def require(self, capability: str) -> None:
-        if not self.can(capability):
+    def require(self, capability: str, *, slot_path: str | None = None) -> None:
+        if not self.can(capability, slot_path=slot_path):
             listed = ", ".join(self.grants) or "none"
             raise CapabilityDenied(
                 f"tool '{self.tool}' is not granted the capability {capability!r} "
@@ -200,7 +202,7 @@ def _fields(value: Any) -> Mapping[str, Any] | None:
     if isinstance(value, Mapping):
         return value
     if hasattr(value, "content") and not isinstance(value, str | bytes):
-        names = [*_TEXT_KEYS, "data", *RESERVED_KEYS]
+        names = [*_TEXT_KEYS, "data", "terminate", *RESERVED_KEYS]
         return {n: getattr(value, n) for n in names if hasattr(value, n)}
     return None
 
@@ -278,19 +280,36 @@ def _load(path: Path, data: bytes, digest: str, tool_id: str) -> types.ModuleTyp
         cached = _MODULES.get(key)
     if cached is not None:
         return cached
-    name = f"charter_authored.{tool_id.replace('-', '_')}_{digest[:16]}"
+    # The tool's folder is a package of its own, so the module's relative
+    # imports (`from .search import ...`, helpers shipped beside module.py)
+    # resolve inside that folder, as Demiurge's loader makes them.
+    package = f"charter_authored.{tool_id.replace('-', '_')}_{digest[:16]}"
+    name = f"{package}.{path.stem}"
+    holder = types.ModuleType(package)
+    holder.__path__ = [str(path.parent)]
     module = types.ModuleType(name)
     module.__file__ = str(path)
+    module.__package__ = package
     code = compile(data, str(path), "exec", dont_inherit=True)
+    install()  # `from demiurge.sdk import ToolResult` (see charter.runtime.authored_sdk)
     # Registered while it runs so dataclasses and pickling can find it.
+    sys.modules.setdefault("charter_authored", _namespace("charter_authored"))
+    sys.modules[package] = holder
     sys.modules[name] = module
     try:
         exec(code, module.__dict__)  # noqa: S102 - the module's own, digest-checked code
     except BaseException:
         sys.modules.pop(name, None)
+        sys.modules.pop(package, None)
         raise
     with _MODULES_LOCK:
         _MODULES[key] = module
+    return module
+
+
+def _namespace(name: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    module.__path__ = []
     return module
 
 
@@ -477,11 +496,12 @@ def run_authored(
     if sandbox is not None:
         return _run_contained(entry, path, data, digest, args, rt, turn, agent_root, sandbox)
     output = ToolOutput()
+    slot_path = _slot_path(authored.directory, agent_root)
     ctx = ToolContext(
         turn=turn or TurnInfo(),
         slot_id=authored.tool_id,
-        slot_path=_slot_path(authored.directory, agent_root),
-        capability=CapabilityFacade(authored.capabilities, name),
+        slot_path=slot_path,
+        capability=CapabilityFacade(authored.capabilities, name, slot_path),
         output=output,
         workspace=Path(rt.workspace).resolve(),
         cancelled=threading.Event(),

@@ -10,7 +10,7 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
 
     CharterError (errors)
         AwkError (shell.programs.awk)
-        CapabilityDenied (authored), also PermissionError
+        CapabilityDenied (authored_sdk), also PermissionError
         CatalogError (catalog), also RuntimeError
         ConnectRefused (mcp.client)
         ContainmentRefused (sandbox.containment)
