@@ -24,6 +24,7 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
             ScriptError (models.base), also ValueError
             ScriptExhaustedError (models.base)
             ScriptExpectationError (models.base)
+        PathChanged (tools.beneath)
         PlanError (loader)
         PlanLoadError (serve.plans)
         RegistryError (tools.registry)
