@@ -34,6 +34,7 @@ __all__ = [
     "UrlVerdict",
     "UrlPolicy",
     "UrlAnswer",
+    "address_text",
     "audit_origin",
     "classify_address",
     "parse_host",
@@ -152,6 +153,15 @@ _NAT64_WKP = _N6("64:ff9b::/96")
 _NAT64_LOCAL = _N6("64:ff9b:1::/48")
 _SIX_TO_FOUR = _N6("2002::/16")
 _TEREDO = _N6("2001::/32")
+
+
+def address_text(addr: IPAddress) -> str:
+    """An address as Charter prints it, the same on every Python: an
+    IPv4-mapped IPv6 address in RFC 5952's mixed notation (``::ffff:1.2.3.4``),
+    which Python 3.13 prints and 3.11 writes in hex (``::ffff:102:304``)."""
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        return f"::ffff:{addr.ipv4_mapped}"
+    return addr.compressed
 
 
 def _rfc6052_extract(value: int, prefix_len: int) -> ipaddress.IPv4Address:
@@ -365,7 +375,7 @@ def parse_host(raw: str) -> tuple[str, IPAddress | None]:
             v6 = ipaddress.IPv6Address(inner)
         except ValueError:
             raise UrlError("invalid-host", f"{inner!r} is not an IPv6 address") from None
-        return f"[{v6.compressed}]", v6
+        return f"[{address_text(v6)}]", v6
     try:
         decoded = _percent_decode(raw).decode("utf-8")
     except UnicodeDecodeError:
@@ -669,10 +679,10 @@ class UrlPolicy:
             cls = classify_address(addr)
             verdict, reason = self._judge(cls)
             if verdict != "allow":
-                refused.append((cls, str(addr)))
+                refused.append((cls, address_text(addr)))
             any_local = any_local or reason == "local-network-allowed"
-            if str(addr) not in pinned:
-                pinned.append(str(addr))
+            if address_text(addr) not in pinned:
+                pinned.append(address_text(addr))
         if refused:
             # Report the refusal no setting could lift, so the message does not
             # suggest allow_local_network when it would not help.

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from charter.runtime.net.resolve import StaticResolver
-from charter.runtime.net.urlpolicy import REASONS, UrlPolicy, audit_origin
+from charter.runtime.net.urlpolicy import REASONS, UrlPolicy, address_text, audit_origin
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "net"
 _ESCAPE = re.compile(r"\{U\+([0-9A-Fa-f]{4,6})\}")
@@ -91,7 +91,7 @@ def test_dns_decisions(row: Row, local: bool) -> None:
         # Literal IPs and refused names never reach the resolver.
         assert resolver.calls == []
     if decision.verdict == "allow" and literal.verdict == "needs-dns":
-        expected = {str(ipaddress.ip_address(a.split("%")[0])) for a in answers.split(",")}
+        expected = {address_text(ipaddress.ip_address(a.split("%")[0])) for a in answers.split(",")}
         assert set(decision.addresses) == expected
     if decision.verdict == "deny" and decision.reason not in ("dns-failure", "dns-no-addresses"):
         assert decision.address is not None or literal.verdict == "deny"
