@@ -28,10 +28,11 @@ if TYPE_CHECKING:
     from charter.compiler.compile import CompileOptions, CompileResult, compile_project
     from charter.compiler.diagnostics import Diagnostic
     from charter.compiler.frontends.project import Project, load_project
-    from charter.compiler.render import render
     from charter.compiler.rules import RULES
 
 # name -> the module that defines it (see charter.runtime for why this is data).
+# No name here may equal a subpackage's: importing charter.compiler.render
+# sets the package attribute `render` to that module, whatever this says.
 _EXPORTS: dict[str, str] = {
     "CompileOptions": "charter.compiler.compile",
     "CompileResult": "charter.compiler.compile",
@@ -42,7 +43,6 @@ _EXPORTS: dict[str, str] = {
     "compile_project": "charter.compiler.compile",
     "load_project": "charter.compiler.frontends.project",
     "main": "charter.compiler.cli",
-    "render": "charter.compiler.render",
 }
 
 __all__ = [
@@ -55,7 +55,6 @@ __all__ = [
     "compile_project",
     "load_project",
     "main",
-    "render",
 ]
 
 

@@ -49,7 +49,6 @@ COMPILER_API = [
     "compile_project",
     "load_project",
     "main",
-    "render",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,6 +69,18 @@ def test_all_is_pinned_and_every_name_resolves(package: str, expected: list[str]
         assert value is getattr(defining, name)
     with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
         module.not_a_name  # noqa: B018
+
+
+@pytest.mark.parametrize("package", ["charter.runtime", "charter.compiler"])
+@pytest.mark.parametrize("package", ["charter.runtime", "charter.compiler"])
+def test_no_api_name_is_also_a_submodule(package: str) -> None:
+    # Importing a submodule sets the package attribute of its name, which
+    # would shadow an API name of the same spelling.
+    import pkgutil
+
+    module = importlib.import_module(package)
+    submodules = {m.name for m in pkgutil.iter_modules(module.__path__)}
+    assert not submodules & set(module.__all__)
 
 
 @pytest.mark.parametrize("package", ["charter.runtime", "charter.compiler"])

@@ -175,8 +175,17 @@ def has_unquoted_risk(s: str) -> bool:
 # small chooser, so the same grammar feeds hypothesis (``shell_text``) and a
 # plain seeded random generator for big runs (``random_shell_text``).
 
-PROGRAMS = ["ls", "cat", "echo", "rm", "id", "grep", "wc", "git", "sed", "head", "x", "printf"]
-_PLAIN = ["a", "b", "-n", "-rf", "~", "x.txt", "/", "..", "-", "--", "=", "a=b", "%s", "1", "-la"]
+PROGRAMS = [
+    "ls", "cat", "echo", "rm", "id", "grep", "wc", "git", "sed", "head", "x", "printf",
+    "awk", "rg", "ps",
+]  # fmt: skip
+_PLAIN = [
+    "a", "b", "-n", "-rf", "~", "x.txt", "/", "..", "-", "--", "=", "a=b", "%s", "1", "-la",
+    # option shapes of the programs whose arguments are a language or widen
+    # what they read (awk, rg, git, ps): the guard must see the same words
+    "-F:", "-v", "x=1", "-g", "--iglob", "-uu", "-L", "-tx", "--type-add=x:*", "log", "-p",
+    "show", "--output=o", "cat-file", "--batch", "-ef", "aux",
+]  # fmt: skip
 _DQ_PIECES = [
     "a b",
     "$x",
@@ -230,6 +239,11 @@ _REDIRECTS = [
     "{fd}>o",
 ]
 _QUOTED_LITERALS = [
+    "'{print $1}'",
+    "'BEGIN{x=1system(\"id\")}'",
+    "'{print > \"o\"}'",
+    "'*'",
+    "'!*.js'",
     "'a b'",
     '"a b"',
     "\\ ",
