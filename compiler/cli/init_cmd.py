@@ -297,6 +297,7 @@ def run(args: argparse.Namespace) -> int:
     digest = _compile(policy.parent, plan, args)
     if digest is None:
         return 1
+    ignore = _private_records_ignored(root / ".charter")
     entry = hook_entry(
         client, plan, agent, serve=args.serve, http=args.http, root=None if args.user else root
     )
@@ -314,6 +315,8 @@ def run(args: argparse.Namespace) -> int:
             f"see the difference with: diff {backup} {policy})"
         )
     print(f"wrote {plan} ({digest})")
+    if ignore is not None:
+        print(f"wrote {ignore} (commit the policy and the plan; run records stay private)")
     print(f"wrote {settings} ({name}'s hook: {entry.get('command') or entry.get('url')})")
     if not args.user and args.serve is None and not portable_command(root, client)[1]:
         print(
@@ -333,6 +336,27 @@ def run(args: argparse.Namespace) -> int:
         )
     print(f"check it: charter doctor {root}")
     return 0
+
+
+# What of .charter/ is private to one machine and one person: the run
+# records (audit logs, event streams, transcripts) and charter serve's
+# decision log. The policy and the compiled plan are what a team commits.
+PRIVATE_RECORDS = """\
+# Written by charter init. Commit .charter/policy/ and .charter/plan.json;
+# what follows is one person's records, never shared:
+runs/
+serve/
+"""
+
+
+def _private_records_ignored(charter_dir: Path) -> Path | None:
+    """Write ``.charter/.gitignore`` naming the private records, unless one
+    is there (then it is the user's); the path written, or None."""
+    ignore = charter_dir / ".gitignore"
+    if ignore.exists():
+        return None
+    ignore.write_text(PRIVATE_RECORDS, encoding="utf-8")
+    return ignore
 
 
 def _back_up_edited(policy: Path, starter: str) -> Path | None:

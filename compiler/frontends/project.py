@@ -52,6 +52,7 @@ from charter.compiler.frontends.config_toml import (
 )
 from charter.compiler.frontends.stage_toml import load_stage_file, merge_stages
 from charter.compiler.rules import diag
+from charter.runtime.workspace import RECORDS_DIR
 
 if TYPE_CHECKING:
     # Imported where an agent has a core: a blueprint-only project never
@@ -193,6 +194,12 @@ def _discover(root: Path) -> tuple[list[Path], dict[Path, Path]]:
         except OSError:
             return
         for child in children:
+            if child.name == RECORDS_DIR and (child / "policy").is_dir():
+                # The policy `charter init` writes is a project like any other
+                # (the pre-commit hook must see it); the rest of .charter/ is
+                # compiled plans and records, never searched.
+                walk(child / "policy", depth + 1, above)
+                continue
             if child.name.startswith(".") or child.name in _SKIP_DIRS:
                 continue
             if is_agent_dir(child) and not fallback_here(child):

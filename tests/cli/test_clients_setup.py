@@ -66,6 +66,12 @@ def test_init_writes_a_policy_a_plan_and_a_hook_that_answers(ws: Path, capsys: A
     settings = ws / ".claude" / "settings.json"
     for path in (policy, plan, settings):
         assert f"wrote {path}" in said
+    ignore = ws / ".charter" / ".gitignore"
+    assert f"wrote {ignore}" in said
+    assert {"runs/", "serve/"} <= set(ignore.read_text().split())
+    # The pre-commit hook validates the project: it must find init's policy.
+    assert main(["validate", str(ws), "--no-user-config"]) == 0
+    capsys.readouterr()
     hook = _hook_of(settings, "PreToolUse")
     assert hook["type"] == "command" and hook["timeout"] == 10
     command = hook["command"]
