@@ -578,7 +578,7 @@ def _decide(event: Mapping[str, Any], session: Session) -> dict[str, Any]:
 
 def _answer(outcomes: list[Outcome], mode: str | None, note: str) -> dict[str, Any]:
     out = common.worst(outcomes)
-    said = f"{out.reason} [{out.gate}/{out.rule}]" + (f" ({note})" if note else "")
+    said = common.said(out, note)
     if out.decision != "ask" or _attended(mode):
         return hook_output(out.decision, f"charter: {said}")
     flags = {o.liftable_by for o in outcomes if o.decision == "ask"}

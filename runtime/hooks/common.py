@@ -41,6 +41,7 @@ __all__ = [
     "mcp_plan_name",
     "open_for_event",
     "read_event",
+    "said",
     "split_mcp_name",
     "text",
     "worst",
@@ -278,6 +279,31 @@ def decide_translation(session: Session, translation: Translation, tool: str) ->
     out = decide_all(session, translation.calls)
     out.extend(Outcome(f.decision, "client", f.rule, f.reason, tool) for f in translation.fixed)
     return out
+
+
+# How many further reasons a client's prompt lists after the deciding one.
+_MORE_REASONS = 4
+
+
+def said(out: Outcome, note: str = "") -> str:
+    """The reason a client shows for ``out``: the deciding reason with its
+    gate and rule, then every other distinct reason the shell guard found
+    that needs someone too (a compound command can have several: a person
+    approving it must see them all), up to a few, and how many more."""
+    text = f"{out.reason} [{out.gate}/{out.rule}]"
+    if out.shell is not None:
+        others: list[str] = []
+        seen = {out.reason}
+        for f in out.shell.findings:
+            if f.decision == "allow" or f.message in seen or f.message in out.reason:
+                continue
+            seen.add(f.message)
+            others.append(f"{f.message} [{f.rule}]")
+        if others:
+            shown = others[:_MORE_REASONS]
+            rest = len(others) - len(shown)
+            text += "; also: " + "; ".join(shown) + (f"; and {rest} more" if rest else "")
+    return text + (f" ({note})" if note else "")
 
 
 def worst(outcomes: Sequence[Outcome]) -> Outcome:

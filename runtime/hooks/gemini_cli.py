@@ -658,7 +658,7 @@ def decide_event(
 
 def _answer(outcomes: list[Outcome], ask: AskMode, note: str) -> dict[str, Any]:
     out = common.worst(outcomes)
-    said = f"{out.reason} [{out.gate}/{out.rule}]" + (f" ({note})" if note else "")
+    said = common.said(out, note)
     if out.decision == "allow":
         return {"decision": "allow", "reason": f"charter: {said}"}
     if out.decision == "deny":
