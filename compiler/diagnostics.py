@@ -90,12 +90,22 @@ class Diagnostic(NamedTuple):
     def is_error(self) -> bool:
         return self.severity is Severity.ERROR
 
-    def sort_key(self) -> tuple[str, int, int, str, str]:
-        return (self.span.path, self.span.line, self.span.col, self.code, self.message)
+    def sort_key(self) -> tuple[int, str, int, int, str, str]:
+        """Errors first, then warnings, then notes; within each, by place.
+        The real problem is what a reader must see first, not a note that
+        happens to sit in an earlier file."""
+        return (
+            self.severity.rank,
+            self.span.path,
+            self.span.line,
+            self.span.col,
+            self.code,
+            self.message,
+        )
 
 
 def sort_diagnostics(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
-    """File order, then position, then code; duplicates removed."""
+    """Severity (errors first), then file, position and code; duplicates removed."""
     return sorted(set(diags), key=Diagnostic.sort_key)
 
 

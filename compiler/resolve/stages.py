@@ -13,7 +13,7 @@ from charter.compiler.describe import shell_hint_block
 from charter.compiler.diagnostics import format_key_path, suggestion
 from charter.compiler.frontends.base import server_id_from_path
 from charter.compiler.frontends.blueprint import StageTable
-from charter.compiler.frontends.stage_toml import StageEntry
+from charter.compiler.frontends.stage_toml import StageEntry, stage_file_name
 from charter.compiler.frontends.validation import thaw
 from charter.compiler.permissions import Said, ScopeInputs, resolve_permission
 from charter.compiler.resolve.context import FAN_OUT, SUBMIT, AgentContext, span_ref, tool_enabled
@@ -292,6 +292,14 @@ def _agent_hint(ctx: AgentContext) -> bool:
     return ctx.config.shell_hint if ctx.config is not None else True
 
 
+def _unloaded_stages(ctx: AgentContext) -> frozenset[str]:
+    """Stages whose file did not validate: they exist, and their own
+    diagnostics say what is wrong, so an edge to one is no second error."""
+    return frozenset(
+        stage_file_name(f.display) for f in ctx.agent.stage_files if f.model is None
+    )
+
+
 def _edge(
     ctx: AgentContext,
     entry: StageEntry,
@@ -300,7 +308,7 @@ def _edge(
     stage_names: list[str],
     table: ToolTable,
 ) -> Edge:
-    if e.to not in stage_names:
+    if e.to not in stage_names and e.to not in _unloaded_stages(ctx):
         ctx.diags.append(
             diag(
                 "edge-to-unknown-stage",

@@ -88,3 +88,21 @@ def test_warnings_fail_only_under_deny_warnings(capsys: Any, tmp_path: Path) -> 
 
 def test_unknown_format_is_a_usage_error(capsys: Any) -> None:
     assert main(["validate", "--format", "xml", "."]) == 2
+
+
+def test_a_broken_stage_file_is_one_error_and_errors_come_first(
+    capsys: Any, tmp_path: Path
+) -> None:
+    import shutil
+
+    project = tmp_path / "coder"
+    shutil.copytree(REPO / "blueprints" / "coder", project)
+    review = project / "stages" / "review.toml"
+    review.write_text(review.read_text() + "bogus_key = 1\n")
+    code, out, _ = run(capsys, "--format", "concise", str(project))
+    assert code == 1
+    lines = [line for line in out.splitlines() if ": CH" in line]
+    # The stage file's own error, and no follow-on "edge leads to 'review',
+    # which is not a stage": the stage exists, its file is what is wrong.
+    assert [line for line in lines if "CH6" in line] == []
+    assert "CH201 unknown-key" in lines[0], lines  # the error before any note

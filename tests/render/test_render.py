@@ -134,8 +134,9 @@ def test_github_annotation_shape() -> None:
     note = diag("unused-suppression", "n", Span("a.yaml", 1, 1))
     warn = diag("yaml-ambiguous-boolean", "w", Span("a.yaml", 2, 1))
     out = render([note, warn], "github", sources={})
-    assert out.startswith("::notice file=a.yaml,line=1,col=1,endLine=1,endColumn=1,")
-    assert "\n::warning file=a.yaml,line=2," in out
+    # Severity first: the warning on line 2 before the note on line 1.
+    assert out.startswith("::warning file=a.yaml,line=2,col=1,endLine=2,endColumn=1,")
+    assert "\n::notice file=a.yaml,line=1," in out
 
 
 def _d(severity: str, kind: str | None = None) -> Diagnostic:
