@@ -57,11 +57,19 @@ def run(args: argparse.Namespace) -> int:
         diags = [*project.diagnostics, *check_project(project)]
         ignores.extend(project_ignores(project))
         prefix = _prefix(project.root, cwd)
+        config = _config_shown(args, cwd)
+
+        def shown(path: str) -> str:
+            # A config outside the project is "<config>/NAME" in the plan
+            # (which names no machine path); a person is shown the real file.
+            if config is not None and path.startswith("<config>/"):
+                return config
+            return prefix + path if path != "." else (prefix or ".")
+
         for d in diags:
-            path = d.span.path
-            findings.append(_rebase(d, prefix + path if path != "." else (prefix or ".")))
+            findings.append(_rebase(d, shown(d.span.path)))
         for path, lines in project.sources.items():
-            sources[prefix + path] = lines
+            sources[shown(path)] = lines
     kept, suppressed = apply_suppressions(findings, sources, ignores)
     fmt = args.format or default_format(sys.stdout)
     color = want_color(sys.stdout)  # full only: on a terminal, NO_COLOR / FORCE_COLOR
@@ -82,6 +90,23 @@ def _agent_dir_of(path: Path) -> Path:
         if is_agent_dir(folder):
             return folder
     return path.parent
+
+
+def _config_shown(args: argparse.Namespace, cwd: Path) -> str | None:
+    """The user config file as a reader finds it: relative to the working
+    directory when below it, else absolute; None when none is read."""
+    from charter.compiler.frontends.config_toml import default_config_path
+
+    path = args.config if args.config is not None else None
+    if path is None and not args.no_user_config:
+        path = default_config_path()
+    if path is None:
+        return None
+    real = Path(path).resolve()
+    try:
+        return real.relative_to(cwd).as_posix()
+    except ValueError:
+        return real.as_posix()
 
 
 def _prefix(root: Path, cwd: Path) -> str:

@@ -106,3 +106,17 @@ def test_a_broken_stage_file_is_one_error_and_errors_come_first(
     # which is not a stage": the stage exists, its file is what is wrong.
     assert [line for line in lines if "CH6" in line] == []
     assert "CH201 unknown-key" in lines[0], lines  # the error before any note
+
+
+@pytest.mark.parametrize("fmt", ["concise", "github"])
+def test_a_user_config_error_names_the_real_file(capsys: Any, tmp_path: Path, fmt: str) -> None:
+    config = tmp_path / "elsewhere" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("bogus = 1\n")
+    code = main(["validate", str(REPO / "blueprints" / "coder"), "--config", str(config),
+                 "--format", fmt])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "<config>" not in out
+    line = next(x for x in out.splitlines() if "CH201" in x)
+    assert str(config) in line, line
