@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     ignores: list[str] = list(args.ignore)
     sources: dict[str, tuple[str, ...]] = {}
     cwd = Path.cwd().resolve()
+    config = _config_shown(args, cwd)
     for raw in args.paths:
         root = Path(raw)
         if root.is_file():  # a file inside a project: validate its agent directory
@@ -57,19 +58,10 @@ def run(args: argparse.Namespace) -> int:
         diags = [*project.diagnostics, *check_project(project)]
         ignores.extend(project_ignores(project))
         prefix = _prefix(project.root, cwd)
-        config = _config_shown(args, cwd)
-
-        def shown(path: str) -> str:
-            # A config outside the project is "<config>/NAME" in the plan
-            # (which names no machine path); a person is shown the real file.
-            if config is not None and path.startswith("<config>/"):
-                return config
-            return prefix + path if path != "." else (prefix or ".")
-
         for d in diags:
-            findings.append(_rebase(d, shown(d.span.path)))
+            findings.append(_rebase(d, _shown(d.span.path, prefix, config)))
         for path, lines in project.sources.items():
-            sources[shown(path)] = lines
+            sources[_shown(path, prefix, config)] = lines
     kept, suppressed = apply_suppressions(findings, sources, ignores)
     fmt = args.format or default_format(sys.stdout)
     color = want_color(sys.stdout)  # full only: on a terminal, NO_COLOR / FORCE_COLOR
@@ -90,6 +82,15 @@ def _agent_dir_of(path: Path) -> Path:
         if is_agent_dir(folder):
             return folder
     return path.parent
+
+
+def _shown(path: str, prefix: str, config: str | None) -> str:
+    """A finding's path as the reader sees it. A config outside the project
+    is "<config>/NAME" in the plan (which names no machine path); a person is
+    shown the real file."""
+    if config is not None and path.startswith("<config>/"):
+        return config
+    return prefix + path if path != "." else (prefix or ".")
 
 
 def _config_shown(args: argparse.Namespace, cwd: Path) -> str | None:
