@@ -57,6 +57,7 @@ __all__ = [
 
 _POLL_S = 0.1
 _MAX_TRIES = 3
+_MAX_HELPS = 10
 
 
 class LineSource:
@@ -272,7 +273,8 @@ class PromptApprovals:
                     expand=False,
                 )
             )
-            for _ in range(_MAX_TRIES):
+            attempts = helps = 0
+            while attempts < _MAX_TRIES:
                 reply = s.ask(f"allow? {options}:")
                 if reply.why == "eof":
                     return NonInteractiveProvider().request(req)
@@ -280,9 +282,17 @@ class PromptApprovals:
                     return ApprovalAnswer("deny", self._p.expired_text(), "expiry")
                 if reply.why == "cancelled" or reply.text is None:
                     return ApprovalAnswer("deny", "the run was cancelled", "cancelled")
-                choice = REPLY_CHOICES.get(reply.text.strip().lower())
+                said = reply.text.strip().lower()
+                if said in ("?", "h", "help") and helps < _MAX_HELPS:
+                    # Asking what the letters mean is no wrong answer: it
+                    # does not use up a try (a bounded number of times).
+                    helps += 1
+                    s.show(_approval_help(req.cache_key is not None))
+                    continue
+                attempts += 1
+                choice = REPLY_CHOICES.get(said)
                 if choice is None:
-                    s.show("[yellow]not understood[/]")
+                    s.show("[yellow]not understood[/] (? shows what each answer does)")
                     continue
                 if choice in ("stage", "run") and req.cache_key is None:
                     s.show("[yellow]this call can only be approved once[/]")
@@ -292,6 +302,22 @@ class PromptApprovals:
                     return ApprovalAnswer("deny", note.text or "", "terminal")
                 return ApprovalAnswer(choice, "", "terminal")  # type: ignore[arg-type]
         return ApprovalAnswer("deny", "no usable answer was given", "terminal")
+
+
+def _approval_help(rememberable: bool) -> str:
+    lines = [
+        "  o  allow this call once",
+        "  d  deny it; the agent is told it was denied",
+        "  m  deny it with a message the agent reads (say what to do instead)",
+    ]
+    if rememberable:
+        lines[1:1] = [
+            "  s  allow it, and the same call again, for the rest of this stage",
+            "  r  allow it, and the same call again, for the rest of this run",
+        ]
+    else:
+        lines.append("  (this call can only be approved once: it is never remembered)")
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- tools

@@ -142,6 +142,18 @@ def test_approval_answers(typed: str, cache_key: str | None, kind: str, message:
     assert (answer.kind, answer.message) == (kind, message)
 
 
+def test_a_question_mark_shows_what_each_answer_does_and_costs_no_try() -> None:
+    out = io.StringIO()
+    p = prompter("?\nx\n?\nzz\nhelp\nr\n")
+    p.console = Console(file=out, width=100)
+    answer = PromptApprovals(p).request(request("k"))
+    assert answer.kind == "run"  # two wrong answers and three helps, then "r"
+    shown = out.getvalue()
+    assert "allow it, and the same call again, for the rest of this run" in shown
+    assert "deny it with a message the agent reads" in shown
+    assert "? shows what each answer does" in shown
+
+
 def test_end_of_input_denies_and_names_the_flag() -> None:
     answer = PromptApprovals(prompter("")).request(request())
     assert answer.kind == "deny" and "--allow write_file" in answer.message
