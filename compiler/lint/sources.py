@@ -46,7 +46,30 @@ def lint_resolved(resolved: ResolvedAgent) -> None:
         for tool in stage.tools:
             _report_clamps(ctx, tool.decision, tool.name, entry.name)
         _fan_out_checks(ctx, entry, stage_names)
+        _unexecuted_scripts(ctx, entry)
     _mcp_server_checks(ctx, resolved.grants, resolved.project_root)
+
+
+def _unexecuted_scripts(ctx: AgentContext, entry: StageEntry) -> None:
+    """Stage hooks and output validators are Rhai scripts, which this
+    runtime does not run: refuse them rather than drop them."""
+    st = entry.stage
+    named: list[tuple[tuple[str, ...], str]] = []
+    if st.hooks is not None:
+        for key, value in st.hooks.model_dump(exclude_none=True).items():
+            named.append((("hooks", key), f"the {key} hook {value!r}"))
+    if st.output is not None and st.output.validator is not None:
+        named.append((("output", "validator"), f"the output validator {st.output.validator!r}"))
+    for path, what in named:
+        ctx.diags.append(
+            diag(
+                "script-not-executed",
+                f"stage '{entry.name}' runs {what}, a Rhai script Charter's runtime does not "
+                "execute; the run would ignore it, so no plan is written",
+                entry.span(*path, key=True),
+                key_path=format_key_path(("stages", entry.name, *path)),
+            )
+        )
 
 
 def _builtin_grants(resolved: ResolvedAgent) -> None:

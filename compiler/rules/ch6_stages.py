@@ -181,3 +181,17 @@ register(
     "Give some reachable stage an empty [stages.<name>.transitions] table, make it an output "
     "stage, or let it complete (allow_complete).",
 )
+register(
+    "CH661",
+    "script-not-executed",
+    E,
+    "A stage names a Rhai script this runtime does not run: a stage hook (on_stage_enter, "
+    "on_stage_exit, before_inference, after_inference, on_tool_call, on_completion, on_error) "
+    "or an output validator.",
+    "Such scripts can refuse or rewrite tool calls and reject outputs. A run that skipped them "
+    "would be looser than the blueprint its author reviewed, so no plan is written rather than "
+    "a weaker one.",
+    '[stages.work.hooks]\non_tool_call = "hooks/guard.rhai"\n',
+    "Run the agent with Leviath itself while it needs the script, or express the rule in Charter's "
+    "own terms (tool_permissions, [safe_commands], an output schema) and remove the key.",
+)
