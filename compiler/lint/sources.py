@@ -47,7 +47,30 @@ def lint_resolved(resolved: ResolvedAgent) -> None:
             _report_clamps(ctx, tool.decision, tool.name, entry.name)
         _fan_out_checks(ctx, entry, stage_names)
         _unexecuted_scripts(ctx, entry)
+    _unexecuted_region_scripts(ctx)
     _mcp_server_checks(ctx, resolved.grants, resolved.project_root)
+
+
+def _unexecuted_region_scripts(ctx: AgentContext) -> None:
+    """The blueprint's own [context.regions]: a custom region's script
+    renders it and reacts to writes; a run without it shows the model other
+    context than the blueprint says."""
+    bp, bsm = ctx.blueprint, ctx.bp_smap
+    if bp is None or bsm is None or bp.context is None:
+        return
+    for region, spec in bp.context.regions.items():
+        if spec.script:
+            path = ("context", "regions", region, "script")
+            ctx.diags.append(
+                diag(
+                    "script-not-executed",
+                    f"the custom region {region!r} runs the Rhai script {spec.script!r}, which "
+                    "Charter's runtime does not execute; the run would ignore it, so no plan is "
+                    "written",
+                    bsm.key_span(path),
+                    key_path=format_key_path(path),
+                )
+            )
 
 
 def _unexecuted_scripts(ctx: AgentContext, entry: StageEntry) -> None:
@@ -60,6 +83,11 @@ def _unexecuted_scripts(ctx: AgentContext, entry: StageEntry) -> None:
             named.append((("hooks", key), f"the {key} hook {value!r}"))
     if st.output is not None and st.output.validator is not None:
         named.append((("output", "validator"), f"the output validator {st.output.validator!r}"))
+    for region, spec in (st.context.regions if st.context is not None else {}).items():
+        if spec.script:
+            named.append(
+                (("context", "regions", region, "script"), f"the custom region {region!r}")
+            )
     for path, what in named:
         ctx.diags.append(
             diag(

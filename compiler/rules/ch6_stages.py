@@ -186,8 +186,8 @@ register(
     "script-not-executed",
     E,
     "A stage names a Rhai script this runtime does not run: a stage hook (on_stage_enter, "
-    "on_stage_exit, before_inference, after_inference, on_tool_call, on_completion, on_error) "
-    "or an output validator.",
+    "on_stage_exit, before_inference, after_inference, on_tool_call, on_completion, on_error), "
+    "an output validator, or a custom region's script.",
     "Such scripts can refuse or rewrite tool calls and reject outputs. A run that skipped them "
     "would be looser than the blueprint its author reviewed, so no plan is written rather than "
     "a weaker one.",
