@@ -168,7 +168,9 @@ def _read_lines(path: str) -> list[str] | None:
         return None
     if len(data) > _IGNORE_FILE_MAX:
         raise _TooLarge(path)
-    return data.decode("utf-8", "replace").splitlines()
+    # Lines end at a newline only, as git reads them: str.splitlines would
+    # also cut at \v, \f, \x1c..., making a different pattern of one line.
+    return data.decode("utf-8", "replace").split("\n")
 
 
 def _negating(path: str) -> bool:

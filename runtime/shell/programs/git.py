@@ -196,15 +196,57 @@ def git(args: Sequence[str]) -> Checked:
         return Checked(checked.issues, checked.text_args | {offset}, checked.paths)
     if sub == "config":
         return one("git-config", i, "git config can reveal credentials stored in configuration")
+    writes = _subcommand_writes(sub, rest, offset)
     if sub in _NETWORK:
         return one(
             "git-network",
             i,
             f"git {sub} talks to another repository or changes remotes; it always needs approval",
+            writes=writes,
+        )
+    if writes:
+        return one(
+            "git-mutation",
+            i,
+            f"git {sub} writes files; it needs approval",
+            writes=writes,
         )
     return one(
         "git-mutation", i, f"git {sub} is not one of git's read-only subcommands; it needs approval"
     )
+
+
+# Subcommands whose option names a file or folder they write: each target is
+# confined like a redirect's (the subcommand asks anyway; a flag that lifts
+# the ask must not lift the confinement).
+_OUTPUT_OPTIONS = {
+    "format-patch": ("-o", "--output-directory"),
+    "archive": ("-o", "--output"),
+}
+
+
+def _subcommand_writes(
+    sub: str, rest: list[str], offset: int
+) -> tuple[tuple[int, str | None], ...]:
+    found: list[tuple[int, str | None]] = []
+    short, long_ = "", ""
+    for name in _OUTPUT_OPTIONS.get(sub, ()):
+        if name.startswith("--"):
+            long_ = name
+        else:
+            short = name
+    if sub == "bundle" and len(rest) > 1 and rest[0] == "create":
+        found.append((offset + 1, rest[1]))
+    for k, a in enumerate(rest):
+        if a == "--":
+            break
+        if (a == short or a == long_) and k + 1 < len(rest):
+            found.append((offset + k + 1, rest[k + 1]))
+        elif long_ and a.startswith(long_ + "="):
+            found.append((offset + k, a.split("=", 1)[1]))
+        elif short and a.startswith(short) and len(a) > len(short):
+            found.append((offset + k, a[len(short) :]))
+    return tuple(found)
 
 
 def _all_text(offset: int, count: int) -> Checked:

@@ -516,6 +516,8 @@ def _ps_shows_command_lines(args: Sequence[str]) -> tuple[int, str] | None:
 
 
 def _names_arg_field(fmt: str) -> bool:
+    if "%a" in fmt:
+        return True  # AIX-style descriptors: %a is args
     fields = re.split(r"[\s,]+", fmt)
     return any(f.split(":", 1)[0].split("=", 1)[0] in _PS_ARG_FIELDS for f in fields)
 
