@@ -13,10 +13,9 @@ module                      what it reads
 Leviath's blueprint lints live beside them in
 :mod:`charter.compiler.leviath_lint` (run by ``charter validate``) and its
 load-time refusals in :mod:`charter.compiler.leviath_checks` (run from
-:mod:`.sources`). A new lint rule is registered in its group of
-:mod:`charter.compiler.rules` and checked in the module above that reads
-what it needs: :mod:`.plan_checks` when the plan is enough, :mod:`.sources`
-when it must point into the files.
+:mod:`.sources`). These are two of the homes a check can have; the one map
+of them all (readers, front-ends, resolution, these, Leviath's, the
+self-tests) is in ARCHITECTURE.md, "Where new work goes".
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ module                 codes
 :mod:`.ch8_selftests`  CH8xx policy self-tests and suppressions
 =====================  ==================================================
 
-A new rule is one ``register(...)`` call in its group's module; the check
-that reports it goes in :mod:`charter.compiler.lint` (or, when the rule is
-about reading a file, in the front-end that reads it). Each rule's doc has
+A new rule is one ``register(...)`` call in its group's module; where the
+check that reports it goes depends on the fact it needs, and ARCHITECTURE.md
+("Where new work goes") has the one map of those homes. Each rule's doc has
 four parts (what it checks, why it matters, an example, how to fix),
 rendered by ``charter rule CODE``; ``tests/rules`` holds a triggering and a
 clean fixture for every code.
