@@ -72,7 +72,6 @@ def test_all_is_pinned_and_every_name_resolves(package: str, expected: list[str]
 
 
 @pytest.mark.parametrize("package", ["charter.runtime", "charter.compiler"])
-@pytest.mark.parametrize("package", ["charter.runtime", "charter.compiler"])
 def test_no_api_name_is_also_a_submodule(package: str) -> None:
     # Importing a submodule sets the package attribute of its name, which
     # would shadow an API name of the same spelling.

@@ -46,6 +46,11 @@ def _nested(payload: str, depth: int) -> str:
     return "echo " + "$(" * depth + payload + ")" * depth
 
 
+def _quoted_nested(payload: str, depth: int) -> str:
+    # Inside double quotes: each $( opens a command bash runs, quoted or not.
+    return 'echo "' + "$(" * depth + payload + ")" * depth + '"'
+
+
 def _subshells(payload: str, depth: int) -> str:
     return "(" * depth + payload + ")" * depth
 
@@ -63,6 +68,7 @@ PADDINGS = {
     "noops": (_noops, lambda p: p),
     "nested": (_nested, lambda p: _nested(p, 1)),
     "subshells": (_subshells, lambda p: p),
+    "quoted nesting": (_quoted_nested, lambda p: _quoted_nested(p, 1)),
     "quoted": (_quoted, lambda p: p),
     "comment": (_comment, lambda p: p),
 }
@@ -88,5 +94,6 @@ def test_a_long_heredoc_keeps_its_destructive_payload_out_of_reach_of_flags() ->
 
 def test_deep_nesting_keeps_the_deny() -> None:
     for depth in (100, 571, 2_000):
-        v = evaluate(_nested("rm -rf /", depth), cwd=WS, workspace=WS, policy=ShellPolicy())
-        assert v.decision == "deny", depth
+        for shape in (_nested, _quoted_nested):
+            v = evaluate(shape("rm -rf /", depth), cwd=WS, workspace=WS, policy=ShellPolicy())
+            assert v.decision == "deny", (shape.__name__, depth)

@@ -113,7 +113,9 @@ def judge_text(st: State) -> None:
             )
 
 
-def salvage(st: State, text: str, span: tuple[int, int], *, opaque: bool = True) -> None:
+def salvage(
+    st: State, text: str, span: tuple[int, int], *, opaque: bool = True, unquote: bool = False
+) -> None:
     """Look for destructive payloads in text that did not parse: judge each
     piece between shell operators on its own and keep only refusals.
     ``opaque=False`` when the text is an argument searched only in case the
@@ -122,7 +124,14 @@ def salvage(st: State, text: str, span: tuple[int, int], *, opaque: bool = True)
         st.seen.opaque = True  # the pieces are guesses, not bash's reading
     if _FORK_BOMB.search(text) or _FORK_BOMB_KW.search(text):
         st.add("deny", "fork-bomb", span, "a fork bomb is never run")
-    for piece in _SALVAGE_SPLIT.split(text):
+    pieces = _SALVAGE_SPLIT.split(text)
+    if unquote:
+        # The whole reading failed (nesting deeper than the guard follows):
+        # quotes around a piece (`"$("rm -rf /")"`) may be ones bash removes,
+        # so each quoted piece is also searched without them. Only denies are
+        # kept, and only on this path, where the answer is already a person's.
+        pieces += [q for q in (p.replace('"', "").replace("'", "") for p in pieces) if q]
+    for piece in pieces:
         if _NAMES_SOMETHING.search(piece) is None:
             continue  # no letter or digit: it names no program
         if st.budget[0] <= 0:

@@ -91,7 +91,7 @@ def _flat_refusal(command: str, cwd: str, workspace: str, policy: ShellPolicy) -
         ws, cw, ws_real = _roots(workspace, cwd)
         st = State(command, cw, ws, ws_real, policy)
         st.root = command
-        salvage(st, command, (0, len(command)))
+        salvage(st, command, (0, len(command)), unquote=True)
         return next((f for f in st.findings if f.decision == "deny"), None)
     except Exception:
         return None
