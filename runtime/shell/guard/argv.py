@@ -322,6 +322,12 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word]) -> None:
             # A file named inside the program's language or options is
             # confined like a redirect's target, whatever the flags.
             embedded_write(st, prog, span_of(index), target)
+        if prog in _EMBEDDED_WRITERS:
+            unknown = next((k for k, v in enumerate(vals) if v == UNKNOWN), None)
+            if unknown is not None:
+                # Its program text or an option only known at run time may
+                # name a file it writes (awk "$P", git diff $X as --output=F).
+                embedded_write(st, prog, span_of(unknown), None)
         if checked.walk is not None:
             check_trees(st, prog, w0, args, checked.walk)
         if not st.policy.defaults and safe is None:
@@ -386,6 +392,14 @@ def _script_text(w: Word) -> str | None:
 
 # ${HOME:-x}, ${HOME-x}, ${HOME:?msg}, ${HOME:=x}, ${HOME%/}: the home directory when set
 _HOME_FORM = re.compile(r"^\$\{HOME(?::?[-=?][^}]*|%%?/?)\}$")
+
+
+# Programs whose language or options can name a file they write: an argument
+# only known at run time may be one (see checked.writes for the known ones).
+_EMBEDDED_WRITERS = frozenset(
+    {"sed", "awk", "gawk", "mawk", "nawk", "busybox-awk", "git", "sort", "uniq", "find", "tree",
+     "xxd", "file"}
+)  # fmt: skip
 
 
 def _destroys(st: State, w: Word) -> str:

@@ -98,6 +98,8 @@ class State:
         )
         sub.home_cwd, sub.prev_cwd, sub.root = self.home_cwd, self.prev_cwd, self.root
         sub.cd_trusted, sub.pwd_trusted = self.cd_trusted, self.pwd_trusted
+        # the same set: a link made before `bash -c '...'` is still there inside it
+        sub.made_links = self.made_links
         return sub
 
     def add(self, decision: Permission, rule: str, span: tuple[int, int], message: str) -> None:

@@ -235,8 +235,11 @@ def _subcommand_writes(
             long_ = name
         else:
             short = name
-    if sub == "bundle" and len(rest) > 1 and rest[0] == "create":
-        found.append((offset + 1, rest[1]))
+    if sub == "bundle" and rest[:1] == ["create"]:
+        # git bundle create [options] FILE ...: the first word no option is the file
+        k = next((k for k in range(1, len(rest)) if not rest[k].startswith("-")), None)
+        if k is not None:
+            found.append((offset + k, rest[k]))
     for k, a in enumerate(rest):
         if a == "--":
             break
