@@ -285,6 +285,20 @@ def test_a_non_loopback_address_needs_a_token(plan_file: Path) -> None:
         DecisionServer(Decider(holder, ServeOptions()), "0.0.0.0", 0)
 
 
+def _closed_answer(conn: socket.socket) -> tuple[bytes, bytes]:
+    """The head and body of the answer on ``conn``, read until the server
+    closes it (a request it refuses is always answered with Connection: close)."""
+    data = b""
+    while True:
+        chunk = conn.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    conn.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return head, body
+
+
 def test_an_oversized_body_is_denied_as_the_command_denies_it(serve: Any) -> None:
     running = serve()
     conn = socket.create_connection(("127.0.0.1", running.port), timeout=30)
@@ -293,14 +307,7 @@ def test_an_oversized_body_is_denied_as_the_command_denies_it(serve: Any) -> Non
         f"Content-Length: {100 * 1024 * 1024}\r\n\r\n"
     ).encode()
     conn.sendall(head + b" " * (8 * 1024 * 1024 + 1))
-    data = b""
-    while b"\r\n\r\n" not in data or not data.rstrip().endswith(b"}"):
-        chunk = conn.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    conn.close()
-    head_text, _, body = data.partition(b"\r\n\r\n")
+    head_text, body = _closed_answer(conn)
     assert head_text.startswith(b"HTTP/1.1 200") and b"Connection: close" in head_text
     assert json.loads(body) == {
         "decision": "deny",
@@ -326,14 +333,7 @@ def test_headers_it_cannot_read_get_the_hooks_deny_not_a_bare_error(
         extra = "".join(f"X-Pad-{i}: a\r\n" for i in range(200))
     head = f"POST {route} HTTP/1.1\r\nHost: 127.0.0.1\r\n{extra}Content-Length: 2\r\n\r\n{{}}"
     conn.sendall(head.encode())
-    data = b""
-    while True:
-        chunk = conn.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    conn.close()
-    head_text, _, body = data.partition(b"\r\n\r\n")
+    head_text, body = _closed_answer(conn)
     assert head_text.startswith(b"HTTP/1.1 200"), head_text
     answer = json.loads(body)
     assert key in answer

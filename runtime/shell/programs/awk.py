@@ -30,7 +30,7 @@ other option ask.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from charter.runtime.errors import CharterError
@@ -238,50 +238,18 @@ def awk_problem(program: str) -> tuple[str, str] | None:
             m = _DANGER_IN_TEXT.search(tok.text)
             if m is not None:
                 return _danger(m.group())
-    in_print = False
-    depth = 0
-    prev: _Tok | None = None
-    for k, tok in enumerate(tokens):
-        if tok.kind == "op" and tok.text in ("|", "|&"):
-            return "exec-option", "| sends output to, or reads it from, a shell command"
-        if tok.kind == "name" and tok.text in ("print", "printf"):
-            in_print, depth = True, 0
-        elif in_print:
-            if tok.kind == "op" and tok.text == "(":
-                depth += 1
-            elif tok.kind == "op" and tok.text == ")":
-                depth -= 1
-            elif tok.kind == "op" and tok.text in (">", ">>"):
-                target = tokens[k + 1] if k + 1 < len(tokens) else None
-                after = tokens[k + 2] if k + 2 < len(tokens) else None
-                to_stream = (
-                    target is not None
-                    and target.kind == "string"
-                    and target.text in _STD_STREAMS
-                    and (after is None or after.kind == "newline" or after.text in _STATEMENT_END)
-                )
-                if not to_stream:
-                    return "embedded-write", f"print {tok.text} writes to a file"
-            elif depth <= 0 and (
-                (tok.kind == "op" and tok.text in _STATEMENT_END)
-                or (tok.kind == "newline" and (prev is None or prev.text not in _CONTINUES))
-            ):
-                in_print = False
-        if tok.kind != "newline":
-            prev = tok
+    if any(tok.kind == "op" and tok.text in ("|", "|&") for tok in tokens):
+        return "exec-option", "| sends output to, or reads it from, a shell command"
+    for op, target in _print_redirects(tokens):
+        if target not in _STD_STREAMS:
+            return "embedded-write", f"print {op} writes to a file"
     return None
 
 
-def awk_writes(program: str) -> list[str | None]:
-    """The files ``program``'s print and printf statements write with ``>``
-    or ``>>``: a string constant's text, or None where the name is an
-    expression known only at run time. Empty when the program cannot be
-    tokenized (that already asks on its own)."""
-    try:
-        tokens = tokenize_awk(program)
-    except AwkError:
-        return []
-    targets: list[str | None] = []
+def _print_redirects(tokens: list[_Tok]) -> Iterator[tuple[str, str | None]]:
+    """Each ``>``/``>>`` of a print or printf statement, with the file it
+    names: a string constant's text, or None for an expression (a field, a
+    variable, a concatenation) known only at run time."""
     in_print = False
     depth = 0
     prev: _Tok | None = None
@@ -301,10 +269,7 @@ def awk_writes(program: str) -> list[str | None]:
                     and target.kind == "string"
                     and (after is None or after.kind == "newline" or after.text in _STATEMENT_END)
                 )
-                if not literal:
-                    targets.append(None)
-                elif target is not None and target.text not in _STD_STREAMS:
-                    targets.append(target.text)
+                yield tok.text, target.text if literal and target is not None else None
             elif depth <= 0 and (
                 (tok.kind == "op" and tok.text in _STATEMENT_END)
                 or (tok.kind == "newline" and (prev is None or prev.text not in _CONTINUES))
@@ -312,7 +277,18 @@ def awk_writes(program: str) -> list[str | None]:
                 in_print = False
         if tok.kind != "newline":
             prev = tok
-    return targets
+
+
+def awk_writes(program: str) -> list[str | None]:
+    """The files ``program``'s print and printf statements write with ``>``
+    or ``>>``: a string constant's text, or None where the name is an
+    expression known only at run time. Empty when the program cannot be
+    tokenized (that already asks on its own)."""
+    try:
+        tokens = tokenize_awk(program)
+    except AwkError:
+        return []
+    return [t for _, t in _print_redirects(tokens) if t not in _STD_STREAMS]
 
 
 # --- the command line --------------------------------------------------------------------------
