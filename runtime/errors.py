@@ -10,10 +10,12 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
 
     CharterError (errors)
         AwkError (shell.programs.awk)
+        BuiltinError (rhai.builtins)
         CapabilityDenied (authored_sdk), also PermissionError
         CatalogError (catalog), also RuntimeError
         ConnectRefused (mcp.client)
         ContainmentRefused (sandbox.containment)
+        HostError (rhai.interp)
         LaunchError (mcp.launch)
         ListenError (serve.server), also ValueError
         LockError (mcp.lock), also ValueError
@@ -29,6 +31,10 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
         PlanLoadError (serve.plans)
         RegistryError (tools.registry)
         ResolutionError (net.resolve)
+        RhaiError (rhai.errors)
+            RhaiLimitError (rhai.errors)
+            RhaiRuntimeError (rhai.errors)
+            RhaiSyntaxError (rhai.errors)
         SandboxError (sandbox.launcher)
         SandboxUnavailable (sandbox.launcher)
         SedError (shell.programs.sed)

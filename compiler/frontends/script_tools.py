@@ -62,6 +62,7 @@ class ScriptToolSource:
     display: str  # the .rhai file, as diagnostics and the plan show it
     sha256: str
     scope: str  # "agent" or "user"
+    source: str = ""  # the script's text, which the plan carries so the runtime reads no file
     override: str | None = None  # the <stem>.toml that replaced the directives
     requires: tuple[str, ...] = ()
     # Where each declared parameter's schema was written, for diagnostics
@@ -192,6 +193,25 @@ def _from_toml(
     return (doc.tool.name, doc.tool.description, params, doc.tool.requires), diags
 
 
+def _syntax_problem(text: str, display: str) -> Diagnostic | None:
+    """A diagnostic when ``text`` is not a script Charter's interpreter can
+    run; the tool is then skipped, as Leviath skips a script that does not
+    compile."""
+    from charter.runtime.rhai import RhaiSyntaxError, parse_script
+
+    try:
+        parse_script(text, display)
+    except RhaiSyntaxError as exc:
+        return diag(
+            "script-tool-syntax",
+            f"this script tool does not compile ({exc.message}); it is skipped, as Leviath "
+            "skips it",
+            Span(display, exc.line, exc.col),
+            severity=Severity.WARNING,
+        )
+    return None
+
+
 def load_script_dir(
     folder: Path, display_prefix: str, scope: str
 ) -> tuple[list[ScriptToolSource], list[Diagnostic], dict[str, tuple[str, ...]]]:
@@ -235,6 +255,10 @@ def load_script_dir(
                 )
             )
             continue
+        problem = _syntax_problem(src.text, display)
+        if problem is not None:
+            diags.append(problem)
+            continue
         taken[name] = display
         digest = hashlib.sha256(path.read_bytes()).hexdigest()
         tools.append(
@@ -244,6 +268,7 @@ def load_script_dir(
                 input_schema=_schema(params),
                 display=display,
                 sha256=digest,
+                source=src.text,
                 scope=scope,
                 override=override_display,
                 requires=requires,

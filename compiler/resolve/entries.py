@@ -155,6 +155,7 @@ def script_entry(ctx: AgentContext, ref: ToolRef) -> ToolEntry | None:
         script=ScriptTool(
             path=tool.display,
             sha256=tool.sha256,
+            source=tool.source or None,
             scope="user" if tool.scope == "user" else "agent",
             override=tool.override,
         ),

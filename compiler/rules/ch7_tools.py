@@ -108,6 +108,16 @@ register(
     "Nothing to fix if intended; rename the script to use Charter's built-in instead.",
 )
 register(
+    "CH753",
+    "script-tool-syntax",
+    W,
+    "A tools/*.rhai script tool is not valid Rhai (or nests deeper than the interpreter reads).",
+    "Leviath skips a script that does not compile, and so does Charter: a stage that names the "
+    "tool offers nothing under that name.",
+    "// @tool broken\nlet = ;\n",
+    "Fix the script at the line and column shown.",
+)
+register(
     "CH752",
     "mcp-server-not-declared",
     W,

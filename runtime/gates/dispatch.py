@@ -5,8 +5,9 @@ entry's ``source`` says.
   imported (``charter.runtime.authored``).
 - ``mcp``: the call goes to the connected server, which checks the call
   capability again against the same grants.
-- ``script``: decided like any tool, never run (Charter has no Rhai engine;
-  a silent success would tell the model the script did its work).
+- ``script``: the plan's copy of the Rhai script, run by Charter's own
+  interpreter (``charter.runtime.tools.scripts``), its host functions
+  passing the URL policy, the shell guard and workspace confinement.
 - ``builtin``: the registry's implementation for the entry's ``impl``. It
   must serve the tool with the path arguments the plan lists, or the
   confinement gate checked other arguments than the tool opens. A
@@ -63,15 +64,19 @@ def run(
             grants=usable_grants(session.agent, entry),
             cancel=getattr(runtime, "cancel", None),
         )
-    if entry is not None and entry.source == "script":
-        path = entry.script.path if entry.script is not None else entry.name
-        return refusal(
-            "unavailable",
-            GATE,
-            "script-tool-not-executable",
-            f"'{entry.name}' is a Leviath script tool ({path}); this runtime cannot execute Rhai "
-            "script tools, so nothing was run. Use another tool, or run this agent under Leviath",
-        )
+    if entry is not None and entry.source == "script" and entry.script is not None:
+        from charter.runtime.tools.scripts import run_script_tool
+
+        if entry.script.source is None:
+            return refusal(
+                "unavailable",
+                GATE,
+                "script-not-in-plan",
+                f"'{entry.name}' ({entry.script.path}): this plan was compiled by a Charter that "
+                "did not carry script tools' text; compile it again to run the script",
+            )
+
+        return run_script_tool(entry, call.args, runtime, session)
     if entry is None or entry.source != "builtin":
         return refusal(
             "unavailable",

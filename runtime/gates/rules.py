@@ -62,7 +62,7 @@ GATE_RULES: Mapping[str, tuple[str, ...]] = MappingProxyType(
         "approval-unavailable": ("approval", "dataflow"),
         # dispatch
         "mcp-not-connected": ("dispatch",),
-        "script-tool-not-executable": ("dispatch",),
+        "script-not-in-plan": ("dispatch",),
         "no-builtin-implementation": ("dispatch",),
         "no-implementation": ("dispatch",),
         "path-args-mismatch": ("dispatch",),

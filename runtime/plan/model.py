@@ -130,12 +130,14 @@ class McpToolPin(_Frozen):
 
 
 class ScriptTool(_Frozen):
-    """A Leviath script tool (``tools/<file>.rhai``). Charter decides calls to
-    it but never executes Rhai; ``path`` and ``sha256`` say which file the
-    decision was made about."""
+    """A Leviath script tool (``tools/<file>.rhai``): ``path`` and ``sha256``
+    say which file the decision was made about, and ``source`` is its text,
+    which Charter's Rhai interpreter runs (the runtime reads no script file,
+    so the script that runs is the one that was compiled and reviewed)."""
 
     path: str  # relative to the project root, or "<user-tools>/<file>" for the user's folder
     sha256: str
+    source: str | None = None  # None: compiled by a Charter that did not carry scripts
     scope: Literal["agent", "user"] = "agent"
     # The <name>.toml beside the script that replaced its directives, if any.
     override: str | None = None

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
+from charter.runtime.errors import CharterError
 from charter.runtime.rhai.values import (
     I64_MAX,
     I64_MIN,
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 __all__ = ["FUNCTIONS", "BuiltinError", "html_to_text", "to_json_text"]
 
 
-class BuiltinError(Exception):
+class BuiltinError(CharterError):
     """A catchable error from a builtin (wrong types, bad argument)."""
 
 
@@ -155,7 +156,9 @@ def _parse_int(run: _Run, a: list[object], node: Node) -> object:
     try:
         value = int(text, radix)
     except ValueError:
-        raise BuiltinError(f"Error parsing integer number '{a[0]}': invalid digit found in string") from None
+        raise BuiltinError(
+            f"Error parsing integer number '{a[0]}': invalid digit found in string"
+        ) from None
     if not I64_MIN <= value <= I64_MAX:
         raise BuiltinError(f"Error parsing integer number '{a[0]}': number too large")
     return value
@@ -167,7 +170,9 @@ def _parse_float(run: _Run, a: list[object], node: Node) -> object:
     try:
         return float(str(a[0]).strip())
     except ValueError:
-        raise BuiltinError(f"Error parsing floating-point number '{a[0]}': invalid float literal") from None
+        raise BuiltinError(
+            f"Error parsing floating-point number '{a[0]}': invalid float literal"
+        ) from None
 
 
 @_reg("to_int")
@@ -240,7 +245,9 @@ def _round(run: _Run, a: list[object], node: Node) -> object:
     x = float(a[0])  # type: ignore[arg-type]
     if math.isnan(x) or math.isinf(x):
         return x
-    return float(math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5))  # away from zero, as Rust
+    return float(
+        math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
+    )  # away from zero, as Rust
 
 
 @_reg("to_hex", "to_octal", "to_binary")
@@ -278,7 +285,9 @@ def _case(run: _Run, a: list[object], node: Node) -> object:
 def _make_case(run: _Run, a: list[object], node: Node) -> object:
     _sig("make_upper", a, (str,))
     _work(run, node, len(a[0]))  # type: ignore[arg-type]
-    return _mutated(run, node, str(a[0]).upper() if run.called == "make_upper" else str(a[0]).lower())
+    return _mutated(
+        run, node, str(a[0]).upper() if run.called == "make_upper" else str(a[0]).lower()
+    )
 
 
 @_reg("trim")
@@ -304,7 +313,11 @@ def _contains(run: _Run, a: list[object], node: Node) -> object:
 @_reg("starts_with", "ends_with")
 def _starts_ends(run: _Run, a: list[object], node: Node) -> object:
     _sig(run.called, a, (str,), _S)
-    return str(a[0]).startswith(str(a[1])) if run.called == "starts_with" else str(a[0]).endswith(str(a[1]))
+    return (
+        str(a[0]).startswith(str(a[1]))
+        if run.called == "starts_with"
+        else str(a[0]).endswith(str(a[1]))
+    )
 
 
 @_reg("index_of")
@@ -639,7 +652,7 @@ def _sort(run: _Run, a: list[object], node: Node) -> object:
             return None
         if kinds <= {int, float} or kinds <= {str, Char} or kinds == {bool}:
             _work(run, node, 16 * len(arr))
-            arr.sort(key=lambda x: (str(x) if type(x) in _S else x))  # type: ignore[arg-type, return-value]
+            arr.sort(key=lambda x: str(x) if type(x) in _S else x)  # type: ignore[arg-type, return-value]
             return None
         raise BuiltinError("sort() without a function needs numbers, strings or bools of one kind")
     _sig("sort", a, (list,), (FnPtr,))
@@ -834,7 +847,9 @@ def _from_json(run: _Run, value: object, node: Node) -> object:
 
 def to_json_text(value: object) -> str:
     """Compact JSON with keys in order, as serde writes Rhai's maps."""
-    return json.dumps(_to_json(value), ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False)
+    return json.dumps(
+        _to_json(value), ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False
+    )
 
 
 def _to_json(value: object) -> object:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from charter.runtime.errors import CharterError
 from charter.runtime.rhai import syntax as s
 from charter.runtime.rhai.errors import RhaiLimitError, RhaiRuntimeError
 from charter.runtime.rhai.values import (
@@ -49,7 +50,7 @@ class Limits:
     max_total_units: int = 64_000_000
 
 
-class HostError(Exception):
+class HostError(CharterError):
     """Raised by a host function: the script sees a catchable error whose
     caught value is the message, as a Rhai ``ErrorRuntime`` would be."""
 
@@ -100,7 +101,9 @@ class _Frame:
 class Engine:
     """Runs parsed scripts with the given host functions and bounds."""
 
-    def __init__(self, limits: Limits | None = None, host: Mapping[str, HostFunction] | None = None) -> None:
+    def __init__(
+        self, limits: Limits | None = None, host: Mapping[str, HostFunction] | None = None
+    ) -> None:
         self.limits = limits or Limits()
         self.host = dict(host or {})
 
@@ -120,7 +123,9 @@ class Engine:
             run.top(script.body)  # top-level constants and side effects first
             fn = script.functions.get((name, len(args)))
             if fn is None:
-                raise RhaiRuntimeError(f"Function not found: {name} with {len(args)} arguments", script.path, 1, 1)
+                raise RhaiRuntimeError(
+                    f"Function not found: {name} with {len(args)} arguments", script.path, 1, 1
+                )
             return run.call_script(fn, [run.stored(a) for a in args], None, None, fn)
 
         return run.guarded(go)
@@ -161,13 +166,19 @@ class _Run:
         except _Return as r:
             return r.value
         except (_Break, _Continue):
-            raise RhaiRuntimeError("'break' or 'continue' outside a loop", self.path, 1, 1) from None
+            raise RhaiRuntimeError(
+                "'break' or 'continue' outside a loop", self.path, 1, 1
+            ) from None
         except RecursionError:
-            raise RhaiLimitError("the script nests too deeply (stack overflow)", self.path, 1, 1) from None
+            raise RhaiLimitError(
+                "the script nests too deeply (stack overflow)", self.path, 1, 1
+            ) from None
         except MemoryError:
             raise RhaiLimitError("the script ran out of memory", self.path, 1, 1) from None
 
-    def error(self, message: str, node: s.Node, value: object = None, thrown: bool = False) -> RhaiRuntimeError:
+    def error(
+        self, message: str, node: s.Node, value: object = None, thrown: bool = False
+    ) -> RhaiRuntimeError:
         err = RhaiRuntimeError(message, self.path, node.line, node.col, value)
         err.thrown = thrown
         return err
@@ -178,9 +189,13 @@ class _Run:
     def charge(self, node: s.Node, ops: int) -> None:
         self.ops += ops
         if self.ops > self.limits.max_operations:
-            raise self.limit(f"too many operations (the bound is {self.limits.max_operations})", node)
+            raise self.limit(
+                f"too many operations (the bound is {self.limits.max_operations})", node
+            )
         if time.monotonic() > self.deadline:
-            raise self.limit(f"the script ran longer than {self.limits.max_seconds:g} seconds", node)
+            raise self.limit(
+                f"the script ran longer than {self.limits.max_seconds:g} seconds", node
+            )
 
     def check_size(self, value: object, node: s.Node) -> object:
         """A new string, array or map: within its bound, and counted."""
@@ -188,7 +203,9 @@ class _Run:
         if t is str:
             n = len(value)  # type: ignore[arg-type]
             if n > self.limits.max_string_size:
-                raise self.limit(f"a string grew past {self.limits.max_string_size} characters", node)
+                raise self.limit(
+                    f"a string grew past {self.limits.max_string_size} characters", node
+                )
             self.spend(n, node)
         elif t is list:
             n = len(value)  # type: ignore[arg-type]
@@ -198,7 +215,9 @@ class _Run:
         elif t is dict:
             n = len(value)  # type: ignore[arg-type]
             if n > self.limits.max_map_size:
-                raise self.limit(f"an object map grew past {self.limits.max_map_size} properties", node)
+                raise self.limit(
+                    f"an object map grew past {self.limits.max_map_size} properties", node
+                )
             self.spend(16 * n, node)
         return value
 
@@ -322,7 +341,9 @@ class _Run:
         elif isinstance(target, s.Prop):
             container = self.ev(target.target)
             if type(container) is not dict:
-                raise self.error(f"cannot set property '{target.name}' of {type_name(container)}", target)
+                raise self.error(
+                    f"cannot set property '{target.name}' of {type_name(container)}", target
+                )
             container[target.name] = value  # type: ignore[index]
             self.check_size(container, node)
         elif isinstance(target, s.Index):
@@ -332,7 +353,9 @@ class _Run:
                 container[self.array_index(container, key, target)] = value  # type: ignore[index]
             elif type(container) is dict:
                 if type(key) is not str and type(key) is not Char:
-                    raise self.error(f"an object map's key must be a string, not {type_name(key)}", target)
+                    raise self.error(
+                        f"an object map's key must be a string, not {type_name(key)}", target
+                    )
                 container[str(key)] = value  # type: ignore[index]
                 self.check_size(container, node)
             elif type(container) is str:
@@ -433,7 +456,9 @@ class _Run:
                 self.truncate(size)
 
     def e_import(self, node: s.Import) -> object:
-        raise self.error("modules cannot be imported: a script runs only the code that was reviewed", node)
+        raise self.error(
+            "modules cannot be imported: a script runs only the code that was reviewed", node
+        )
 
     # ---- expressions ---------------------------------------------------
 
@@ -443,7 +468,9 @@ class _Run:
     def e_var(self, node: s.Var) -> object:
         i = self.slot(node.name)
         if i < 0:
-            if (node.name, 0) in self.script.functions or any(k[0] == node.name for k in self.script.functions):
+            if (node.name, 0) in self.script.functions or any(
+                k[0] == node.name for k in self.script.functions
+            ):
                 return FnPtr(node.name)
             raise self.error(f"Variable not found: {node.name}", node)
         return self.frame.values[i]
@@ -486,7 +513,9 @@ class _Run:
                 matched = False
                 for p in patterns:
                     pv = self.ev(p)
-                    if (type(pv) is range and type(subject) is int and subject in pv) or equal(pv, subject):
+                    if (type(pv) is range and type(subject) is int and subject in pv) or equal(
+                        pv, subject
+                    ):
                         matched = True
                         break
                 if not matched:
@@ -554,7 +583,9 @@ class _Run:
             return target[self.array_index(target, key, node)]  # type: ignore[index]
         if t is dict:
             if type(key) is not str and type(key) is not Char:
-                raise self.error(f"an object map's key must be a string, not {type_name(key)}", node)
+                raise self.error(
+                    f"an object map's key must be a string, not {type_name(key)}", node
+                )
             return target.get(str(key))  # type: ignore[attr-defined]
         if t is str:
             return Char(target[self.string_index(target, key, node)])  # type: ignore[index, arg-type]
@@ -603,7 +634,9 @@ class _Run:
             return self.call_ptr(target[node.name], args, node, this=(target, place))  # type: ignore[index]
         return self.call_named(node.name, [target, *args], node, place)
 
-    def call_named(self, name: str, args: list[object], node: s.Node, place: s.Node | None) -> object:
+    def call_named(
+        self, name: str, args: list[object], node: s.Node, place: s.Node | None
+    ) -> object:
         fn = self.script.functions.get((name, len(args) - (1 if place is not None else 0)))
         if place is not None and fn is not None:
             return self.call_script(fn, args[1:], (args[0], place), node, fn)
@@ -647,12 +680,18 @@ class _Run:
         return self.check_size(result, node)
 
     def call_ptr(
-        self, ptr: FnPtr, args: list[object], node: s.Node, this: tuple[object, s.Node | None] | None = None
+        self,
+        ptr: FnPtr,
+        args: list[object],
+        node: s.Node,
+        this: tuple[object, s.Node | None] | None = None,
     ) -> object:
         if ptr.body is None:
             return self.call_named(ptr.name, args, node, None)
         if len(args) != len(ptr.params):
-            raise self.error(f"the closure takes {len(ptr.params)} arguments, not {len(args)}", node)
+            raise self.error(
+                f"the closure takes {len(ptr.params)} arguments, not {len(args)}", node
+            )
         return self.enter_frame(
             node,
             [*ptr.captured, *zip(ptr.params, args, strict=True)],
@@ -661,11 +700,18 @@ class _Run:
         )
 
     def call_script(
-        self, fn: s.FnDef, args: list[object], this: tuple[object, s.Node | None] | None, node: s.Node | None, at: s.Node
+        self,
+        fn: s.FnDef,
+        args: list[object],
+        this: tuple[object, s.Node | None] | None,
+        node: s.Node | None,
+        at: s.Node,
     ) -> object:
         if len(args) != len(fn.params):
             raise self.error(f"{fn.name} takes {len(fn.params)} arguments", node or at)
-        return self.enter_frame(node or at, list(zip(fn.params, args, strict=True)), this, lambda: self.e_block(fn.body))
+        return self.enter_frame(
+            node or at, list(zip(fn.params, args, strict=True)), this, lambda: self.e_block(fn.body)
+        )
 
     def enter_frame(
         self,
@@ -676,7 +722,9 @@ class _Run:
     ) -> object:
         self.levels += 1
         if self.levels > self.limits.max_call_levels:
-            raise self.limit(f"more than {self.limits.max_call_levels} nested calls (stack overflow)", node)
+            raise self.limit(
+                f"more than {self.limits.max_call_levels} nested calls (stack overflow)", node
+            )
         saved = self.frame
         self.frame = _Frame()
         for name, value in bindings:

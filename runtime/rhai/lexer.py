@@ -54,7 +54,9 @@ class _Reader:
         self.line = line
         self.col = col
 
-    def error(self, message: str, line: int | None = None, col: int | None = None) -> RhaiSyntaxError:
+    def error(
+        self, message: str, line: int | None = None, col: int | None = None
+    ) -> RhaiSyntaxError:
         return RhaiSyntaxError(message, self.path, line or self.line, col or self.col)
 
     def peek(self, k: int = 0) -> str:
@@ -244,7 +246,7 @@ def _raw_string(r: _Reader) -> str:
         r.advance()
         hashes += 1
     if r.peek() != '"':
-        raise r.error("a raw string starts with #\"", line0, col0)
+        raise r.error('a raw string starts with #"', line0, col0)
     r.advance()
     close = '"' + "#" * hashes
     end = r.text.find(close, r.i)

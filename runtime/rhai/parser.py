@@ -124,7 +124,9 @@ class _Parser:
             out.append(stmt)
             if needs_semi and not self.accept(";"):
                 if not (self.tok.kind == "eof" if end == "eof" else self.at("}")):
-                    raise self.error(f"expected ';' after this statement, found {_describe(self.tok)}")
+                    raise self.error(
+                        f"expected ';' after this statement, found {_describe(self.tok)}"
+                    )
         return out
 
     def function(self, script: s.Script) -> None:
@@ -141,7 +143,9 @@ class _Parser:
         body = self.block()
         key = (name, len(params))
         if key in script.functions:
-            raise self.error(f"function '{name}' with {len(params)} parameters is defined twice", start)
+            raise self.error(
+                f"function '{name}' with {len(params)} parameters is defined twice", start
+            )
         script.functions[key] = s.FnDef(start.line, start.col, name, params, body)
 
     def statement(self) -> tuple[s.Node, bool]:
@@ -177,7 +181,9 @@ class _Parser:
         if self.tok.kind == "op" and self.tok.value in _ASSIGN:
             op = str(self.next().value)
             if not isinstance(target, (s.Var, s.Prop, s.Index)):
-                raise RhaiSyntaxError("this cannot be assigned to", self.path, target.line, target.col)
+                raise RhaiSyntaxError(
+                    "this cannot be assigned to", self.path, target.line, target.col
+                )
             return s.Assign(t.line, t.col, target, op, self.expr()), True
         return target, True
 
@@ -218,7 +224,11 @@ class _Parser:
             self.enter()
             operand = self.unary()
             self.depth -= 1
-            if t.value == "-" and isinstance(operand, s.Lit) and type(operand.value) in (int, float):
+            if (
+                t.value == "-"
+                and isinstance(operand, s.Lit)
+                and type(operand.value) in (int, float)
+            ):
                 return s.Lit(t.line, t.col, -operand.value)  # type: ignore[operator]
             return s.Unary(t.line, t.col, str(t.value), operand)
         return self.postfix(self.primary())
@@ -231,7 +241,9 @@ class _Parser:
                 self.next()
                 name_tok = self.tok
                 if name_tok.kind not in ("ident", "kw"):
-                    raise self.error(f"expected a property or method name, found {_describe(name_tok)}")
+                    raise self.error(
+                        f"expected a property or method name, found {_describe(name_tok)}"
+                    )
                 self.next()
                 name = str(name_tok.value)
                 if self.at("("):
