@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from charter.runtime.rhai.values import Char, FnPtr, display_text, equal, type_name
 
@@ -26,7 +26,7 @@ _COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operato
 _NUM = (int, float)
 
 
-def binary(run: _Run, op: str, a: object, b: object, node: Node) -> object:
+def binary(run: _Run, op: str, a: Any, b: Any, node: Node) -> Any:
     ta, tb = type(a), type(b)
     if op == "==":
         return equal(a, b)
@@ -48,25 +48,25 @@ def binary(run: _Run, op: str, a: object, b: object, node: Node) -> object:
     if op == "+":
         return _plus(run, a, b, node)
     if ta is int and tb is int:
-        return _int_op(run, op, a, b, node)  # type: ignore[arg-type]
+        return _int_op(run, op, a, b, node)
     if ta in _NUM and tb in _NUM and op in ("-", "*", "/", "%", "**"):
-        return _float_op(op, float(a), float(b))  # type: ignore[arg-type]
+        return _float_op(op, float(a), float(b))
     if ta is bool and tb is bool and op in ("&", "|", "^"):
         return {"&": a and b, "|": a or b, "^": a != b}[op]
     if op in ("..", "..="):
         if ta is int and tb is int:
-            return range(a, b + (1 if op == "..=" else 0))  # type: ignore[operator, arg-type]
+            return range(a, b + (1 if op == "..=" else 0))
     if op == "-" and ta is str and tb in (str, Char):
-        return a.replace(str(b), "")  # type: ignore[attr-defined]
+        return a.replace(str(b), "")
     raise run.error(f"Function not found: {op} ({type_name(a)}, {type_name(b)})", node)
 
 
-def _plus(run: _Run, a: object, b: object, node: Node) -> object:
+def _plus(run: _Run, a: Any, b: Any, node: Node) -> Any:
     ta, tb = type(a), type(b)
     if ta is int and tb is int:
-        return run.int_result(a + b, node)  # type: ignore[operator]
+        return run.int_result(a + b, node)
     if ta in _NUM and tb in _NUM:
-        return float(a) + float(b)  # type: ignore[arg-type]
+        return float(a) + float(b)
     if ta in (str, Char) or tb in (str, Char):
         if ta is FnPtr or tb is FnPtr:
             raise run.error(f"Function not found: + ({type_name(a)}, {type_name(b)})", node)
@@ -76,15 +76,15 @@ def _plus(run: _Run, a: object, b: object, node: Node) -> object:
             raise run.limit(f"a string grew past {run.limits.max_string_size} characters", node)
         return run.check_size(left + right, node)
     if ta is list and tb is list:
-        return run.check_size(run.stored(a, node) + run.stored(b, node), node)  # type: ignore[operator]
+        return run.check_size(run.stored(a, node) + run.stored(b, node), node)
     if ta is dict and tb is dict:
-        merged = dict(run.stored(a, node))  # type: ignore[call-overload]
-        merged.update(run.stored(b, node))  # type: ignore[call-overload]
+        merged = dict(run.stored(a, node))
+        merged.update(run.stored(b, node))
         return run.check_size(merged, node)
     raise run.error(f"Function not found: + ({type_name(a)}, {type_name(b)})", node)
 
 
-def _int_op(run: _Run, op: str, a: int, b: int, node: Node) -> object:
+def _int_op(run: _Run, op: str, a: int, b: int, node: Node) -> Any:
     if op == "-":
         return run.int_result(a - b, node)
     if op == "*":
@@ -150,18 +150,18 @@ def _float_op(op: str, a: float, b: float) -> float:
     return math.nan if isinstance(r, complex) else float(r)
 
 
-def _contains(run: _Run, container: object, item: object, node: Node) -> bool:
+def _contains(run: _Run, container: Any, item: Any, node: Node) -> bool:
     t = type(container)
     if t is list:
-        return any(equal(x, item) for x in container)  # type: ignore[attr-defined]
+        return any(equal(x, item) for x in container)
     if t is dict:
         if type(item) not in (str, Char):
             raise run.error(f"an object map's key must be a string, not {type_name(item)}", node)
-        return str(item) in container  # type: ignore[operator]
+        return str(item) in container
     if t is str:
         if type(item) not in (str, Char):
             raise run.error(f"Function not found: in ({type_name(item)}, string)", node)
-        return str(item) in container  # type: ignore[operator]
+        return str(item) in container
     if t is range:
-        return type(item) is int and item in container  # type: ignore[operator]
+        return type(item) is int and item in container
     raise run.error(f"Function not found: in ({type_name(item)}, {type_name(container)})", node)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from charter.runtime.errors import CharterError
@@ -41,7 +41,7 @@ class BuiltinError(CharterError):
     """A catchable error from a builtin (wrong types, bad argument)."""
 
 
-Builtin = Callable[["_Run", list[object], "Node"], object]
+Builtin = Callable[["_Run", list[Any], "Node"], object]
 FUNCTIONS: dict[str, Builtin] = {}
 
 
@@ -54,11 +54,11 @@ def _reg(*names: str) -> Callable[[Builtin], Builtin]:
     return wrap
 
 
-def _no_fn(name: str, args: list[object]) -> BuiltinError:
+def _no_fn(name: str, args: list[Any]) -> BuiltinError:
     return BuiltinError(f"Function not found: {name} ({', '.join(type_name(a) for a in args)})")
 
 
-def _sig(name: str, args: list[object], *types: tuple[type, ...]) -> None:
+def _sig(name: str, args: list[Any], *types: tuple[type, ...]) -> None:
     if len(args) != len(types) or not all(type(a) in t for a, t in zip(args, types, strict=True)):
         raise _no_fn(name, args)
 
@@ -69,7 +69,7 @@ def _work(run: _Run, node: Node, size: int) -> None:
         run.charge(node, size // 1024)
 
 
-def _mutated(run: _Run, node: Node, new: str, result: object = None) -> object:
+def _mutated(run: _Run, node: Node, new: str, result: Any = None) -> Any:
     from charter.runtime.rhai.interp import Mutated
 
     run.check_size(new, node)
@@ -85,21 +85,21 @@ _N = (int, float)
 
 
 @_reg("type_of")
-def _type_of(run: _Run, a: list[object], node: Node) -> object:
+def _type_of(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) != 1:
         raise _no_fn("type_of", a)
     return type_name(a[0])
 
 
 @_reg("print", "debug")
-def _print(run: _Run, a: list[object], node: Node) -> object:
+def _print(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) != 1:
         raise _no_fn("print", a)
     return None  # like Leviath's engines: script output never reaches a log
 
 
 @_reg("Fn")
-def _fn(run: _Run, a: list[object], node: Node) -> object:
+def _fn(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("Fn", a, _S)
     name = str(a[0])
     if not name.isidentifier():
@@ -108,21 +108,21 @@ def _fn(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("call")
-def _call(run: _Run, a: list[object], node: Node) -> object:
+def _call(run: _Run, a: list[Any], node: Node) -> Any:
     if not a or type(a[0]) is not FnPtr:
         raise _no_fn("call", a)
-    return run.call_ptr(a[0], a[1:], node)  # type: ignore[arg-type]
+    return run.call_ptr(a[0], a[1:], node)
 
 
 @_reg("to_string")
-def _to_string(run: _Run, a: list[object], node: Node) -> object:
+def _to_string(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) != 1:
         raise _no_fn("to_string", a)
     return display_text(a[0])
 
 
 @_reg("to_debug")
-def _to_debug(run: _Run, a: list[object], node: Node) -> object:
+def _to_debug(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) != 1:
         raise _no_fn("to_debug", a)
     return debug_text(a[0])
@@ -132,24 +132,24 @@ def _to_debug(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("range")
-def _range(run: _Run, a: list[object], node: Node) -> object:
+def _range(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) == 2:
         _sig("range", a, _I, _I)
-        return range(a[0], a[1])  # type: ignore[arg-type]
+        return range(a[0], a[1])
     _sig("range", a, _I, _I, _I)
     if a[2] == 0:
         raise BuiltinError("a range's step cannot be 0")
-    return range(a[0], a[1], a[2])  # type: ignore[arg-type]
+    return range(a[0], a[1], a[2])
 
 
 @_reg("parse_int")
-def _parse_int(run: _Run, a: list[object], node: Node) -> object:
+def _parse_int(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) == 1:
         _sig("parse_int", a, _S)
         radix = 10
     else:
         _sig("parse_int", a, _S, _I)
-        radix = a[1]  # type: ignore[assignment]
+        radix = a[1]
         if not 2 <= radix <= 36:
             raise BuiltinError(f"invalid radix {radix}")
     text = str(a[0]).strip()
@@ -165,7 +165,7 @@ def _parse_int(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("parse_float")
-def _parse_float(run: _Run, a: list[object], node: Node) -> object:
+def _parse_float(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("parse_float", a, _S)
     try:
         return float(str(a[0]).strip())
@@ -176,7 +176,7 @@ def _parse_float(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("to_int")
-def _to_int(run: _Run, a: list[object], node: Node) -> object:
+def _to_int(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("to_int", a, (int, float, Char, bool))
     v = a[0]
     if type(v) is float:
@@ -184,43 +184,43 @@ def _to_int(run: _Run, a: list[object], node: Node) -> object:
             raise BuiltinError(f"Integer overflow: {display_text(v)}")
         return int(v)
     if type(v) is Char:
-        return ord(v)  # type: ignore[arg-type]
-    return int(v)  # type: ignore[call-overload]
+        return ord(v)
+    return int(v)
 
 
 @_reg("to_float")
-def _to_float(run: _Run, a: list[object], node: Node) -> object:
+def _to_float(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("to_float", a, _N)
-    return float(a[0])  # type: ignore[arg-type]
+    return float(a[0])
 
 
 @_reg("abs")
-def _abs(run: _Run, a: list[object], node: Node) -> object:
+def _abs(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("abs", a, _N)
-    return run.int_result(abs(a[0]), node) if type(a[0]) is int else abs(a[0])  # type: ignore[arg-type]
+    return run.int_result(abs(a[0]), node) if type(a[0]) is int else abs(a[0])
 
 
 @_reg("sign")
-def _sign(run: _Run, a: list[object], node: Node) -> object:
+def _sign(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("sign", a, _N)
     v = a[0]
-    return (v > 0) - (v < 0)  # type: ignore[operator]
+    return (v > 0) - (v < 0)
 
 
 @_reg("min", "max")
-def _min_max(run: _Run, a: list[object], node: Node) -> object:
+def _min_max(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("min", a, _N, _N)
     pick = min if run.called == "min" else max
     if type(a[0]) is int and type(a[1]) is int:
-        return pick(a[0], a[1])  # type: ignore[type-var]
-    return float(pick(a[0], a[1]))  # type: ignore[type-var, arg-type]
+        return pick(a[0], a[1])
+    return float(pick(a[0], a[1]))
 
 
 def _float_fn(name: str, fn: Callable[[float], object]) -> None:
-    def run_it(run: _Run, a: list[object], node: Node) -> object:
+    def run_it(run: _Run, a: list[Any], node: Node) -> Any:
         _sig(name, a, _N)
         try:
-            return fn(float(a[0]))  # type: ignore[arg-type]
+            return fn(float(a[0]))
         except (ValueError, OverflowError):
             return math.nan
 
@@ -240,9 +240,9 @@ for _name, _f in {
 
 
 @_reg("round")
-def _round(run: _Run, a: list[object], node: Node) -> object:
+def _round(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("round", a, _N)
-    x = float(a[0])  # type: ignore[arg-type]
+    x = float(a[0])
     if math.isnan(x) or math.isinf(x):
         return x
     return float(
@@ -251,9 +251,9 @@ def _round(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("to_hex", "to_octal", "to_binary")
-def _to_radix(run: _Run, a: list[object], node: Node) -> object:
+def _to_radix(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("to_hex", a, _I)
-    v = a[0] & ((1 << 64) - 1)  # type: ignore[operator]
+    v = a[0] & ((1 << 64) - 1)
     return {"to_hex": f"{v:x}", "to_octal": f"{v:o}", "to_binary": f"{v:b}"}[run.called]
 
 
@@ -261,57 +261,57 @@ def _to_radix(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("len")
-def _len(run: _Run, a: list[object], node: Node) -> object:
+def _len(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("len", a, (str, Char, list, dict))
-    return len(a[0])  # type: ignore[arg-type]
+    return len(a[0])
 
 
 @_reg("is_empty")
-def _is_empty(run: _Run, a: list[object], node: Node) -> object:
+def _is_empty(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("is_empty", a, (str, Char, list, dict))
     v = a[0]
     return not str(v).strip() if type(v) in _S else not v
 
 
 @_reg("to_upper", "to_lower")
-def _case(run: _Run, a: list[object], node: Node) -> object:
+def _case(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("to_upper", a, _S)
-    _work(run, node, len(a[0]))  # type: ignore[arg-type]
+    _work(run, node, len(a[0]))
     text = str(a[0]).upper() if run.called == "to_upper" else str(a[0]).lower()
     return Char(text) if type(a[0]) is Char and len(text) == 1 else text
 
 
 @_reg("make_upper", "make_lower")
-def _make_case(run: _Run, a: list[object], node: Node) -> object:
+def _make_case(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("make_upper", a, (str,))
-    _work(run, node, len(a[0]))  # type: ignore[arg-type]
+    _work(run, node, len(a[0]))
     return _mutated(
         run, node, str(a[0]).upper() if run.called == "make_upper" else str(a[0]).lower()
     )
 
 
 @_reg("trim")
-def _trim(run: _Run, a: list[object], node: Node) -> object:
+def _trim(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("trim", a, (str,))
-    _work(run, node, len(a[0]))  # type: ignore[arg-type]
+    _work(run, node, len(a[0]))
     return str(a[0]).strip()
 
 
 @_reg("contains")
-def _contains(run: _Run, a: list[object], node: Node) -> object:
+def _contains(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) == 2 and type(a[0]) is str and type(a[1]) in _S:
-        _work(run, node, len(a[0]))  # type: ignore[arg-type]
+        _work(run, node, len(a[0]))
         return str(a[1]) in str(a[0])
     if len(a) == 2 and type(a[0]) is list:
-        _work(run, node, 16 * len(a[0]))  # type: ignore[arg-type]
-        return any(equal(x, a[1]) for x in a[0])  # type: ignore[attr-defined]
+        _work(run, node, 16 * len(a[0]))
+        return any(equal(x, a[1]) for x in a[0])
     if len(a) == 2 and type(a[0]) is dict and type(a[1]) in _S:
-        return str(a[1]) in a[0]  # type: ignore[operator]
+        return str(a[1]) in a[0]
     raise _no_fn("contains", a)
 
 
 @_reg("starts_with", "ends_with")
-def _starts_ends(run: _Run, a: list[object], node: Node) -> object:
+def _starts_ends(run: _Run, a: list[Any], node: Node) -> Any:
     _sig(run.called, a, (str,), _S)
     return (
         str(a[0]).startswith(str(a[1]))
@@ -321,16 +321,16 @@ def _starts_ends(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("index_of")
-def _index_of(run: _Run, a: list[object], node: Node) -> object:
+def _index_of(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) in (2, 3) and type(a[0]) is str and type(a[1]) in _S:
         start = 0
         if len(a) == 3:
             _sig("index_of", a, (str,), _S, _I)
-            start = a[2] if a[2] >= 0 else max(0, len(a[0]) + a[2])  # type: ignore[operator, arg-type]
-        _work(run, node, len(a[0]))  # type: ignore[arg-type]
-        return str(a[0]).find(str(a[1]), start)  # type: ignore[arg-type]
+            start = a[2] if a[2] >= 0 else max(0, len(a[0]) + a[2])
+        _work(run, node, len(a[0]))
+        return str(a[0]).find(str(a[1]), start)
     if len(a) == 2 and type(a[0]) is list:
-        for i, x in enumerate(a[0]):  # type: ignore[arg-type]
+        for i, x in enumerate(a[0]):
             if equal(x, a[1]):
                 return i
         return -1
@@ -346,20 +346,20 @@ def _span(length: int, start: int, count: int | None) -> tuple[int, int]:
 
 
 @_reg("sub_string")
-def _sub_string(run: _Run, a: list[object], node: Node) -> object:
+def _sub_string(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) == 2:
         _sig("sub_string", a, (str,), _I)
         count = None
     else:
         _sig("sub_string", a, (str,), _I, _I)
-        count = a[2]  # type: ignore[assignment]
+        count = a[2]
     text = str(a[0])
-    i, j = _span(len(text), a[1], count)  # type: ignore[arg-type]
+    i, j = _span(len(text), a[1], count)
     return text[i:j]
 
 
 @_reg("crop")
-def _crop(run: _Run, a: list[object], node: Node) -> object:
+def _crop(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) == 2 and type(a[0]) is list:
         return _extract(run, a, node)
     text = _sub_string(run, a, node)
@@ -367,16 +367,16 @@ def _crop(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("truncate")
-def _truncate(run: _Run, a: list[object], node: Node) -> object:
+def _truncate(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) == 2 and type(a[0]) is list and type(a[1]) is int:
-        del a[0][max(0, a[1]) :]  # type: ignore[attr-defined, misc]
+        del a[0][max(0, a[1]) :]
         return None
     _sig("truncate", a, (str,), _I)
-    return _mutated(run, node, str(a[0])[: max(0, a[1])])  # type: ignore[misc]
+    return _mutated(run, node, str(a[0])[: max(0, a[1])])
 
 
 @_reg("replace")
-def _replace(run: _Run, a: list[object], node: Node) -> object:
+def _replace(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("replace", a, (str,), _S, _S)
     text, find, sub = str(a[0]), str(a[1]), str(a[2])
     _work(run, node, len(text))
@@ -391,49 +391,49 @@ def _replace(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("remove")
-def _remove(run: _Run, a: list[object], node: Node) -> object:
+def _remove(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) == 2 and type(a[0]) is str and type(a[1]) in _S:
         return _mutated(run, node, str(a[0]).replace(str(a[1]), ""))
     if len(a) == 2 and type(a[0]) is list and type(a[1]) is int:
-        arr: list[object] = a[0]  # type: ignore[assignment]
-        i = a[1] + len(arr) if a[1] < 0 else a[1]  # type: ignore[operator]
-        return arr.pop(i) if 0 <= i < len(arr) else None  # type: ignore[operator, arg-type]
+        arr: list[Any] = a[0]
+        i = a[1] + len(arr) if a[1] < 0 else a[1]
+        return arr.pop(i) if 0 <= i < len(arr) else None
     if len(a) == 2 and type(a[0]) is dict and type(a[1]) in _S:
-        return a[0].pop(str(a[1]), None)  # type: ignore[attr-defined]
+        return a[0].pop(str(a[1]), None)
     raise _no_fn("remove", a)
 
 
 @_reg("clear")
-def _clear(run: _Run, a: list[object], node: Node) -> object:
+def _clear(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) == 1 and type(a[0]) is str:
         return _mutated(run, node, "")
     if len(a) == 1 and type(a[0]) in (list, dict):
-        a[0].clear()  # type: ignore[attr-defined]
+        a[0].clear()
         return None
     raise _no_fn("clear", a)
 
 
 @_reg("append")
-def _append(run: _Run, a: list[object], node: Node) -> object:
+def _append(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) == 2 and type(a[0]) is str:
         extra = display_text(a[1])
-        if len(a[0]) + len(extra) > run.limits.max_string_size:  # type: ignore[arg-type]
+        if len(a[0]) + len(extra) > run.limits.max_string_size:
             raise run.limit(f"a string grew past {run.limits.max_string_size} characters", node)
         return _mutated(run, node, str(a[0]) + extra)
     if len(a) == 2 and type(a[0]) is list and type(a[1]) is list:
-        arr: list[object] = a[0]  # type: ignore[assignment]
-        if len(arr) + len(a[1]) > run.limits.max_array_size:  # type: ignore[arg-type]
+        arr: list[Any] = a[0]
+        if len(arr) + len(a[1]) > run.limits.max_array_size:
             raise run.limit(f"an array grew past {run.limits.max_array_size} items", node)
-        arr.extend(run.stored(a[1], node))  # type: ignore[call-overload]
+        arr.extend(run.stored(a[1], node))
         return None
     raise _no_fn("append", a)
 
 
 @_reg("pad")
-def _pad(run: _Run, a: list[object], node: Node) -> object:
+def _pad(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) == 3 and type(a[0]) is list and type(a[1]) is int:
-        arr: list[object] = a[0]  # type: ignore[assignment]
-        n: int = a[1]  # type: ignore[assignment]
+        arr: list[Any] = a[0]
+        n: int = a[1]
         if n > run.limits.max_array_size:
             raise run.limit(f"an array grew past {run.limits.max_array_size} items", node)
         while len(arr) < n:
@@ -441,17 +441,17 @@ def _pad(run: _Run, a: list[object], node: Node) -> object:
         return None
     _sig("pad", a, (str,), _I, _S)
     text, n, fill = str(a[0]), a[1], str(a[2])
-    if n > run.limits.max_string_size:  # type: ignore[operator]
+    if n > run.limits.max_string_size:
         raise run.limit(f"a string grew past {run.limits.max_string_size} characters", node)
     if not fill:
         return _mutated(run, node, text)
-    while len(text) < n:  # type: ignore[operator]
-        text += fill[: n - len(text)]  # type: ignore[operator]
+    while len(text) < n:
+        text += fill[: n - len(text)]
     return _mutated(run, node, text)
 
 
 @_reg("split")
-def _split(run: _Run, a: list[object], node: Node) -> object:
+def _split(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) == 2 and type(a[0]) is str and type(a[1]) in _S:
         text, sep = str(a[0]), str(a[1])
         _work(run, node, len(text))
@@ -461,11 +461,11 @@ def _split(run: _Run, a: list[object], node: Node) -> object:
         return ["", *text, ""] if not sep else text.split(sep)
     if len(a) == 2 and type(a[0]) is str and type(a[1]) is int:
         text = str(a[0])
-        i, _ = _span(len(text), a[1], None)  # type: ignore[arg-type]
+        i, _ = _span(len(text), a[1], None)
         return [text[:i], text[i:]]
     if len(a) == 2 and type(a[0]) is list and type(a[1]) is int:
-        arr: list[object] = a[0]  # type: ignore[assignment]
-        i, _ = _span(len(arr), a[1], None)  # type: ignore[arg-type]
+        arr: list[Any] = a[0]
+        i, _ = _span(len(arr), a[1], None)
         tail = arr[i:]
         del arr[i:]
         return tail
@@ -473,29 +473,29 @@ def _split(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("chars")
-def _chars(run: _Run, a: list[object], node: Node) -> object:
+def _chars(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("chars", a, (str,))
-    if len(a[0]) > run.limits.max_array_size:  # type: ignore[arg-type]
+    if len(a[0]) > run.limits.max_array_size:
         raise run.limit(f"an array grew past {run.limits.max_array_size} items", node)
     return [Char(c) for c in str(a[0])]
 
 
 @_reg("get")
-def _get(run: _Run, a: list[object], node: Node) -> object:
+def _get(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) == 2 and type(a[0]) in (str, list) and type(a[1]) is int:
         seq = a[0]
-        i = a[1] + len(seq) if a[1] < 0 else a[1]  # type: ignore[operator, arg-type]
-        if not 0 <= i < len(seq):  # type: ignore[operator, arg-type]
+        i = a[1] + len(seq) if a[1] < 0 else a[1]
+        if not 0 <= i < len(seq):
             return None
-        item = seq[i]  # type: ignore[index]
+        item = seq[i]
         return Char(item) if type(seq) is str else item
     if len(a) == 2 and type(a[0]) is dict and type(a[1]) in _S:
-        return a[0].get(str(a[1]))  # type: ignore[attr-defined]
+        return a[0].get(str(a[1]))
     raise _no_fn("get", a)
 
 
 @_reg("bytes")
-def _bytes(run: _Run, a: list[object], node: Node) -> object:
+def _bytes(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("bytes", a, _S)
     return len(str(a[0]).encode("utf-8"))
 
@@ -504,10 +504,10 @@ def _bytes(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("push")
-def _push(run: _Run, a: list[object], node: Node) -> object:
+def _push(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) != 2 or type(a[0]) is not list:
         raise _no_fn("push", a)
-    arr: list[object] = a[0]  # type: ignore[assignment]
+    arr: list[Any] = a[0]
     if len(arr) + 1 > run.limits.max_array_size:
         raise run.limit(f"an array grew past {run.limits.max_array_size} items", node)
     arr.append(a[1])
@@ -516,52 +516,52 @@ def _push(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("insert")
-def _insert(run: _Run, a: list[object], node: Node) -> object:
+def _insert(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) != 3 or type(a[0]) is not list or type(a[1]) is not int:
         raise _no_fn("insert", a)
-    arr: list[object] = a[0]  # type: ignore[assignment]
+    arr: list[Any] = a[0]
     if len(arr) + 1 > run.limits.max_array_size:
         raise run.limit(f"an array grew past {run.limits.max_array_size} items", node)
-    i: int = a[1]  # type: ignore[assignment]
+    i: int = a[1]
     arr.insert(max(0, i + len(arr)) if i < 0 else min(i, len(arr)), a[2])
     return None
 
 
 @_reg("pop", "shift")
-def _pop(run: _Run, a: list[object], node: Node) -> object:
+def _pop(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("pop", a, (list,))
-    arr: list[object] = a[0]  # type: ignore[assignment]
+    arr: list[Any] = a[0]
     if not arr:
         return None
     return arr.pop() if run.called == "pop" else arr.pop(0)
 
 
 @_reg("reverse")
-def _reverse(run: _Run, a: list[object], node: Node) -> object:
+def _reverse(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) == 1 and type(a[0]) is list:
-        a[0].reverse()  # type: ignore[attr-defined]
+        a[0].reverse()
         return None
     raise _no_fn("reverse", a)
 
 
 @_reg("extract")
-def _extract(run: _Run, a: list[object], node: Node) -> object:
+def _extract(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) == 2:
         _sig("extract", a, (list,), _I)
         count = None
     else:
         _sig("extract", a, (list,), _I, _I)
-        count = a[2]  # type: ignore[assignment]
-    arr: list[object] = a[0]  # type: ignore[assignment]
-    i, j = _span(len(arr), a[1], count)  # type: ignore[arg-type]
+        count = a[2]
+    arr: list[Any] = a[0]
+    i, j = _span(len(arr), a[1], count)
     return run.stored(arr[i:j], node)
 
 
 @_reg("dedup")
-def _dedup(run: _Run, a: list[object], node: Node) -> object:
+def _dedup(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("dedup", a, (list,))
-    arr: list[object] = a[0]  # type: ignore[assignment]
-    kept: list[object] = []
+    arr: list[Any] = a[0]
+    kept: list[Any] = []
     for x in arr:
         if not kept or not equal(kept[-1], x):
             kept.append(x)
@@ -569,26 +569,27 @@ def _dedup(run: _Run, a: list[object], node: Node) -> object:
     return None
 
 
-def _callback(run: _Run, fn: object, node: Node, *args: object) -> object:
+def _callback(run: _Run, fn: Any, node: Node, *args: Any) -> Any:
     if type(fn) is not FnPtr:
         raise BuiltinError(f"expected a function pointer, not {type_name(fn)}")
-    ptr: FnPtr = fn  # type: ignore[assignment]
+    ptr: FnPtr = fn
     want = len(ptr.params) if ptr.body is not None else None
     given = list(args) if want is None or want >= len(args) else list(args[:want])
     return run.call_ptr(ptr, given, node)
 
 
 @_reg("map")
-def _map(run: _Run, a: list[object], node: Node) -> object:
+def _map(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("map", a, (list,), (FnPtr,))
-    return [_callback(run, a[1], node, x, i) for i, x in enumerate(list(a[0]))]  # type: ignore[call-overload]
+    return [_callback(run, a[1], node, x, i) for i, x in enumerate(list(a[0]))]
 
 
 @_reg("filter", "retain", "drain")
-def _filter(run: _Run, a: list[object], node: Node) -> object:
+def _filter(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("filter", a, (list,), (FnPtr,))
-    arr: list[object] = a[0]  # type: ignore[assignment]
-    keep, drop = [], []
+    arr: list[Any] = a[0]
+    keep: list[Any] = []
+    drop: list[Any] = []
     for i, x in enumerate(list(arr)):
         verdict = _callback(run, a[1], node, x, i)
         if type(verdict) is not bool:
@@ -602,20 +603,20 @@ def _filter(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("reduce")
-def _reduce(run: _Run, a: list[object], node: Node) -> object:
+def _reduce(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) not in (2, 3) or type(a[0]) is not list:
         raise _no_fn("reduce", a)
     acc = a[2] if len(a) == 3 else None
-    for i, x in enumerate(list(a[0])):  # type: ignore[call-overload]
+    for i, x in enumerate(list(a[0])):
         acc = _callback(run, a[1], node, acc, x, i)
     return acc
 
 
 @_reg("some", "all")
-def _some_all(run: _Run, a: list[object], node: Node) -> object:
+def _some_all(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("some", a, (list,), (FnPtr,))
     want_all = run.called == "all"
-    for i, x in enumerate(list(a[0])):  # type: ignore[call-overload]
+    for i, x in enumerate(list(a[0])):
         verdict = _callback(run, a[1], node, x, i)
         if type(verdict) is not bool:
             raise BuiltinError("the function must return a bool")
@@ -625,53 +626,53 @@ def _some_all(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("find")
-def _find(run: _Run, a: list[object], node: Node) -> object:
+def _find(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("find", a, (list,), (FnPtr,))
-    for i, x in enumerate(list(a[0])):  # type: ignore[call-overload]
+    for i, x in enumerate(list(a[0])):
         if _callback(run, a[1], node, x, i) is True:
             return x
     return None
 
 
 @_reg("for_each")
-def _for_each(run: _Run, a: list[object], node: Node) -> object:
+def _for_each(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("for_each", a, (list,), (FnPtr,))
-    for i, x in enumerate(list(a[0])):  # type: ignore[call-overload]
+    for i, x in enumerate(list(a[0])):
         _callback(run, a[1], node, x, i)
     return None
 
 
 @_reg("sort")
-def _sort(run: _Run, a: list[object], node: Node) -> object:
+def _sort(run: _Run, a: list[Any], node: Node) -> Any:
     import functools
 
     if len(a) == 1 and type(a[0]) is list:
-        arr: list[object] = a[0]  # type: ignore[assignment]
+        arr: list[Any] = a[0]
         kinds = {type(x) for x in arr}
         if not arr:
             return None
         if kinds <= {int, float} or kinds <= {str, Char} or kinds == {bool}:
             _work(run, node, 16 * len(arr))
-            arr.sort(key=lambda x: str(x) if type(x) in _S else x)  # type: ignore[arg-type, return-value]
+            arr.sort(key=lambda x: str(x) if type(x) in _S else x)
             return None
         raise BuiltinError("sort() without a function needs numbers, strings or bools of one kind")
     _sig("sort", a, (list,), (FnPtr,))
-    arr = a[0]  # type: ignore[assignment]
+    arr = a[0]
 
-    def cmp(x: object, y: object) -> int:
+    def cmp(x: Any, y: Any) -> int:
         r = _callback(run, a[1], node, x, y)
         if type(r) is not int:
             raise BuiltinError("the sort function must return an integer")
-        return (r > 0) - (r < 0)  # type: ignore[operator]
+        return (r > 0) - (r < 0)
 
     arr.sort(key=functools.cmp_to_key(cmp))
     return None
 
 
 @_reg("join")
-def _join(run: _Run, a: list[object], node: Node) -> object:
+def _join(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("join", a, (list,), _S)
-    text = str(a[1]).join(display_text(x) for x in a[0])  # type: ignore[attr-defined]
+    text = str(a[1]).join(display_text(x) for x in a[0])
     return text
 
 
@@ -679,33 +680,33 @@ def _join(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("keys", "values")
-def _keys_values(run: _Run, a: list[object], node: Node) -> object:
+def _keys_values(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("keys", a, (dict,))
-    m: dict[str, object] = a[0]  # type: ignore[assignment]
+    m: dict[str, Any] = a[0]
     ordered = sorted(m)
     return ordered if run.called == "keys" else [run.stored(m[k], node) for k in ordered]
 
 
 @_reg("mixin", "fill_with")
-def _mixin(run: _Run, a: list[object], node: Node) -> object:
+def _mixin(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("mixin", a, (dict,), (dict,))
-    target: dict[str, object] = a[0]  # type: ignore[assignment]
-    for k, v in a[1].items():  # type: ignore[attr-defined]
+    target: dict[str, Any] = a[0]
+    for k, v in a[1].items():
         if run.called == "mixin" or k not in target:
             target[k] = run.stored(v, node)
     return None
 
 
 @_reg("set")
-def _set(run: _Run, a: list[object], node: Node) -> object:
+def _set(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) == 3 and type(a[0]) is dict and type(a[1]) in _S:
-        a[0][str(a[1])] = a[2]  # type: ignore[index]
+        a[0][str(a[1])] = a[2]
         return None
     if len(a) == 3 and type(a[0]) is list and type(a[1]) is int:
-        arr: list[object] = a[0]  # type: ignore[assignment]
-        i = a[1] + len(arr) if a[1] < 0 else a[1]  # type: ignore[operator]
-        if 0 <= i < len(arr):  # type: ignore[operator]
-            arr[i] = a[2]  # type: ignore[index]
+        arr: list[Any] = a[0]
+        i = a[1] + len(arr) if a[1] < 0 else a[1]
+        if 0 <= i < len(arr):
+            arr[i] = a[2]
         return None
     raise _no_fn("set", a)
 
@@ -714,15 +715,15 @@ def _set(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("count_tokens")
-def _count_tokens(run: _Run, a: list[object], node: Node) -> object:
+def _count_tokens(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("count_tokens", a, _S)
     return -(-len(str(a[0]).encode("utf-8")) // 4)  # bytes / 4, rounded up
 
 
 @_reg("is_json")
-def _is_json(run: _Run, a: list[object], node: Node) -> object:
+def _is_json(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("is_json", a, _S)
-    _work(run, node, len(a[0]))  # type: ignore[arg-type]
+    _work(run, node, len(a[0]))
     try:
         json.loads(str(a[0]))
     except (ValueError, RecursionError):
@@ -731,7 +732,7 @@ def _is_json(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("is_mermaid")
-def _is_mermaid(run: _Run, a: list[object], node: Node) -> object:
+def _is_mermaid(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("is_mermaid", a, _S)
     text = str(a[0])
     marks = ("graph", "sequenceDiagram", "classDiagram", "stateDiagram", "erDiagram", "flowchart")
@@ -739,67 +740,67 @@ def _is_mermaid(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("is_markdown")
-def _is_markdown(run: _Run, a: list[object], node: Node) -> object:
+def _is_markdown(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("is_markdown", a, _S)
     return bool(str(a[0]))  # Leviath's check accepts any non-empty text
 
 
 @_reg("content_format")
-def _content_format(run: _Run, a: list[object], node: Node) -> object:
+def _content_format(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("content_format", a, _S)
     return str(a[0]) if str(a[0]) in ("text", "json", "mermaid", "markdown", "code") else "text"
 
 
 @_reg("tokens_remaining")
-def _tokens_remaining(run: _Run, a: list[object], node: Node) -> object:
+def _tokens_remaining(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("tokens_remaining", a, _I, _I)
-    return max(I64_MIN, min(I64_MAX, a[0] - a[1]))  # type: ignore[operator]  # saturating
+    return max(I64_MIN, min(I64_MAX, a[0] - a[1]))  # saturating
 
 
 @_reg("usage_ratio")
-def _usage_ratio(run: _Run, a: list[object], node: Node) -> object:
+def _usage_ratio(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("usage_ratio", a, _I, _I)
-    return 1.0 if a[0] == 0 else a[1] / a[0]  # type: ignore[operator]
+    return 1.0 if a[0] == 0 else a[1] / a[0]
 
 
 @_reg("needs_eviction")
-def _needs_eviction(run: _Run, a: list[object], node: Node) -> object:
+def _needs_eviction(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("needs_eviction", a, _I, _I, _F)
-    return True if a[0] == 0 else a[1] / a[0] >= a[2]  # type: ignore[operator]
+    return True if a[0] == 0 else a[1] / a[0] >= a[2]
 
 
 @_reg("region_pinned", "region_temporary", "region_clearable")
-def _region_kind(run: _Run, a: list[object], node: Node) -> object:
+def _region_kind(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("region_pinned", a)
     return run.called.removeprefix("region_")
 
 
 @_reg("region_sliding_window")
-def _region_sliding(run: _Run, a: list[object], node: Node) -> object:
+def _region_sliding(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("region_sliding_window", a, _I)
     return {"kind": "sliding_window", "max_items": a[0]}
 
 
 @_reg("region_compacting")
-def _region_compacting(run: _Run, a: list[object], node: Node) -> object:
+def _region_compacting(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("region_compacting", a, _I)
     return {"kind": "compacting", "threshold_tokens": a[0]}
 
 
 @_reg("region_custom")
-def _region_custom(run: _Run, a: list[object], node: Node) -> object:
+def _region_custom(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("region_custom", a, (str,), (bool,))
     return {"kind": "custom", "script": a[0], "persistent": a[1]}
 
 
 @_reg("region_entry")
-def _region_entry(run: _Run, a: list[object], node: Node) -> object:
+def _region_entry(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("region_entry", a, (str,), _I)
     return {"content": a[0], "tokens": a[1]}
 
 
 @_reg("parse_json")
-def _parse_json(run: _Run, a: list[object], node: Node) -> object:
+def _parse_json(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("parse_json", a, _S)
     text = str(a[0])
     _work(run, node, len(text))
@@ -812,74 +813,74 @@ def _parse_json(run: _Run, a: list[object], node: Node) -> object:
     return _from_json(run, value, node)
 
 
-def _reject_constant(name: str) -> object:
+def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _from_json(run: _Run, value: object, node: Node) -> object:
+def _from_json(run: _Run, value: Any, node: Node) -> Any:
     """JSON as Rhai values, each container within its bound; an integer
     past 64 bits becomes a float, as serde's conversion makes it."""
-    root: list[object] = [None]
-    stack: list[tuple[object, object, object]] = [(value, root, 0)]
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
     while stack:
         src, parent, key = stack.pop()
         t = type(src)
         if t is list:
             run.check_size(src, node)
-            new: object = [None] * len(src)  # type: ignore[arg-type]
-            for i, item in enumerate(src):  # type: ignore[arg-type]
+            new: Any = [None] * len(src)
+            for i, item in enumerate(src):
                 stack.append((item, new, i))
         elif t is dict:
             run.check_size(src, node)
-            new = dict.fromkeys(src)  # type: ignore[call-overload]
-            for k, item in src.items():  # type: ignore[attr-defined]
+            new = dict.fromkeys(src)
+            for k, item in src.items():
                 stack.append((item, new, k))
-        elif t is int and not I64_MIN <= src <= I64_MAX:  # type: ignore[operator]
-            new = float(src)  # type: ignore[arg-type]
+        elif t is int and not I64_MIN <= src <= I64_MAX:
+            new = float(src)
         elif t is str:
             run.check_size(src, node)
             new = src
         else:
             new = src
-        parent[key] = new  # type: ignore[index]
+        parent[key] = new
     return root[0]
 
 
-def to_json_text(value: object) -> str:
+def to_json_text(value: Any) -> str:
     """Compact JSON with keys in order, as serde writes Rhai's maps."""
     return json.dumps(
         _to_json(value), ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False
     )
 
 
-def _to_json(value: object) -> object:
-    root: list[object] = [None]
-    stack: list[tuple[object, object, object]] = [(value, root, 0)]
+def _to_json(value: Any) -> Any:
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
     while stack:
         src, parent, key = stack.pop()
         t = type(src)
         if t is list:
-            new: object = [None] * len(src)  # type: ignore[arg-type]
-            for i, item in enumerate(src):  # type: ignore[arg-type]
+            new: Any = [None] * len(src)
+            for i, item in enumerate(src):
                 stack.append((item, new, i))
         elif t is dict:
-            new = dict.fromkeys(src)  # type: ignore[call-overload]
-            for k, item in src.items():  # type: ignore[attr-defined]
+            new = dict.fromkeys(src)
+            for k, item in src.items():
                 stack.append((item, new, k))
         elif t is Char:
             new = str(src)
-        elif t is float and (math.isnan(src) or math.isinf(src)):  # type: ignore[arg-type]
+        elif t is float and (math.isnan(src) or math.isinf(src)):
             new = None
         elif src is None or t in (bool, int, float, str):
             new = src
         else:
             raise BuiltinError(f"to_json: a {type_name(src)} cannot be written as JSON")
-        parent[key] = new  # type: ignore[index]
+        parent[key] = new
     return root[0]
 
 
 @_reg("to_json")
-def _to_json_fn(run: _Run, a: list[object], node: Node) -> object:
+def _to_json_fn(run: _Run, a: list[Any], node: Node) -> Any:
     if len(a) != 1:
         raise _no_fn("to_json", a)
     try:
@@ -889,15 +890,15 @@ def _to_json_fn(run: _Run, a: list[object], node: Node) -> object:
 
 
 @_reg("encode_uri")
-def _encode_uri(run: _Run, a: list[object], node: Node) -> object:
+def _encode_uri(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("encode_uri", a, _S)
     return quote(str(a[0]), safe="-_.~")  # every byte but RFC 3986's unreserved ones
 
 
 @_reg("html_to_text")
-def _html_to_text(run: _Run, a: list[object], node: Node) -> object:
+def _html_to_text(run: _Run, a: list[Any], node: Node) -> Any:
     _sig("html_to_text", a, _S)
-    _work(run, node, 4 * len(a[0]))  # type: ignore[arg-type]
+    _work(run, node, 4 * len(a[0]))
     return html_to_text(str(a[0]))
 
 

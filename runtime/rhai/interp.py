@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from charter.runtime.errors import CharterError
 from charter.runtime.rhai import syntax as s
@@ -68,12 +69,12 @@ class Mutated:
     the new receiver, written back to the place it came from, and the
     call's result."""
 
-    receiver: object
-    result: object = None
+    receiver: Any
+    result: Any = None
 
 
 class _Break(Exception):
-    def __init__(self, value: object) -> None:
+    def __init__(self, value: Any) -> None:
         self.value = value
 
 
@@ -82,7 +83,7 @@ class _Continue(Exception):
 
 
 class _Return(Exception):
-    def __init__(self, value: object) -> None:
+    def __init__(self, value: Any) -> None:
         self.value = value
 
 
@@ -94,7 +95,7 @@ _GETTERS = frozenset({"len", "is_empty"})
 @dataclass(slots=True)
 class _Frame:
     names: list[str] = field(default_factory=list)
-    values: list[object] = field(default_factory=list)
+    values: list[Any] = field(default_factory=list)
     consts: list[bool] = field(default_factory=list)
 
 
@@ -107,7 +108,7 @@ class Engine:
         self.limits = limits or Limits()
         self.host = dict(host or {})
 
-    def run(self, script: s.Script, scope: Mapping[str, object] | None = None) -> object:
+    def run(self, script: s.Script, scope: Mapping[str, object] | None = None) -> Any:
         """Evaluate the script's top level with ``scope`` as its variables;
         the value of its last statement (or of a top-level ``return``)."""
         run = _Run(self, script)
@@ -115,11 +116,11 @@ class Engine:
             run.declare(name, run.stored(value), False)
         return run.guarded(lambda: run.top(script.body))
 
-    def call(self, script: s.Script, name: str, args: list[object]) -> object:
+    def call(self, script: s.Script, name: str, args: list[Any]) -> Any:
         """Call one of the script's functions (a hook's ``on_tool_call``)."""
         run = _Run(self, script)
 
-        def go() -> object:
+        def go() -> Any:
             run.top(script.body)  # top-level constants and side effects first
             fn = script.functions.get((name, len(args)))
             if fn is None:
@@ -146,7 +147,7 @@ class _Run:
         self.frame = _Frame()
         self.called = ""  # the name a builtin was called by (several share one body)
         self.builtins = builtins.FUNCTIONS
-        self.dispatch: dict[type, Callable[[s.Node], object]] = {
+        self.dispatch: dict[type, Callable[[Any], object]] = {
             s.Lit: self.e_lit, s.Var: self.e_var, s.Template: self.e_template,
             s.ArrayLit: self.e_array, s.MapLit: self.e_map, s.Unary: self.e_unary,
             s.Binary: self.e_binary, s.Prop: self.e_prop, s.Index: self.e_index,
@@ -160,7 +161,7 @@ class _Run:
 
     # ---- bookkeeping ---------------------------------------------------
 
-    def guarded(self, go: Callable[[], object]) -> object:
+    def guarded(self, go: Callable[[], object]) -> Any:
         try:
             return go()
         except _Return as r:
@@ -177,7 +178,7 @@ class _Run:
             raise RhaiLimitError("the script ran out of memory", self.path, 1, 1) from None
 
     def error(
-        self, message: str, node: s.Node, value: object = None, thrown: bool = False
+        self, message: str, node: s.Node, value: Any = None, thrown: bool = False
     ) -> RhaiRuntimeError:
         err = RhaiRuntimeError(message, self.path, node.line, node.col, value)
         err.thrown = thrown
@@ -197,23 +198,23 @@ class _Run:
                 f"the script ran longer than {self.limits.max_seconds:g} seconds", node
             )
 
-    def check_size(self, value: object, node: s.Node) -> object:
+    def check_size(self, value: Any, node: s.Node) -> Any:
         """A new string, array or map: within its bound, and counted."""
         t = type(value)
         if t is str:
-            n = len(value)  # type: ignore[arg-type]
+            n = len(value)
             if n > self.limits.max_string_size:
                 raise self.limit(
                     f"a string grew past {self.limits.max_string_size} characters", node
                 )
             self.spend(n, node)
         elif t is list:
-            n = len(value)  # type: ignore[arg-type]
+            n = len(value)
             if n > self.limits.max_array_size:
                 raise self.limit(f"an array grew past {self.limits.max_array_size} items", node)
             self.spend(16 * n, node)
         elif t is dict:
-            n = len(value)  # type: ignore[arg-type]
+            n = len(value)
             if n > self.limits.max_map_size:
                 raise self.limit(
                     f"an object map grew past {self.limits.max_map_size} properties", node
@@ -228,43 +229,43 @@ class _Run:
         if units >= 1024:
             self.charge(node, units // 1024)
 
-    def stored(self, value: object, node: s.Node | None = None) -> object:
+    def stored(self, value: Any, node: s.Node | None = None) -> Any:
         """A copy of an array or map about to be stored in a second place
         (an explicit stack, so a deeply nested value costs no recursion)."""
         t = type(value)
         if t is not list and t is not dict:
             return value
         where = node or s.Lit(1, 1, None)
-        root: object = [] if t is list else {}
-        stack: list[tuple[object, object]] = [(value, root)]
+        root: Any = [] if t is list else {}
+        stack: list[tuple[Any, Any]] = [(value, root)]
         while stack:
             src, dst = stack.pop()
             if type(src) is list:
-                self.spend(16 * len(src), where)  # type: ignore[arg-type]
-                for item in src:  # type: ignore[attr-defined]
+                self.spend(16 * len(src), where)
+                for item in src:
                     ti = type(item)
                     if ti is list or ti is dict:
-                        new: object = [] if ti is list else {}
+                        new: Any = [] if ti is list else {}
                         stack.append((item, new))
                         item = new
-                    dst.append(item)  # type: ignore[attr-defined]
+                    dst.append(item)
             else:
-                self.spend(16 * len(src), where)  # type: ignore[arg-type]
-                for k, item in src.items():  # type: ignore[attr-defined]
+                self.spend(16 * len(src), where)
+                for k, item in src.items():
                     ti = type(item)
                     if ti is list or ti is dict:
                         new = [] if ti is list else {}
                         stack.append((item, new))
                         item = new
-                    dst[k] = item  # type: ignore[index]
+                    dst[k] = item
         return root
 
-    def value_of(self, node: s.Node) -> object:
+    def value_of(self, node: s.Node) -> Any:
         """Evaluate ``node`` for storing: a value read from a place is copied."""
         v = self.ev(node)
         return self.stored(v, node) if isinstance(node, _PLACES) else v
 
-    def ev(self, node: s.Node) -> object:
+    def ev(self, node: s.Node) -> Any:
         self.ops += 1
         if self.ops > self.limits.max_operations or not self.ops & 255:
             self.charge(node, 0)
@@ -272,7 +273,7 @@ class _Run:
 
     # ---- scope ---------------------------------------------------------
 
-    def declare(self, name: str, value: object, const: bool) -> None:
+    def declare(self, name: str, value: Any, const: bool) -> None:
         f = self.frame
         f.names.append(name)
         f.values.append(value)
@@ -291,28 +292,28 @@ class _Run:
 
     # ---- statements ----------------------------------------------------
 
-    def top(self, body: list[s.Node]) -> object:
+    def top(self, body: list[s.Node]) -> Any:
         return self.statements(body)
 
-    def statements(self, body: list[s.Node]) -> object:
-        result: object = None
+    def statements(self, body: list[s.Node]) -> Any:
+        result: Any = None
         for stmt in body:
             result = self.ev(stmt)
         return result
 
-    def e_block(self, node: s.Block) -> object:  # type: ignore[override]
+    def e_block(self, node: s.Block) -> Any:
         size = len(self.frame.names)
         try:
             return self.statements(node.stmts)
         finally:
             self.truncate(size)
 
-    def e_let(self, node: s.Let) -> object:
+    def e_let(self, node: s.Let) -> Any:
         value = None if node.value is None else self.value_of(node.value)
         self.declare(node.name, value, node.const)
         return None
 
-    def e_assign(self, node: s.Assign) -> object:
+    def e_assign(self, node: s.Assign) -> Any:
         value = self.value_of(node.value)
         if node.op != "=":
             current = self.ev(node.target)
@@ -322,15 +323,15 @@ class _Run:
                     return None
             elif op == "+" and type(current) is list:
                 added = value if type(value) is list else [value]
-                self.check_size(current + added, node)  # type: ignore[operator]
-                current.extend(added)  # type: ignore[attr-defined]
+                self.check_size(current + added, node)
+                current.extend(added)
                 return None
             else:
                 value = self.binary(op, current, value, node)
         self.assign(node.target, value, node)
         return None
 
-    def assign(self, target: s.Node, value: object, node: s.Node) -> None:
+    def assign(self, target: s.Node, value: Any, node: s.Node) -> None:
         if isinstance(target, s.Var):
             i = self.slot(target.name)
             if i < 0:
@@ -344,25 +345,25 @@ class _Run:
                 raise self.error(
                     f"cannot set property '{target.name}' of {type_name(container)}", target
                 )
-            container[target.name] = value  # type: ignore[index]
+            container[target.name] = value
             self.check_size(container, node)
         elif isinstance(target, s.Index):
             container = self.ev(target.target)
             key = self.ev(target.index)
             if type(container) is list:
-                container[self.array_index(container, key, target)] = value  # type: ignore[index]
+                container[self.array_index(container, key, target)] = value
             elif type(container) is dict:
                 if type(key) is not str and type(key) is not Char:
                     raise self.error(
                         f"an object map's key must be a string, not {type_name(key)}", target
                     )
-                container[str(key)] = value  # type: ignore[index]
+                container[str(key)] = value
                 self.check_size(container, node)
             elif type(container) is str:
-                if type(value) is not Char and not (type(value) is str and len(value) == 1):  # type: ignore[arg-type]
+                if type(value) is not Char and not (type(value) is str and len(value) == 1):
                     raise self.error("only a character can be assigned into a string", target)
-                i = self.string_index(container, key, target)  # type: ignore[arg-type]
-                self.assign(target.target, container[:i] + str(value) + container[i + 1 :], node)  # type: ignore[index]
+                i = self.string_index(container, key, target)
+                self.assign(target.target, container[:i] + str(value) + container[i + 1 :], node)
             else:
                 raise self.error(f"cannot index into {type_name(container)}", target)
         else:
@@ -378,21 +379,21 @@ class _Run:
             pass
         return False, None
 
-    def e_while(self, node: s.While) -> object:
+    def e_while(self, node: s.While) -> Any:
         while self.truth(self.ev(node.cond), node.cond):
             stop, value = self.loop_body(node.body)
             if stop:
                 return value
         return None
 
-    def e_loop(self, node: s.Loop) -> object:
+    def e_loop(self, node: s.Loop) -> Any:
         while True:
             self.charge(node, 1)
             stop, value = self.loop_body(node.body)
             if stop:
                 return value
 
-    def e_do(self, node: s.DoLoop) -> object:
+    def e_do(self, node: s.DoLoop) -> Any:
         while True:
             stop, value = self.loop_body(node.body)
             if stop:
@@ -400,7 +401,7 @@ class _Run:
             if self.truth(self.ev(node.cond), node.cond) == node.until:
                 return None
 
-    def e_for(self, node: s.For) -> object:
+    def e_for(self, node: s.For) -> Any:
         iterable = self.ev(node.iterable)
         size = len(self.frame.names)
         for counter, item in enumerate(self.iterate(iterable, node.iterable)):
@@ -416,30 +417,30 @@ class _Run:
                 return value
         return None
 
-    def iterate(self, value: object, node: s.Node) -> Iterator[object]:
+    def iterate(self, value: Any, node: s.Node) -> Iterator[object]:
         t = type(value)
         if t is list:
-            return iter(list(value))  # type: ignore[call-overload]
+            return iter(list(value))
         if t is range:
-            return iter(value)  # type: ignore[call-overload]
+            return iter(value)
         if t is str:
-            return (Char(c) for c in value)  # type: ignore[union-attr]
+            return (Char(c) for c in value)
         raise self.error(f"a for loop cannot iterate over {type_name(value)}", node)
 
-    def e_break(self, node: s.Break) -> object:
+    def e_break(self, node: s.Break) -> Any:
         raise _Break(None if node.value is None else self.value_of(node.value))
 
-    def e_continue(self, node: s.Continue) -> object:
+    def e_continue(self, node: s.Continue) -> Any:
         raise _Continue
 
-    def e_return(self, node: s.Return) -> object:
+    def e_return(self, node: s.Return) -> Any:
         raise _Return(None if node.value is None else self.value_of(node.value))
 
-    def e_throw(self, node: s.Throw) -> object:
+    def e_throw(self, node: s.Throw) -> Any:
         value = None if node.value is None else self.value_of(node.value)
         raise self.error(display_text(value) or "()", node, value, thrown=True)
 
-    def e_try(self, node: s.Try) -> object:
+    def e_try(self, node: s.Try) -> Any:
         try:
             return self.e_block(node.body)
         except RhaiRuntimeError as err:
@@ -455,17 +456,17 @@ class _Run:
             finally:
                 self.truncate(size)
 
-    def e_import(self, node: s.Import) -> object:
+    def e_import(self, node: s.Import) -> Any:
         raise self.error(
             "modules cannot be imported: a script runs only the code that was reviewed", node
         )
 
     # ---- expressions ---------------------------------------------------
 
-    def e_lit(self, node: s.Lit) -> object:
+    def e_lit(self, node: s.Lit) -> Any:
         return node.value
 
-    def e_var(self, node: s.Var) -> object:
+    def e_var(self, node: s.Var) -> Any:
         i = self.slot(node.name)
         if i < 0:
             if (node.name, 0) in self.script.functions or any(
@@ -475,17 +476,17 @@ class _Run:
             raise self.error(f"Variable not found: {node.name}", node)
         return self.frame.values[i]
 
-    def e_template(self, node: s.Template) -> object:
+    def e_template(self, node: s.Template) -> Any:
         out = "".join(p if isinstance(p, str) else display_text(self.ev(p)) for p in node.parts)
         return self.check_size(out, node)
 
-    def e_array(self, node: s.ArrayLit) -> object:
+    def e_array(self, node: s.ArrayLit) -> Any:
         return self.check_size([self.value_of(item) for item in node.items], node)
 
-    def e_map(self, node: s.MapLit) -> object:
+    def e_map(self, node: s.MapLit) -> Any:
         return self.check_size({k: self.value_of(v) for k, v in node.pairs}, node)
 
-    def e_closure(self, node: s.Closure) -> object:
+    def e_closure(self, node: s.Closure) -> Any:
         free = _free_names(node.body, set(node.params))
         captured = []
         for name in sorted(free):
@@ -494,19 +495,19 @@ class _Run:
                 captured.append((name, self.stored(self.frame.values[i], node)))
         return FnPtr("<closure>", tuple(node.params), node.body, tuple(captured))
 
-    def truth(self, value: object, node: s.Node) -> bool:
+    def truth(self, value: Any, node: s.Node) -> bool:
         if type(value) is not bool:
             raise self.error(f"a condition must be a bool, not {type_name(value)}", node)
         return value
 
-    def e_if(self, node: s.If) -> object:
+    def e_if(self, node: s.If) -> Any:
         if self.truth(self.ev(node.cond), node.cond):
             return self.e_block(node.then)
         if node.orelse is not None:
             return self.ev(node.orelse)
         return None
 
-    def e_switch(self, node: s.Switch) -> object:
+    def e_switch(self, node: s.Switch) -> Any:
         subject = self.ev(node.subject)
         for patterns, guard, body in node.cases:
             if patterns:
@@ -525,7 +526,7 @@ class _Run:
             return self.ev(body)
         return None
 
-    def e_unary(self, node: s.Unary) -> object:
+    def e_unary(self, node: s.Unary) -> Any:
         v = self.ev(node.operand)
         if node.op == "!":
             if type(v) is not bool:
@@ -539,7 +540,7 @@ class _Run:
             return -v if node.op == "-" else v
         raise self.error(f"Function not found: {node.op} ({type_name(v)})", node)
 
-    def e_binary(self, node: s.Binary) -> object:
+    def e_binary(self, node: s.Binary) -> Any:
         op = node.op
         if op in ("&&", "||"):
             left = self.truth(self.ev(node.left), node.left)
@@ -556,59 +557,59 @@ class _Run:
             raise self.error("Arithmetic overflow", node)
         return value
 
-    def binary(self, op: str, a: object, b: object, node: s.Node) -> object:
+    def binary(self, op: str, a: Any, b: Any, node: s.Node) -> Any:
         from charter.runtime.rhai import arith
 
         return arith.binary(self, op, a, b, node)
 
-    def e_prop(self, node: s.Prop) -> object:
+    def e_prop(self, node: s.Prop) -> Any:
         target = self.ev(node.target)
         if target is None and node.elvis:
             return None
         if type(target) is dict:
-            return target.get(node.name)  # type: ignore[attr-defined]
+            return target.get(node.name)
         if node.name in _GETTERS and type(target) in (str, list, dict):
             return self.call_builtin(node.name, [target], node)
         if type(target) is FnPtr and node.name == "name":
-            return target.name  # type: ignore[attr-defined]
+            return target.name
         raise self.error(f"Unknown property '{node.name}' for {type_name(target)}", node)
 
-    def e_index(self, node: s.Index) -> object:
+    def e_index(self, node: s.Index) -> Any:
         target = self.ev(node.target)
         if target is None and node.elvis:
             return None
         key = self.ev(node.index)
         t = type(target)
         if t is list:
-            return target[self.array_index(target, key, node)]  # type: ignore[index]
+            return target[self.array_index(target, key, node)]
         if t is dict:
             if type(key) is not str and type(key) is not Char:
                 raise self.error(
                     f"an object map's key must be a string, not {type_name(key)}", node
                 )
-            return target.get(str(key))  # type: ignore[attr-defined]
+            return target.get(str(key))
         if t is str:
-            return Char(target[self.string_index(target, key, node)])  # type: ignore[index, arg-type]
+            return Char(target[self.string_index(target, key, node)])
         if t is int:
-            if type(key) is not int or not 0 <= key < 64:  # type: ignore[operator]
+            if type(key) is not int or not 0 <= key < 64:
                 raise self.error("a bit index must be an integer from 0 to 63", node)
-            return bool((target >> key) & 1)  # type: ignore[operator]
+            return bool((target >> key) & 1)
         raise self.error(f"cannot index into {type_name(target)}", node)
 
-    def array_index(self, arr: list[object], key: object, node: s.Node) -> int:
+    def array_index(self, arr: list[Any], key: Any, node: s.Node) -> int:
         if type(key) is not int:
             raise self.error(f"an array index must be an integer, not {type_name(key)}", node)
-        i: int = key  # type: ignore[assignment]
+        i: int = key
         n = len(arr)
         j = i + n if i < 0 else i
         if not 0 <= j < n:
             raise self.error(f"Array index {i} out of bounds: only {n} elements", node)
         return j
 
-    def string_index(self, text: str, key: object, node: s.Node) -> int:
+    def string_index(self, text: str, key: Any, node: s.Node) -> int:
         if type(key) is not int:
             raise self.error(f"a string index must be an integer, not {type_name(key)}", node)
-        i: int = key  # type: ignore[assignment]
+        i: int = key
         n = len(text)
         j = i + n if i < 0 else i
         if not 0 <= j < n:
@@ -617,26 +618,24 @@ class _Run:
 
     # ---- calls ---------------------------------------------------------
 
-    def e_call(self, node: s.Call) -> object:
+    def e_call(self, node: s.Call) -> Any:
         args = [self.value_of(a) for a in node.args]
         return self.call_named(node.name, args, node, None)
 
-    def e_method(self, node: s.MethodCall) -> object:
+    def e_method(self, node: s.MethodCall) -> Any:
         target = self.ev(node.target)
         if target is None and node.elvis:
             return None
         args = [self.value_of(a) for a in node.args]
         place = node.target if isinstance(node.target, _PLACES) else None
         if node.name == "call" and type(target) is FnPtr:
-            return self.call_ptr(target, args, node)  # type: ignore[arg-type]
-        if type(target) is dict and type(target.get(node.name)) is FnPtr:  # type: ignore[attr-defined]
+            return self.call_ptr(target, args, node)
+        if type(target) is dict and type(target.get(node.name)) is FnPtr:
             # A closure stored in a map, called as a method, sees the map as `this`.
-            return self.call_ptr(target[node.name], args, node, this=(target, place))  # type: ignore[index]
+            return self.call_ptr(target[node.name], args, node, this=(target, place))
         return self.call_named(node.name, [target, *args], node, place)
 
-    def call_named(
-        self, name: str, args: list[object], node: s.Node, place: s.Node | None
-    ) -> object:
+    def call_named(self, name: str, args: list[Any], node: s.Node, place: s.Node | None) -> Any:
         fn = self.script.functions.get((name, len(args) - (1 if place is not None else 0)))
         if place is not None and fn is not None:
             return self.call_script(fn, args[1:], (args[0], place), node, fn)
@@ -655,11 +654,11 @@ class _Run:
             return result
         i = self.slot(name)
         if i >= 0 and type(self.frame.values[i]) is FnPtr:
-            return self.call_ptr(self.frame.values[i], args, node)  # type: ignore[arg-type]
+            return self.call_ptr(self.frame.values[i], args, node)
         types = ", ".join(type_name(a) for a in args)
         raise self.error(f"Function not found: {name} ({types})", node)
 
-    def call_builtin(self, name: str, args: list[object], node: s.Node) -> object:
+    def call_builtin(self, name: str, args: list[Any], node: s.Node) -> Any:
         from charter.runtime.rhai.builtins import BuiltinError
 
         self.called = name
@@ -671,7 +670,7 @@ class _Run:
             self.check_size(result, node)
         return result
 
-    def call_host(self, host: HostFunction, args: list[object], node: s.Node) -> object:
+    def call_host(self, host: HostFunction, args: list[Any], node: s.Node) -> Any:
         try:
             result = host.fn(*args)
         except HostError as exc:
@@ -682,11 +681,12 @@ class _Run:
     def call_ptr(
         self,
         ptr: FnPtr,
-        args: list[object],
+        args: list[Any],
         node: s.Node,
-        this: tuple[object, s.Node | None] | None = None,
-    ) -> object:
-        if ptr.body is None:
+        this: tuple[Any, s.Node | None] | None = None,
+    ) -> Any:
+        body = ptr.body
+        if body is None:
             return self.call_named(ptr.name, args, node, None)
         if len(args) != len(ptr.params):
             raise self.error(
@@ -696,17 +696,17 @@ class _Run:
             node,
             [*ptr.captured, *zip(ptr.params, args, strict=True)],
             this,
-            lambda: self.ev(ptr.body),  # type: ignore[arg-type]
+            lambda: self.ev(body),
         )
 
     def call_script(
         self,
         fn: s.FnDef,
-        args: list[object],
-        this: tuple[object, s.Node | None] | None,
+        args: list[Any],
+        this: tuple[Any, s.Node | None] | None,
         node: s.Node | None,
         at: s.Node,
-    ) -> object:
+    ) -> Any:
         if len(args) != len(fn.params):
             raise self.error(f"{fn.name} takes {len(fn.params)} arguments", node or at)
         return self.enter_frame(
@@ -716,10 +716,10 @@ class _Run:
     def enter_frame(
         self,
         node: s.Node,
-        bindings: list[tuple[str, object]],
-        this: tuple[object, s.Node | None] | None,
+        bindings: list[tuple[str, Any]],
+        this: tuple[Any, s.Node | None] | None,
         body: Callable[[], object],
-    ) -> object:
+    ) -> Any:
         self.levels += 1
         if self.levels > self.limits.max_call_levels:
             raise self.limit(
@@ -751,14 +751,14 @@ def _free_names(body: s.Node, bound: set[str]) -> set[str]:
     """Names a closure body reads (an over-approximation is harmless: names
     not in scope are simply not captured)."""
     names: set[str] = set()
-    stack: list[object] = [body]
+    stack: list[Any] = [body]
     while stack:
         item = stack.pop()
         if isinstance(item, s.Var):
             if item.name not in bound:
                 names.add(item.name)
         elif isinstance(item, s.Node):
-            for slot in type(item).__slots__:  # type: ignore[attr-defined]
+            for slot in type(item).__slots__:
                 stack.append(getattr(item, slot))
         elif isinstance(item, (list, tuple)):
             stack.extend(item)

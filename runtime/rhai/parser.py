@@ -370,11 +370,11 @@ class _Parser:
             self.next()
             body = self.block()
             self.expect("catch", "'catch'")
-            var: str | None = None
+            caught: str | None = None
             if self.accept("("):
-                var = self.ident("the error variable")
+                caught = self.ident("the error variable")
                 self.expect(")")
-            return s.Try(t.line, t.col, body, var, self.block())
+            return s.Try(t.line, t.col, body, caught, self.block())
         if word == "fn":
             raise self.error("a function can only be defined at the top level of a script")
         if word == "eval":

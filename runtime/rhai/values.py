@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from charter.runtime.rhai.syntax import Node
@@ -45,18 +45,18 @@ class FnPtr:
     name: str
     params: tuple[str, ...] = ()
     body: Node | None = None
-    captured: tuple[tuple[str, object], ...] = field(default=())
+    captured: tuple[tuple[str, Any], ...] = field(default=())
 
 
-def is_int(v: object) -> bool:
+def is_int(v: Any) -> bool:
     return type(v) is int
 
 
-def is_number(v: object) -> bool:
+def is_number(v: Any) -> bool:
     return type(v) in (int, float)
 
 
-def type_name(v: object) -> str:
+def type_name(v: Any) -> str:
     t = type(v)
     if v is None:
         return "()"
@@ -100,7 +100,7 @@ def _float_text(x: float) -> str:
     return text
 
 
-def display_text(v: object) -> str:
+def display_text(v: Any) -> str:
     """What ``to_string``, ``+`` and ``${}`` make of a value."""
     t = type(v)
     if v is None:
@@ -112,14 +112,14 @@ def display_text(v: object) -> str:
     if t is int:
         return str(v)
     if t is float:
-        return _float_text(v)  # type: ignore[arg-type]
+        return _float_text(v)
     return debug_text(v)
 
 
-def debug_text(v: object) -> str:
+def debug_text(v: Any) -> str:
     """Rhai's debug form: strings quoted, arrays and maps spelled out."""
     out: list[str] = []
-    stack: list[object] = [v]
+    stack: list[Any] = [v]
     # An explicit stack: a deeply nested value costs no recursion.
     while stack:
         item = stack.pop()
@@ -130,12 +130,12 @@ def debug_text(v: object) -> str:
         if item is None:
             out.append("()")
         elif t is str:
-            out.append(_quote(item, '"'))  # type: ignore[arg-type]
+            out.append(_quote(item, '"'))
         elif t is Char:
-            out.append(_quote(item, "'"))  # type: ignore[arg-type]
+            out.append(_quote(item, "'"))
         elif t is list:
-            seq: list[object] = [_Raw("[")]
-            for i, x in enumerate(item):  # type: ignore[arg-type]
+            seq: list[Any] = [_Raw("[")]
+            for i, x in enumerate(item):
                 if i:
                     seq.append(_Raw(", "))
                 seq.append(x)
@@ -143,17 +143,17 @@ def debug_text(v: object) -> str:
             stack.extend(reversed(seq))
         elif t is dict:
             seq = [_Raw("#{")]
-            for i, k in enumerate(sorted(item)):  # type: ignore[arg-type]
+            for i, k in enumerate(sorted(item)):
                 if i:
                     seq.append(_Raw(", "))
                 seq.append(_Raw(_quote(k, '"') + ": "))
-                seq.append(item[k])  # type: ignore[index]
+                seq.append(item[k])
             seq.append(_Raw("}"))
             stack.extend(reversed(seq))
         elif t is FnPtr:
-            out.append(f"Fn({item.name})")  # type: ignore[attr-defined]
+            out.append(f"Fn({item.name})")
         elif t is range:
-            r: range = item  # type: ignore[assignment]
+            r: range = item
             out.append(f"{r.start}..{r.stop}")
         else:
             out.append(display_text(item))
@@ -171,22 +171,22 @@ def _quote(text: str, q: str) -> str:
     return q + body + q
 
 
-def equal(a: object, b: object) -> bool:
+def equal(a: Any, b: Any) -> bool:
     """Rhai's ``==``: numbers compare across int and float, other values of
     different types are never equal, arrays and maps compare item by item."""
     ta, tb = type(a), type(b)
     if ta is not tb:
         if ta in (int, float) and tb in (int, float):
-            return a == b
+            return bool(a == b)
         if {ta, tb} == {str, Char}:
             return str(a) == str(b)
         return False
     if ta is list:
-        la: list[object] = a  # type: ignore[assignment]
-        lb: list[object] = b  # type: ignore[assignment]
+        la: list[Any] = a
+        lb: list[Any] = b
         return len(la) == len(lb) and all(equal(x, y) for x, y in zip(la, lb, strict=True))
     if ta is dict:
-        da: dict[str, object] = a  # type: ignore[assignment]
-        db: dict[str, object] = b  # type: ignore[assignment]
+        da: dict[str, Any] = a
+        db: dict[str, Any] = b
         return da.keys() == db.keys() and all(equal(da[k], db[k]) for k in da)
-    return a == b
+    return bool(a == b)
