@@ -126,8 +126,8 @@ def test_web_search_without_a_key_treats_the_topic_as_unresearched(
     tmp_path: Path,
 ) -> None:
     session, ws = _session(tmp_path, '[security]\nallow_env_vars = ["BRAVE_API_KEY"]\n')
-    # Allowed but unset: no engine. And none is reachable: Wikipedia resolves to loopback, where nothing
-    # listens, and the URL policy refuses loopback anyway.
+    # Allowed but unset: no engine. And none is reachable: Wikipedia resolves
+    # to loopback, where nothing listens, and the URL policy refuses loopback.
     resolver = StaticResolver({"en.wikipedia.org": ["127.0.0.1"]})
     result = _run(session, ws, "web_search", {"query": "rhai"}, resolver=resolver)
     assert result.status == "ok", result.content
