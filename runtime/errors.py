@@ -15,6 +15,7 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
         CatalogError (catalog), also RuntimeError
         ConnectRefused (mcp.client)
         ContainmentRefused (sandbox.containment)
+        HookFailed (run.hooks)
         HostError (rhai.interp)
         LaunchError (mcp.launch)
         ListenError (serve.server), also ValueError

@@ -74,13 +74,11 @@ def _unexecuted_region_scripts(ctx: AgentContext) -> None:
 
 
 def _unexecuted_scripts(ctx: AgentContext, entry: StageEntry) -> None:
-    """Stage hooks and output validators are Rhai scripts, which this
-    runtime does not run: refuse them rather than drop them."""
+    """Output validators and custom regions are Rhai scripts this runtime
+    does not run yet: refuse them rather than drop them. (Stage hooks run:
+    see ``resolve/hooks.py``.)"""
     st = entry.stage
     named: list[tuple[tuple[str, ...], str]] = []
-    if st.hooks is not None:
-        for key, value in st.hooks.model_dump(exclude_none=True).items():
-            named.append((("hooks", key), f"the {key} hook {value!r}"))
     if st.output is not None and st.output.validator is not None:
         named.append((("output", "validator"), f"the output validator {st.output.validator!r}"))
     for region, spec in (st.context.regions if st.context is not None else {}).items():

@@ -157,6 +157,15 @@ def resolve_agent(ctx: AgentContext, project_root: Path, agent_name: str) -> Res
         resolve_stage(ctx, e, table, entries, user, agent_perms, stage_names)
         for e in stages.values()
     ]
+    if any(e.stage.hooks is not None for e in stages.values()):
+        from charter.compiler.resolve.hooks import stage_hooks
+
+        compiled = [
+            s.model_copy(update={"hooks": stage_hooks(ctx, e, project_root)})
+            if e.stage.hooks is not None
+            else s
+            for s, e in zip(compiled, stages.values(), strict=True)
+        ]
     from charter.compiler.sandbox import plan_sandboxes
 
     compiled, agent_sandbox, sandbox_diags = plan_sandboxes(

@@ -48,6 +48,7 @@ __all__ = [
     "SourceDigest",
     "SourceRef",
     "Stage",
+    "StageHook",
     "StageTool",
     "TaintPolicy",
     "ToolEntry",
@@ -324,6 +325,27 @@ class StageTool(_Frozen):
     decision: Decision
 
 
+HookName = Literal[
+    "on_stage_enter",
+    "on_stage_exit",
+    "before_inference",
+    "after_inference",
+    "on_tool_call",
+    "on_completion",
+    "on_error",
+]
+
+
+class StageHook(_Frozen):
+    """A stage's Rhai hook: the script's text (run by Charter's interpreter,
+    so the runtime reads no file) and which file it came from."""
+
+    hook: HookName
+    path: str  # relative to the project root
+    sha256: str
+    source: str
+
+
 class Stage(_Frozen):
     name: str
     mode: str
@@ -343,6 +365,7 @@ class Stage(_Frozen):
     shell_hint: str | None = None  # rendered system block, when the platform needs one
     system_prompt: str | None = None
     fan_out: FanOut | None = None
+    hooks: tuple[StageHook, ...] = ()
     # Where this stage's commands run (None: a plan compiled without one).
     sandbox: SandboxProfile | None = None
     origin: SourceRef | None = None

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import os
 import threading
 import time
@@ -76,6 +77,7 @@ from charter.runtime.models import (
     ModelError,
     ModelProvider,
     ModelToolCall,
+    ModelTurn,
     RetryNotice,
     ScriptExhaustedError,
     ScriptExpectationError,
@@ -86,6 +88,7 @@ from charter.runtime.results import ToolCall, ToolResult, refusal
 from charter.runtime.run.calls import Announced, guard_records, run_in_worker
 from charter.runtime.run.context import AgentResult, AgentStatus, RunContext
 from charter.runtime.run.edges import StageVisit, gate_reasons, refused, region_hash, stuck_reason
+from charter.runtime.run.hooks import HookFailed, HookOutcome
 from charter.runtime.run.progress import Meter
 from charter.runtime.run.prompt import hinted_edges, offered_specs, system_prompt
 from charter.runtime.run.shape import is_output_stage, output_spec
@@ -280,7 +283,15 @@ class AgentRun:
     # -- stages ----------------------------------------------------------------
 
     def _enter(self, stage_name: str, *, condition: str, transform: str | None) -> None:
+        from charter.runtime.run.hooks import HookFailed
+
         previous = self.stage.name
+        if condition != "start":
+            try:
+                self._region_hook("on_stage_exit")
+            except HookFailed as exc:
+                self.stopped = ("failed", str(exc))
+                return
         self.session.enter_stage(stage_name)
         stage = self.stage
         self.rt = dataclasses.replace(self.rt, output=self._output_spec(stage))
@@ -322,6 +333,60 @@ class AgentRun:
             )
             self._audit("transition", stage=previous, to=stage_name, condition=condition)
         self.emit("stage_entered", stage=stage_name, mode=stage.mode, visit=self.visits[stage_name])
+        try:
+            self._region_hook("on_stage_enter")
+        except HookFailed as exc:
+            self.stopped = ("failed", str(exc))
+
+    def _hook(self, name: str, ctx: dict[str, Any]) -> HookOutcome | None:
+        """Run the current stage's ``name`` hook (see :mod:`.hooks`); raises
+        HookFailed when it refuses or fails."""
+        stage = self.stage
+        if not stage.hooks:
+            return None
+        from charter.runtime.run.hooks import run_hook
+
+        index = next(
+            (i for i, s in enumerate(self.session.agent.agent.stages) if s.name == stage.name), 0
+        )
+        try:
+            outcome = run_hook(stage, name, {"stage": stage.name, "stage_index": index, **ctx})
+        except Exception as exc:
+            self.emit("hook", stage=stage.name, hook=name, action="refused", reason=str(exc))
+            self._audit("hook", stage=stage.name, hook=name, action="refused", reason=str(exc))
+            raise
+        if outcome is not None:
+            self.emit("hook", stage=stage.name, hook=name, action=outcome.action)
+            self._audit("hook", stage=stage.name, hook=name, action=outcome.action)
+        return outcome
+
+    def _regions_ctx(self) -> dict[str, Any]:
+        with self.rt.store.lock:
+            return {
+                "regions": {
+                    name: "\n".join(e.content for e in entries)
+                    for name, entries in self.rt.store.regions.items()
+                }
+            }
+
+    def _region_hook(self, name: str) -> None:
+        """A hook that sees the regions and may replace their contents."""
+        from charter.runtime.run.hooks import HookFailed
+        from charter.runtime.tools.context import MAX_REGIONS, ContextEntry
+
+        outcome = self._hook(name, self._regions_ctx())
+        if outcome is None or outcome.action != "modify":
+            return
+        value = outcome.value
+        if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+            raise HookFailed(f"{name}: 'value' must be a map of region name to text")
+        with self.rt.store.lock:
+            regions = self.rt.store.regions
+            if len(set(regions) | set(value)) > MAX_REGIONS:
+                raise HookFailed(f"{name}: at most {MAX_REGIONS} context sections per run")
+            for region, text in value.items():
+                # Replaced, not appended: the hook saw the whole text.
+                regions[region] = [ContextEntry(text)] if text else []
 
     def _try_edge(self, index: int, condition: str) -> bool:
         """Take edge ``index`` of the current stage if its gate and the target's
@@ -462,6 +527,43 @@ class AgentRun:
     # -- the loop ------------------------------------------------------------------
 
     def _result(self, status: AgentStatus, reason: str, output: str | None = None) -> AgentResult:
+        """The agent's result, after the stage's terminal hook (on_completion
+        for a completed run, on_error for a failed one; a cancelled run fires
+        neither, as in Leviath)."""
+        from charter.runtime.run.hooks import HookFailed
+
+        if status in ("completed", "failed") and self.stage.hooks:
+            name = "on_completion" if status == "completed" else "on_error"
+            subject = (output or "") if status == "completed" else reason
+            try:
+                outcome = self._hook(
+                    name,
+                    {
+                        "status": status,
+                        "output": subject if status == "completed" else "",
+                        "error": subject if status == "failed" else "",
+                    },
+                )
+            except HookFailed as exc:
+                return self._finished("failed", str(exc), None)
+            if outcome is not None and outcome.action == "modify":
+                if not isinstance(outcome.value, str):
+                    return self._finished(
+                        "failed", f"{name}: 'value' must be replacement text", None
+                    )
+                if status == "completed":
+                    if output is None:
+                        return self._finished(
+                            "failed",
+                            f"{name}: asked to rewrite the answer, but this run submitted none",
+                            None,
+                        )
+                    output = outcome.value
+                else:
+                    reason = outcome.value
+        return self._finished(status, reason, output)
+
+    def _finished(self, status: AgentStatus, reason: str, output: str | None) -> AgentResult:
         spec = self.rt.output
         return AgentResult(
             agent_id=self.id,
@@ -550,6 +652,10 @@ class AgentRun:
                 )
             await self._attach_mcp()
             self._drain_inbox()
+            try:
+                self._region_hook("before_inference")
+            except HookFailed as exc:
+                return self._result("failed", str(exc))
             self._refresh_system_prompt()
             specs = self._offered_specs()
             edges = hinted_edges(stage)
@@ -590,6 +696,10 @@ class AgentRun:
             self.visit.iteration += 1
             self.turns += 1
             self.model_failures = 0
+            try:
+                turn = self._turn_hooks(turn)
+            except HookFailed as exc:
+                return self._result("failed", str(exc))
             self.emit(
                 "model_turn",
                 stage=stage.name,
@@ -617,6 +727,53 @@ class AgentRun:
             moved = await self._after_turn(turn.edge, turn.text, turn.tool_calls, results)
             if isinstance(moved, AgentResult):
                 return moved
+
+    def _turn_hooks(self, turn: ModelTurn) -> ModelTurn:
+        """after_inference (may replace the text) and on_tool_call (may veto
+        or replace the calls, which then meet every gate)."""
+        from charter.runtime.run.hooks import HookFailed
+
+        if not self.stage.hooks:
+            return turn
+        outcome = self._hook(
+            "after_inference",
+            {
+                "response": turn.text or "",
+                "tokens_used": (turn.usage.prompt_tokens or 0)
+                + (turn.usage.completion_tokens or 0),
+                "tool_calls": [c.name for c in turn.tool_calls],
+            },
+        )
+        if outcome is not None and outcome.action == "modify":
+            if not isinstance(outcome.value, str):
+                raise HookFailed("after_inference: 'value' must be the replacement response text")
+            turn = dataclasses.replace(turn, text=outcome.value)
+        if not turn.tool_calls:
+            return turn
+        outcome = self._hook(
+            "on_tool_call",
+            {
+                "tool_calls": [
+                    {"name": c.name, "arguments": c.arguments if c.arguments is not None else {}}
+                    for c in turn.tool_calls
+                ]
+            },
+        )
+        if outcome is None or outcome.action != "modify":
+            return turn
+        items = outcome.value
+        if not isinstance(items, list):
+            raise HookFailed("on_tool_call: 'value' must be an array of #{ name, arguments }")
+        calls = []
+        for i, item in enumerate(items):
+            name = item.get("name") if isinstance(item, dict) else None
+            args = item.get("arguments", {}) if isinstance(item, dict) else None
+            if not isinstance(name, str) or not isinstance(args, dict):
+                raise HookFailed(f"on_tool_call: replacement call {i} needs a name and arguments")
+            # A fresh id: the hook proposes a call, it does not edit the model's.
+            raw = json.dumps(args, sort_keys=True)
+            calls.append(ModelToolCall(f"hook-{name}-{i}", name, args, raw))
+        return dataclasses.replace(turn, tool_calls=tuple(calls))
 
     def _retrying(self, stage: str, notice: RetryNotice) -> None:
         """The provider is about to retry a failed request (called from its
