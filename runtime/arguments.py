@@ -336,5 +336,3 @@ def fast_check(schema: Any) -> _Pred | None:
         return True
 
     return check
-
-

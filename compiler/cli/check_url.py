@@ -96,4 +96,3 @@ def _print_one(decision: UrlVerdict, fmt: str, out: IO[str]) -> None:
         out.write(f"  url:     {decision.normalized}\n")
     if decision.addresses:
         out.write(f"  address: {', '.join(decision.addresses)}\n")
-

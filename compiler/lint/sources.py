@@ -74,13 +74,11 @@ def _unexecuted_region_scripts(ctx: AgentContext) -> None:
 
 
 def _unexecuted_scripts(ctx: AgentContext, entry: StageEntry) -> None:
-    """Output validators and custom regions are Rhai scripts this runtime
-    does not run yet: refuse them rather than drop them. (Stage hooks run:
-    see ``resolve/hooks.py``.)"""
+    """Custom regions are Rhai scripts this runtime does not run yet: refuse
+    them rather than drop them. (Stage hooks and output validators run: see
+    ``resolve/hooks.py``.)"""
     st = entry.stage
     named: list[tuple[tuple[str, ...], str]] = []
-    if st.output is not None and st.output.validator is not None:
-        named.append((("output", "validator"), f"the output validator {st.output.validator!r}"))
     for region, spec in (st.context.regions if st.context is not None else {}).items():
         if spec.script:
             named.append(

@@ -101,6 +101,23 @@ class ResolvedAgent:
     shell: ShellPolicy
 
 
+def _has_validator(entry: StageEntry) -> bool:
+    return entry.stage.output is not None and entry.stage.output.validator is not None
+
+
+def _with_scripts(ctx: AgentContext, stage: Stage, entry: StageEntry, root: Path) -> Stage:
+    """The stage with the Rhai scripts it names (hooks, output validator)."""
+    from charter.compiler.resolve.hooks import output_validator, stage_hooks
+
+    update: dict[str, object] = {}
+    if entry.stage.hooks is not None:
+        update["hooks"] = stage_hooks(ctx, entry, root)
+    validator = output_validator(ctx, entry, root)
+    if validator is not None and stage.output is not None:
+        update["output"] = stage.output.model_copy(update={"validator": validator})
+    return stage.model_copy(update=update) if update else stage
+
+
 def resolve_agent(ctx: AgentContext, project_root: Path, agent_name: str) -> ResolvedAgent | None:
     """Resolve one agent; None when nothing of its files could be read (their
     errors are already reported by the loader)."""
@@ -157,13 +174,9 @@ def resolve_agent(ctx: AgentContext, project_root: Path, agent_name: str) -> Res
         resolve_stage(ctx, e, table, entries, user, agent_perms, stage_names)
         for e in stages.values()
     ]
-    if any(e.stage.hooks is not None for e in stages.values()):
-        from charter.compiler.resolve.hooks import stage_hooks
-
+    if any(e.stage.hooks is not None or _has_validator(e) for e in stages.values()):
         compiled = [
-            s.model_copy(update={"hooks": stage_hooks(ctx, e, project_root)})
-            if e.stage.hooks is not None
-            else s
+            _with_scripts(ctx, s, e, project_root)
             for s, e in zip(compiled, stages.values(), strict=True)
         ]
     from charter.compiler.sandbox import plan_sandboxes

@@ -295,9 +295,7 @@ def _agent_hint(ctx: AgentContext) -> bool:
 def _unloaded_stages(ctx: AgentContext) -> frozenset[str]:
     """Stages whose file did not validate: they exist, and their own
     diagnostics say what is wrong, so an edge to one is no second error."""
-    return frozenset(
-        stage_file_name(f.display) for f in ctx.agent.stage_files if f.model is None
-    )
+    return frozenset(stage_file_name(f.display) for f in ctx.agent.stage_files if f.model is None)
 
 
 def _edge(

@@ -88,8 +88,7 @@ register(
     "CH232",
     "ignored-key",
     W,
-    "A key the agent host's model accepts and then ignores, such as "
-    "dependencies.requirements.",
+    "A key the agent host's model accepts and then ignores, such as dependencies.requirements.",
     "The setting does nothing, though its author probably expected it to.",
     "dependencies:\n  mode: host_shared\n  requirements: [requests]\n",
     "Remove the key, or move the setting to where the host reads it.",

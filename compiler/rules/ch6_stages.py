@@ -185,23 +185,23 @@ register(
     "CH661",
     "script-not-executed",
     E,
-    "A stage names a Rhai script this runtime does not run yet: an output validator or a custom "
-    "region's script.",
+    "A stage names a Rhai script this runtime does not run yet: a custom region's script.",
     "Such scripts can refuse or rewrite tool calls and reject outputs. A run that skipped them "
     "would be looser than the blueprint its author reviewed, so no plan is written rather than "
     "a weaker one.",
-    '[stages.work.output]\nvalidator = "checks/report.rhai"\n',
+    '[context.regions.notes]\nkind = "custom"\nscript = "regions/notes.rhai"\n',
     "Run the agent with Leviath itself while it needs the script, or express the rule in Charter's "
     "own terms (tool_permissions, [safe_commands], an output schema) and remove the key.",
 )
 register(
     "CH662",
-    "hook-script-invalid",
+    "stage-script-invalid",
     E,
-    "A stage hook names a script that is missing, unreadable, not valid Rhai, or does not define "
-    "the hook's function with exactly one parameter (fn on_tool_call(ctx)).",
-    "A hook that never runs looks exactly like one that ran and allowed everything, so, as "
-    "Leviath does before the agent starts, no plan is written.",
+    "A stage hook or output validator names a script that is missing, unreadable, not valid Rhai, "
+    "or does not define its function with exactly one parameter (fn on_tool_call(ctx), "
+    "fn validate(content)).",
+    "A hook or validator that never runs looks exactly like one that ran and allowed everything, "
+    "so, as Leviath does before the agent starts, no plan is written.",
     '[stages.work.hooks]\non_tool_call = "hooks/guard.rhai"   # file defines fn guard(ctx)\n',
     "Fix the path or the script so it defines fn <hook>(ctx).",
 )

@@ -47,6 +47,7 @@ __all__ = [
     "ScriptTool",
     "SourceDigest",
     "SourceRef",
+    "ScriptSource",
     "Stage",
     "StageHook",
     "StageTool",
@@ -62,6 +63,7 @@ __all__ = [
 #    argument guard and schema trust; stages the permission a shell write
 #    answers to when write_file is not offered.
 SCHEMA_VERSION = 3
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=False)
@@ -248,11 +250,22 @@ class FanOut(_Frozen):
     on_worker_failure: Literal["continue", "fail_all"] = "continue"
 
 
+class ScriptSource(_Frozen):
+    """A Rhai script a stage runs (an output validator): its text, carried
+    so the runtime reads no file, and the file it came from."""
+
+    path: str  # relative to the project root
+    sha256: str
+    source: str
+
+
 class OutputSpec(_Frozen):
     format: str | None = None
     instructions: str | None = None
     example: str | None = None
     answer_schema: str | None = None  # canonical JSON text of the answer's JSON Schema
+    # The stage's own validator script (fn validate(content)), run on every answer.
+    validator: ScriptSource | None = None
 
 
 class SandboxLimits(_Frozen):

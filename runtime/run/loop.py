@@ -827,7 +827,7 @@ class AgentRun:
                 problem = (
                     None
                     if spec is None
-                    else validate_output(answer, spec.format, spec.answer_schema)
+                    else validate_output(answer, spec.format, spec.answer_schema, spec.validator)
                 )
                 if problem is not None:
                     # Held to the shape it was asked for, as submit_output is.

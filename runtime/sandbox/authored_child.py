@@ -67,9 +67,7 @@ def main(request_path: str) -> int:
             turn=TurnInfo(**req["turn"]),
             slot_id=req["slot_id"],
             slot_path=req["slot_path"],
-            capability=CapabilityFacade(
-                tuple(req["capabilities"]), req["name"], req["slot_path"]
-            ),
+            capability=CapabilityFacade(tuple(req["capabilities"]), req["name"], req["slot_path"]),
             output=output,
             workspace=Path(req["workspace"]),
             cancelled=threading.Event(),

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from charter.runtime.results import ToolResult, refusal
 
 if TYPE_CHECKING:
+    from charter.runtime.plan import ScriptSource
     from charter.runtime.tools.registry import ToolRuntime
 
 __all__ = [
@@ -418,9 +419,44 @@ def run_checklist(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None) ->
 # -- the final answer ----------------------------------------------------------
 
 
-def validate_output(content: str, fmt: str | None, schema_text: str | None = None) -> str | None:
-    """Why ``content`` does not fit the declared output format, or None.
-    Formats other than json, yaml, toml and csv are free text and not checked."""
+def validate_output(
+    content: str,
+    fmt: str | None,
+    schema_text: str | None = None,
+    validator: ScriptSource | None = None,
+) -> str | None:
+    """Why ``content`` does not fit the declared output format, its schema or
+    the stage's validator script, or None. Formats other than json, yaml,
+    toml and csv are free text and not checked."""
+    problem = _format_problem(content, fmt, schema_text)
+    if problem is None and validator is not None:
+        problem = _validator_problem(content, validator)
+    return problem
+
+
+def _validator_problem(content: str, validator: ScriptSource) -> str | None:
+    """Run ``fn validate(content)``: ``()`` or blank text accepts, other
+    text is the reason it rejects. A validator that throws or answers
+    something else rejects too (Leviath records the answer unchecked
+    instead; a check that did not run is not a check that passed)."""
+    from charter.runtime.rhai import Engine, Limits, RhaiError, debug_text, parse_script
+
+    try:
+        script = parse_script(validator.source, validator.path)
+        verdict = Engine(Limits(max_operations=100_000)).call(script, "validate", [content])
+    except RhaiError as exc:
+        return f"the output validator failed, so the answer was not accepted: {exc}"
+    if verdict is None or (isinstance(verdict, str) and not verdict.strip()):
+        return None
+    if isinstance(verdict, str):
+        return f"the final output was rejected: {verdict}"
+    return (
+        f"the output validator {validator.path} must return () or a string, "
+        f"not {debug_text(verdict)}"
+    )
+
+
+def _format_problem(content: str, fmt: str | None, schema_text: str | None) -> str | None:
     kind = (fmt or "").strip().lower()
     if kind not in ("json", "yaml", "yml", "toml", "csv"):
         return None
@@ -473,6 +509,7 @@ def run_submit_output(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None
         content,
         None if spec is None else spec.format,
         None if spec is None else spec.answer_schema,
+        None if spec is None else spec.validator,
     )
     if problem is not None:
         return _error(

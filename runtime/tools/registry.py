@@ -187,7 +187,6 @@ def _submit(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bool)
     return context.run_submit_output(args, rt, tool)
 
 
-
 # -- registering ------------------------------------------------------------------
 
 NO_PATHS: tuple[PathArg, ...] = ()

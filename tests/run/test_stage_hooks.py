@@ -99,3 +99,57 @@ def test_a_hook_that_throws_fails_the_run(charter_run: Any, tmp_path: Path) -> N
     assert not (work / "made.txt").exists()
     assert ran.finished["status"] == "failed"
     assert "broken gate" in ran.finished["reason"]
+
+
+OUTPUT_BLUEPRINT = """[agent]
+name = "checked"
+
+[stages.answer]
+mode = "output"
+available_tools = ["submit_output"]
+output = { format = "text", validator = "checks/validate.rhai" }
+"""
+
+SUBMITS = """turns:
+  - {stage: answer, tool_calls: [{name: submit_output, arguments: {content: "draft one"}}]}
+  - {stage: answer, tool_calls: [{name: submit_output, arguments: {content: "FINAL: two"}}]}
+"""
+
+
+def _validated(charter_run: Any, tmp_path: Path, script: str) -> Any:
+    agent = tmp_path / "agent"
+    (agent / "checks").mkdir(parents=True)
+    (agent / "checks" / "validate.rhai").write_text(script)
+    (agent / "agent.leviath").write_text(OUTPUT_BLUEPRINT)
+    (tmp_path / "model.yaml").write_text(SUBMITS)
+    work = tmp_path / "work"
+    work.mkdir()
+    return charter_run(
+        agent,
+        "--agent",
+        "checked",
+        "--allow",
+        "submit_output",
+        "--model",
+        f"script:{tmp_path / 'model.yaml'}",
+        workdir=work,
+    )
+
+
+def test_an_output_validator_holds_the_stage_until_it_accepts(
+    charter_run: Any, tmp_path: Path
+) -> None:
+    check = 'fn validate(content) { if content.starts_with("FINAL:") { () } else { "say FINAL:" } }'
+    ran = _validated(charter_run, tmp_path, check)
+    assert ran.code == 0, ran.stderr
+    [first, second] = ran.tool_results("submit_output")
+    assert "the final output was rejected: say FINAL:" in first
+    assert ran.finished["output_text"] == "FINAL: two"
+
+
+def test_a_validator_that_rejects_everything_never_lets_the_stage_finish(
+    charter_run: Any, tmp_path: Path
+) -> None:
+    ran = _validated(charter_run, tmp_path, 'fn validate(content) { "never" }')
+    assert ran.finished["status"] != "completed"
+    assert all("rejected: never" in r for r in ran.tool_results("submit_output"))

@@ -508,8 +508,7 @@ def _writes(
     return tuple(
         (scripts[cmd.script][0], cmd.arg)
         for cmd in commands
-        if (cmd.name in "wW" or (cmd.name == "s" and "w" in cmd.flags))
-        and cmd.arg not in _STD_OUT
+        if (cmd.name in "wW" or (cmd.name == "s" and "w" in cmd.flags)) and cmd.arg not in _STD_OUT
     )
 
 

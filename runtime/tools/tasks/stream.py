@@ -59,9 +59,7 @@ class StreamRedactor:
         value = self._prefix_of
         if value is None or ordered is not self._prefix_snapshot:
             return False  # no prefix state, or the known values changed
-        if self._parts_len + len(text) >= len(value) or not value.startswith(
-            text, self._parts_len
-        ):
+        if self._parts_len + len(text) >= len(value) or not value.startswith(text, self._parts_len):
             return False
         self._parts.append(text)
         self._parts_len += len(text)
