@@ -233,5 +233,12 @@ def execute(
         timings=timings,
         counts_as_work=work,
         **ran,
+        # A script tool's host function calls, each with its outcome: the
+        # children of this call (redacted like every other audited text).
+        **(
+            {"host_calls": [{k: redact(str(v)) for k, v in c.items()} for c in host_calls]}
+            if isinstance(host_calls := result.data.get("host_calls"), list)
+            else {}
+        ),
     )
     return result

@@ -144,3 +144,19 @@ def test_a_credential_shaped_variable_is_withheld_unless_allowed(tmp_path: Path)
     # The key exists but the user did not list it: Leviath's "[denied]" path.
     assert "refused to hand it to this script" in result.content
     assert result.data["host_calls"][0]["outcome"].startswith("error: [denied]")
+
+
+def test_each_host_call_is_audited_with_the_tool_call(server: str, tmp_path: Path) -> None:
+    from charter.runtime.audit import AuditLog
+
+    session, ws = _session(tmp_path, "[security]\nallow_local_network = true\n")
+    log_path = tmp_path / "audit.jsonl"
+    log = AuditLog(log_path)
+    rt = ToolRuntime(workspace=ws, web=WebConfig(timeout_s=5), secret_env={})
+    execute(session, ToolCall("web_fetch", {"url": f"{server}/x"}), None, _Yes(), log, runtime=rt)
+    log.close()
+    import json
+
+    events = [json.loads(line) for line in log_path.read_text().splitlines()]
+    [ran] = [e for e in events if e.get("event") == "execution"]
+    assert ran["host_calls"] == [{"fn": "http_get", "target": f"{server}/x", "outcome": "ok"}]
