@@ -65,7 +65,7 @@ def main() -> int:
         ("web_fetch", PAGE, {"url": "https://e/"}, lambda: html_to_text(PAGE), "html_to_text"),
     ):
         text = (CORPUS / "tools" / f"{name}.rhai").read_text()
-        parse_ms = _best(lambda text=text: parse_script(text, name), runs)
+        parse_ms = _best(lambda text=text, name=name: parse_script(text, name), runs)
         script = parse_script(text, name)
         engine = Engine(host=host(body))
         run_ms = _best(lambda e=engine, s=script, p=params: e.run(s, {"params": p}), runs)

@@ -23,9 +23,9 @@ A script that does not declare itself, or a ``@param`` line without its
 ``required``/``optional`` word, is not a tool: Leviath skips it, and Charter
 reports it as ``script-tool-undeclared``.
 
-Charter never runs Rhai. It reads these files so stages may offer the tools,
-``charter check`` and the hooks decide calls to them, and ``charter run``
-answers a call with a clear refusal.
+A script that is not valid Rhai is skipped with a warning, as Leviath skips
+it; the text of every other one goes into the plan, where ``charter run``
+finds it for Charter's interpreter (``charter.runtime.rhai``).
 """
 
 from __future__ import annotations
