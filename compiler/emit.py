@@ -84,6 +84,7 @@ def emit_agent(resolved: ResolvedAgent) -> AgentPlan:
         allow_local_network=bool(cfg and cfg.security.allow_local_network),
         allow_env_vars=tuple(sorted(cfg.security.allow_env_vars)) if cfg else (),
         skills_root=_skills_root(ctx),
+        soul=resolved.soul,
         script_permissions=ctx.script_perms,
         sandbox=resolved.sandbox,
         origin=span_ref(ctx.agent_span()),

@@ -99,6 +99,8 @@ class ResolvedAgent:
     entry_stage: str
     mcp: list[McpServerPlan]
     shell: ShellPolicy
+    # A Demiurge core's SOUL.md text (slots.soul, then <surface_root>/SOUL.md).
+    soul: str | None = None
 
 
 def _has_validator(entry: StageEntry) -> bool:
@@ -201,7 +203,11 @@ def resolve_agent(ctx: AgentContext, project_root: Path, agent_name: str) -> Res
             )
 
     mcp = mcp_server_plans(ctx, project_root) + leviath_server_plans(ctx, project_root)
+    from charter.compiler.resolve.soul import core_soul
+
+    soul = core_soul(ctx, project_root)
     return ResolvedAgent(
+        soul=soul,
         ctx=ctx,
         name=agent_name,
         project_root=project_root,

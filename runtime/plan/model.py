@@ -488,6 +488,8 @@ class AgentPlan(_Frozen):
     allow_env_vars: tuple[str, ...] = ()
     # The core's skills folder (slots.skills), relative to the project root.
     skills_root: str | None = None
+    # A Demiurge core's SOUL.md text, first in every system prompt of its runs.
+    soul: str | None = None
     # Present when the agent has script tools.
     script_permissions: ScriptPermissions | None = None
     # The agent-wide sandbox (MCP servers run under it; stages may tighten it).

@@ -266,6 +266,7 @@ class AgentRun:
             stage,
             self._output_spec(stage),
             fold_sections(self.rt.store),
+            self.session.agent.agent.soul,
         )
 
     def _refresh_system_prompt(self) -> None:

@@ -28,15 +28,19 @@ def system_prompt(
     stage: Stage,
     spec: OutputSpec | None,
     memory: str | None,
+    soul: str | None = None,
 ) -> str:
     """The system prompt for a turn in ``stage``: who the agent is, the
     stage's own prompt and shell hint, the answer shape ``spec`` (when the
     stage ends with an answer), the edges it may choose, and last the
-    agent's folded context sections (``memory``)."""
+    agent's folded context sections (``memory``). A Demiurge core's
+    ``soul`` (its SOUL.md) comes first, where its own host puts it."""
     who = f"You are the agent '{agent_name}'"
     if parent is not None:
         who += f", a sub-agent started by agent {parent}; nobody is watching this run"
     parts = [who + ".", f"You are in stage '{stage.name}' ({stage.mode})."]
+    if soul:
+        parts.insert(0, soul.strip())
     if stage.system_prompt:
         parts.append(stage.system_prompt.strip())
     if stage.shell_hint:
