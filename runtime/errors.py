@@ -40,6 +40,7 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
         SandboxUnavailable (sandbox.launcher)
         SedError (shell.programs.sed)
         SessionError (session)
+        SessionStoreError (run.sessions)
         ShellSyntaxError (shell.tree)
             ShellTooLong (shell.tree)
         TaskStoreError (tools.tasks.store), also OSError

@@ -346,6 +346,7 @@ PRIVATE_RECORDS = """\
 # what follows is one person's records, never shared:
 runs/
 serve/
+sessions.db*
 """
 
 

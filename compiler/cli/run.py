@@ -29,6 +29,7 @@ import math
 import os
 import secrets
 import signal
+import sqlite3
 import sys
 import threading
 from datetime import UTC, datetime
@@ -129,6 +130,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the workspace the tools are confined to (default: the current directory)",
     )
     p.add_argument("--output", type=Path, metavar="FILE", help="also write the answer here")
+    p.add_argument(
+        "--session",
+        metavar="NAME",
+        help="keep this run's conversation as session NAME (.charter/sessions.db)",
+    )
+    p.add_argument("--resume", action="store_true", help="continue session NAME where it stopped")
     p.add_argument("--config", type=Path, help="the user config.toml used to compile a project")
     p.add_argument("--no-user-config", action="store_true", help="ignore the user's config")
     view = p.add_mutually_exclusive_group()
@@ -364,7 +371,23 @@ def _run(
             bus.add(QuietView())
         else:
             bus.add(LiveView())
+        session_store = None
         try:
+            book = None
+            if args.session is not None or args.resume:
+                from charter.runtime.run.sessions import (
+                    SessionStore,
+                    SessionStoreError,
+                    sessions_path,
+                )
+
+                if args.session is None:
+                    return _refuse("--resume needs --session NAME: which session to continue")
+                try:
+                    session_store = SessionStore(sessions_path(workspace))
+                    book = session_store.open(args.session, found.name, resume=bool(args.resume))
+                except (SessionStoreError, OSError, sqlite3.Error) as exc:
+                    return _refuse(f"cannot open session {args.session!r}: {exc}")
             prompter = Prompter(
                 LineSource(sys.stdin),
                 timeout_s=float(found.limits.interaction_timeout_secs),
@@ -391,9 +414,12 @@ def _run(
                 cancel=cancel,
                 project_root=project.resolve() if project is not None else None,
                 containment=containment,
+                session=book,
             )
             return _execute(args, options, plan, found, spec, guard, execute_run)
         finally:
+            if session_store is not None:
+                session_store.close()
             containment.close()
             audit.close()
             bus.close()

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from charter.runtime.redact import Redactor
     from charter.runtime.run.events import EventBus
     from charter.runtime.run.people import Prompter
+    from charter.runtime.run.sessions import SessionBook
     from charter.runtime.sandbox.containment import Containment
 
 __all__ = ["AgentResult", "AgentStatus", "RunContext", "RunSettings"]
@@ -72,6 +73,9 @@ class RunSettings:
     project_root: Path | None = None
     # Where commands run (charter.runtime.sandbox.containment); None: uncontained.
     containment: Containment | None = None
+    # The named session the root agent's conversation is kept in (and resumed
+    # from); None: the run keeps its conversation only in memory.
+    session: SessionBook | None = None
 
 
 @dataclass(slots=True, kw_only=True)

@@ -171,6 +171,7 @@ class AgentRun:
             skills_root=_skills_root(agent, ctx.project_root, ctx.workspace),
             history=lambda: self.messages,
             web=web_config_for(agent.allow_local_network, agent.allow_env_vars, os.environ),
+            earlier_sessions=self._earlier_sessions if ctx.session is not None else None,
         )
         self._contain(self.session.stage_name)
         self.inbox: list[tuple[str | None, str]] = []
@@ -584,10 +585,24 @@ class AgentRun:
             output = self.rt.store.output
         return self._result(status, reason, output if status == "completed" else None)
 
+    def _earlier_sessions(self, query: str | None, limit: int) -> list[tuple[str, int, str, str]]:
+        """This agent's other stored sessions, for session_search."""
+        book = self.ctx.session
+        if book is None:
+            return []
+        hits = book.store.search(self.session.agent.agent.name, query, limit + 200)
+        return [h for h in hits if h[0] != book.name][:limit]
+
+    def _record_session(self) -> None:
+        book = self.ctx.session if self.parent is None else None
+        if book is not None:
+            book.record(self.messages)
+
     async def run(self) -> AgentResult:
         try:
             result = await self._loop()
         finally:
+            self._record_session()
             # A finished agent leaves nothing behind: its sub-agents stop too,
             # and so do the background tasks it started.
             self.world.kill_children(self.id, reason=f"agent {self.id} finished")
@@ -631,6 +646,13 @@ class AgentRun:
         agent = self.session.agent.agent
         self.visits[self.stage.name] = 0
         self._enter(self.stage.name, condition="start", transform=None)
+        book = self.ctx.session if self.parent is None else None
+        if book is not None and book.history:
+            # Resumed: the earlier conversation after today's system prompt,
+            # then this run's task as the next thing the person says.
+            earlier = [m for m in book.history if m.role != "system"]
+            self.messages = [self.messages[0], *earlier, Message.user(self.task)]
+            self.emit("session_resumed", session=book.name, messages=len(earlier))
         while True:
             if self.stopped is not None:
                 return self.partial(*self.stopped)
@@ -726,6 +748,7 @@ class AgentRun:
                     self.emit("output_submitted", stage=stage.name, chars=len(output or ""))
                     return self._result("completed", "the output was submitted", output)
             moved = await self._after_turn(turn.edge, turn.text, turn.tool_calls, results)
+            self._record_session()
             if isinstance(moved, AgentResult):
                 return moved
 

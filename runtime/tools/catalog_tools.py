@@ -125,10 +125,16 @@ def run_session_search(
     session = _session()
     current = (getattr(session, "run_id", "") or "current") if session is not None else "current"
     wanted = args.get("session_id")
+    earlier = getattr(rt, "earlier_sessions", None)
+    limit = int(args.get("limit", 10))
+    query = args.get("query")
     if wanted is not None and wanted not in (current, "current"):
-        # Another run's history is never readable here, and saying whether
-        # it exists would already tell something.
-        return _err("unknown-session", f"no session '{wanted}' that you can read")
+        # Only this agent's own stored sessions are readable, and saying
+        # whether any other exists would already tell something.
+        found = [h for h in earlier(query, 10_000) if h[0] == wanted] if earlier else []
+        if not found:
+            return _err("unknown-session", f"no session '{wanted}' that you can read")
+        return _earlier_result(found[:limit])
     history = getattr(rt, "history", None)
     if history is None:
         return _err(
@@ -136,8 +142,6 @@ def run_session_search(
             "this runtime keeps no message history for the session, so there is nothing to search",
             "unavailable",
         )
-    limit = int(args.get("limit", 10))
-    query = args.get("query")
     messages = [
         (n, str(getattr(m, "role", "")), str(getattr(m, "content", "") or ""))
         for n, m in enumerate(history())
@@ -156,11 +160,27 @@ def run_session_search(
                 if len(hits) >= limit:
                     break
         hits.reverse()
-    if not hits:
+    older = earlier(query, limit) if earlier is not None else []
+    if not hits and not older:
         what = f" for {query!r}" if query is not None else ""
         return ToolResult("ok", f"(no messages{what} in session {current})", data={"hits": []})
     lines = [f"#{h['index']} {h['role']}: {h['text']}" for h in hits]
-    return ToolResult("ok", "\n".join(lines), data={"session_id": current, "hits": hits})
+    if older:
+        lines.append("Earlier sessions of this agent:")
+        lines.extend(_earlier_lines(older))
+    data: dict[str, Any] = {"session_id": current, "hits": hits}
+    if older:
+        data["earlier"] = [{"session": s, "index": i, "role": r} for s, i, r, _ in older]
+    return ToolResult("ok", "\n".join(lines), data=data)
+
+
+def _earlier_lines(found: list[tuple[str, int, str, str]]) -> list[str]:
+    return [f"[{s}] #{i} {r}: {_snippet(text, 0, _SNIPPET)}" for s, i, r, text in found]
+
+
+def _earlier_result(found: list[tuple[str, int, str, str]]) -> ToolResult:
+    data = {"hits": [{"session": s, "index": i, "role": r} for s, i, r, _ in found]}
+    return ToolResult("ok", "\n".join(_earlier_lines(found)), data=data)
 
 
 # -- schedule_manage --------------------------------------------------------------------------

@@ -105,6 +105,10 @@ class ToolRuntime:
     # The run's message history for session_search: a callable returning
     # objects with ``role`` and ``content``; None when the host keeps none.
     history: Callable[[], Sequence[Any]] | None = None
+    # The agent's earlier stored sessions for session_search: called with
+    # (query or None, limit), answers (session, index, role, text) newest
+    # first; None when the run keeps no sessions.
+    earlier_sessions: Callable[[str | None, int], list[tuple[str, int, str, str]]] | None = None
     web: web.WebConfig | None = None  # network settings for the web tools (None: defaults)
     # Fed (stream name, chunk) for every chunk of a foreground command's
     # output as it is read, so a live view can show how far a long command
