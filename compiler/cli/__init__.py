@@ -43,6 +43,10 @@ VERBS: dict[str, tuple[str, str]] = {
         "Judge a shell command as the guard would: allow, ask or deny.",
     ),
     "serve": ("charter.compiler.cli.serve", "Serve hook decisions over HTTP from a plan."),
+    "schedule": (
+        "charter.compiler.cli.schedule_cmd",
+        "Fire an agent's stored schedules as unattended runs.",
+    ),
     "init": (
         "charter.compiler.cli.init_cmd",
         "Set up Charter's hook for Claude Code or Gemini CLI.",

@@ -447,6 +447,10 @@ def _execute(
         run_dir=str(run_dir),
         yolo=bool(args.yolo),
         allow=sorted(options.allow),
+        # What the run was asked to do, so its record says which task (a
+        # scheduled run's prompt, a resumed session's next request) it ran.
+        task=options.redactor.redact(options.task, "stored"),
+        session=options.session.name if options.session is not None else None,
     )
     audit.write("run_started", run=run_id, agent=found.name, plan=plan.digest, model=shown_model)
     for line in options.containment.notices:

@@ -276,7 +276,7 @@ def run_schedules(
     if isinstance(items, ToolResult):
         return items
     action = args.get("action")
-    note = " (Charter stores schedules; a host scheduler runs them.)"
+    note = " (`charter schedule run` fires them as unattended runs.)"
     if action == "list":
         if not items:
             return ToolResult("ok", "(no schedules)" + note, data={"schedules": []})
