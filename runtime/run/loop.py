@@ -595,8 +595,13 @@ class AgentRun:
 
     def _record_session(self) -> None:
         book = self.ctx.session if self.parent is None else None
-        if book is not None:
+        if book is None:
+            return
+        try:
             book.record(self.messages)
+        except Exception as exc:  # noqa: BLE001 - a full disk must not end the run
+            # The run goes on; what could not be kept is said, not hidden.
+            self.emit("notice", message=f"session '{book.name}' not saved: {exc}")
 
     async def run(self) -> AgentResult:
         try:
