@@ -23,7 +23,11 @@ the loop decides whether to leave the stage, by the stage's edges:
     row made no progress: every call was refused or failed, or the turn
     repeated the previous one's calls exactly;
 ``dead_end``
-    the model twice ended a turn with neither a tool call nor an edge choice.
+    the model ended a turn with neither a tool call nor an edge choice while
+    every ordinary (``always``/``llm_choice``) edge's target has spent its
+    ``max_revisits``, as Leviath defines a dead end (then the ``error`` edge,
+    and without either the run fails); also the escape of a model error when
+    the stage has no ``error`` edge.
 
 An edge with a gate is taken only when the gate's conditions hold. Work
 means a call that succeeded and counts as work in the plan (a write, an edit,
@@ -103,7 +107,6 @@ if TYPE_CHECKING:
 
 __all__ = ["AgentResult", "AgentRun", "AgentStatus", "RunContext"]
 
-_DEAD_END_TURNS = 2
 _MAX_MODEL_FAILURES = 3  # in a row, across error edges
 
 
@@ -448,6 +451,38 @@ class AgentRun:
         self._enter(edge.to, condition=condition, transform=edge.transform)
         return True
 
+    def _spent(self, target: str) -> bool:
+        """Whether ``target`` has used up its ``max_revisits`` (the test the
+        edges themselves apply; the current stage never counts as spent)."""
+        found = self.session.agent.stages.get(target)
+        if found is None:
+            return True
+        limit = found.stage.max_revisits
+        return (
+            limit is not None and target != self.stage.name and self.visits.get(target, 0) > limit
+        )
+
+    def _dead_end(self) -> bool | AgentResult:
+        """Every ordinary edge's target has spent its revisits, as Leviath
+        defines a dead end: down the ``dead_end`` edge, else the ``error``
+        edge, else the run fails (it must not read as a success)."""
+        stage = self.stage
+        message = (
+            f"stage '{stage.name}' dead-ended: every declared transition's target has spent its "
+            "max_revisits budget before an output or terminal stage was reached"
+        )
+        self.emit("notice", message=message)
+        for condition in ("dead_end", "error"):
+            index = self._edge_index(condition)
+            if index is not None and not self._spent(stage.edges[index].to):
+                self._enter(
+                    stage.edges[index].to,
+                    condition=condition,
+                    transform=stage.edges[index].transform,
+                )
+                return True
+        return self._result("failed", message)
+
     def _edge_index(self, condition: str) -> int | None:
         for n, edge in enumerate(self.stage.edges):
             if edge.condition == condition:
@@ -708,7 +743,10 @@ class AgentRun:
             except ModelError as exc:
                 self.emit("model_error", message=str(exc), stage=stage.name)
                 self._audit("model_error", stage=stage.name, reason=str(exc))
+                # As in Leviath: the error edge, else the dead_end escape.
                 index = self._edge_index("error")
+                if index is None:
+                    index = self._edge_index("dead_end")
                 self.visit.iteration += 1
                 self.model_failures += 1
                 # Error edges between stages whose model keeps failing would
@@ -716,7 +754,7 @@ class AgentRun:
                 if index is not None and self.model_failures < _MAX_MODEL_FAILURES:
                     self._enter(
                         stage.edges[index].to,
-                        condition="error",
+                        condition=stage.edges[index].condition,
                         transform=stage.edges[index].transform,
                     )
                     continue
@@ -869,9 +907,9 @@ class AgentRun:
                     return False
                 return self._result("completed", "the agent answered", answer)
             self.visit.idle_turns += 1
-            dead_end = self._edge_index("dead_end")
-            if dead_end is not None and self.visit.idle_turns >= _DEAD_END_TURNS:
-                return self._try_edge(dead_end, "dead_end")
+            ordinary = [e for e in stage.edges if e.condition in ("always", "llm_choice")]
+            if ordinary and all(self._spent(e.to) for e in ordinary):
+                return self._dead_end()
             hinted = ", ".join(e.target for e in hinted_edges(stage)) or "none"
             self.messages.append(
                 Message.user(

@@ -301,7 +301,7 @@ ROUTES = [
     # script, the edges taken (target, condition), the answer
     ("routes-stuck.yaml", [("stuck_out", "stuck")], "stuck"),
     ("routes-refused.yaml", [("stuck_out", "stuck")], "refused"),
-    ("routes-dead-end.yaml", [("idle_out", "dead_end")], "idle"),
+    ("routes-dead-end.yaml", [("relay", "llm_choice"), ("done", "always")], "idle"),
     ("routes-error.yaml", [("error_out", "error")], "recovered"),
     ("routes-always.yaml", [("relay", "llm_choice"), ("done", "always")], "relayed"),
 ]
@@ -315,6 +315,19 @@ def test_runtime_edges(
     assert ran.code == 0, ran.finished["reason"]
     assert [(e["to"], e["condition"]) for e in ran.of("edge_taken")] == edges
     assert ran.finished["output_text"] == answer
+
+
+def test_a_dead_end_is_every_ordinary_target_spent(charter_run: Any, tmp_path: Path) -> None:
+    ran = run_scripted(
+        charter_run, tmp_path, FIXTURES / "deadend", "deadend", "deadend.yaml", "--yolo"
+    )
+    assert ran.code == 0, ran.finished["reason"]
+    assert [(e["to"], e["condition"]) for e in ran.of("edge_taken")] == [
+        ("loop", "llm_choice"),
+        ("start", "always"),
+        ("idle_out", "dead_end"),
+    ]
+    assert ran.finished["output_text"] == "dead end"
 
 
 def test_delegate_task_narrows_the_child_to_the_listed_tools(
