@@ -67,3 +67,29 @@ def test_host_functions_count_toward_the_bounds() -> None:
     engine = Engine(host={"big": HostFunction("big", frozenset({0}), big)})
     with pytest.raises(RhaiLimitError, match="string grew past"):
         engine.run(parse_script("big()"))
+
+
+_TOKENS = (
+    "let x y = 1 2.5 \"s\" 'c' `a${x}b` + - * / % ** == != < > && || ! ( ) [ ] { } #{ a: , ; . "
+    "len() push(1) if else while loop break continue for in 0..3 fn f(x) f(1) return throw try "
+    "catch (e) switch => _ |x| || () true false ?. ?? [0] += x.a x[0] .. ..= << >> & | ^ const "
+    'this to_json(x) parse_json("[1]") sub_string(1,2) replace("a","b") split(",") type_of(x)'
+).split()
+
+
+def test_random_programs_end_in_a_rhai_error_or_a_value_never_a_python_error() -> None:
+    # Bad input gets a Rhai error with a position, never a traceback.
+    import random
+
+    from charter.runtime.rhai import RhaiError
+
+    rng = random.Random(20261204)
+    for _ in range(3000):
+        text = " ".join(rng.choice(_TOKENS) for _ in range(rng.randint(1, 25)))
+        try:
+            script = parse_script(text, "fuzz.rhai")
+            Engine(Limits(max_operations=2000, max_seconds=1)).run(
+                script, {"x": [1, 2], "y": {"a": 1}}
+            )
+        except RhaiError as exc:
+            assert exc.path == "fuzz.rhai" and exc.line >= 1, text
