@@ -5,7 +5,9 @@ lets them reach."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -160,3 +162,92 @@ def test_each_host_call_is_audited_with_the_tool_call(server: str, tmp_path: Pat
     events = [json.loads(line) for line in log_path.read_text().splitlines()]
     [ran] = [e for e in events if e.get("event") == "execution"]
     assert ran["host_calls"] == [{"fn": "http_get", "target": f"{server}/x", "outcome": "ok"}]
+
+
+def _tls_pair(tmp_path: Path, host: str) -> tuple[Path, Path] | None:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        return None
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    made = subprocess.run(
+        [
+            openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+            "-out", str(cert), "-days", "1", "-subj", f"/CN={host}",
+            "-addext", f"subjectAltName=DNS:{host}",
+        ],
+        capture_output=True,
+        check=False,
+    )  # fmt: skip
+    return (key, cert) if made.returncode == 0 else None
+
+
+def test_web_search_returns_brave_results_from_a_fake_engine(tmp_path: Path) -> None:
+    # The unmodified script calls https://api.search.brave.com; a test
+    # resolver sends that name to a TLS server on loopback port 443, and the
+    # user's config allows both the key and the local network.
+    import ssl
+    import threading
+
+    host = "api.search.brave.com"
+    pair = _tls_pair(tmp_path, host)
+    if pair is None:
+        pytest.skip("openssl cannot make a test certificate here")
+    key, cert = pair
+    seen: dict[str, str] = {}
+
+    class Brave(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:  # noqa: N802 - the http.server API
+            seen["path"] = self.path
+            seen["token"] = self.headers.get("X-Subscription-Token", "")
+            results = [
+                {"title": "Rhai book", "url": "https://rhai.rs/book", "description": "The book",
+                 "page_age": "2026-11-01T00:00:00"},
+                {"title": "Rhai repo", "url": "https://github.com/rhaiscript/rhai",
+                 "description": "Source", "age": "2 days ago"},
+            ]  # fmt: skip
+            body = json.dumps({"web": {"results": results}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    try:
+        httpd = ThreadingHTTPServer(("127.0.0.1", 443), Brave)
+    except OSError as exc:
+        pytest.skip(f"cannot listen on loopback port 443 here: {exc}")
+    served = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    served.load_cert_chain(cert, key)
+    httpd.socket = served.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        config = '[security]\nallow_local_network = true\nallow_env_vars = ["BRAVE_API_KEY"]\n'
+        session, ws = _session(tmp_path, config)
+        trusted = ssl.create_default_context(cafile=str(cert))
+        rt = ToolRuntime(
+            workspace=ws,
+            web=WebConfig(
+                timeout_s=5, resolver=StaticResolver({host: ["127.0.0.1"]}), verify=trusted
+            ),
+            secret_env={"BRAVE_API_KEY": "test-key"},
+        )
+        result = execute(
+            session, ToolCall("web_search", {"query": "rhai lang", "count": 2}), None, _Yes(),
+            runtime=rt,
+        )  # fmt: skip
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert result.status == "ok", result.content
+    assert json.loads(result.content) == [
+        {"date": "2026-11-01T00:00:00", "snippet": "The book", "title": "Rhai book",
+         "url": "https://rhai.rs/book"},
+        {"date": "2 days ago", "snippet": "Source", "title": "Rhai repo",
+         "url": "https://github.com/rhaiscript/rhai"},
+    ]  # fmt: skip
+    assert seen["path"] == "/res/v1/web/search?q=rhai%20lang&count=2"
+    assert seen["token"] == "test-key"
