@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import fcntl
 import json
-import os
 import re
 import subprocess
 import sys
@@ -124,7 +123,3 @@ def run(args: argparse.Namespace) -> int:
             time.sleep(max(1.0, args.interval))
     except KeyboardInterrupt:
         return 130
-
-
-if os.name != "posix":  # pragma: no cover - flock is POSIX
-    raise ImportError("charter schedule needs a POSIX system (flock)")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from charter.runtime.rhai.errors import RhaiError, RhaiLimitError, RhaiRuntimeError, RhaiSyntaxError
 from charter.runtime.rhai.interp import Engine, HostError, HostFunction, Limits
-from charter.runtime.rhai.parser import parse_script
+from charter.runtime.rhai.parser import parse_cached, parse_script
 from charter.runtime.rhai.syntax import Script
 from charter.runtime.rhai.values import Char, FnPtr, debug_text, display_text
 
@@ -30,5 +30,6 @@ __all__ = [
     "Script",
     "debug_text",
     "display_text",
+    "parse_cached",
     "parse_script",
 ]

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from charter.runtime.rhai.interp import _Run
     from charter.runtime.rhai.syntax import Node
 
-__all__ = ["FUNCTIONS", "BuiltinError", "html_to_text", "to_json_text"]
+__all__ = ["FUNCTIONS", "BuiltinError", "html_to_text", "to_json_text", "to_plain"]
 
 
 class BuiltinError(CharterError):
@@ -345,17 +345,21 @@ def _span(length: int, start: int, count: int | None) -> tuple[int, int]:
     return start, end
 
 
+def _bounds(name: str, a: list[Any], kind: type) -> tuple[int, int]:
+    """The (start, end) that ``x.name(start[, count])`` selects of a string
+    or an array ``kind``: a negative start counts from the end, and both
+    are clamped to what is there."""
+    if len(a) == 2:
+        _sig(name, a, (kind,), _I)
+        return _span(len(a[0]), a[1], None)
+    _sig(name, a, (kind,), _I, _I)
+    return _span(len(a[0]), a[1], a[2])
+
+
 @_reg("sub_string")
 def _sub_string(run: _Run, a: list[Any], node: Node) -> Any:
-    if len(a) == 2:
-        _sig("sub_string", a, (str,), _I)
-        count = None
-    else:
-        _sig("sub_string", a, (str,), _I, _I)
-        count = a[2]
-    text = str(a[0])
-    i, j = _span(len(text), a[1], count)
-    return text[i:j]
+    i, j = _bounds("sub_string", a, str)
+    return str(a[0])[i:j]
 
 
 @_reg("crop")
@@ -546,15 +550,8 @@ def _reverse(run: _Run, a: list[Any], node: Node) -> Any:
 
 @_reg("extract")
 def _extract(run: _Run, a: list[Any], node: Node) -> Any:
-    if len(a) == 2:
-        _sig("extract", a, (list,), _I)
-        count = None
-    else:
-        _sig("extract", a, (list,), _I, _I)
-        count = a[2]
-    arr: list[Any] = a[0]
-    i, j = _span(len(arr), a[1], count)
-    return run.stored(arr[i:j], node)
+    i, j = _bounds("extract", a, list)
+    return run.stored(a[0][i:j], node)
 
 
 @_reg("dedup")
@@ -849,11 +846,12 @@ def _from_json(run: _Run, value: Any, node: Node) -> Any:
 def to_json_text(value: Any) -> str:
     """Compact JSON with keys in order, as serde writes Rhai's maps."""
     return json.dumps(
-        _to_json(value), ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False
+        to_plain(value), ensure_ascii=False, separators=(",", ":"), sort_keys=True, allow_nan=False
     )
 
 
-def _to_json(value: Any) -> Any:
+def to_plain(value: Any) -> Any:
+    """A Rhai value as plain JSON data (unit is null, a char a string)."""
     root: list[Any] = [None]
     stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]
     while stack:

@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from charter.runtime.errors import CharterError
+from charter.runtime.rhai import arith, builtins
 from charter.runtime.rhai import syntax as s
+from charter.runtime.rhai.builtins import BuiltinError
 from charter.runtime.rhai.errors import RhaiLimitError, RhaiRuntimeError
 from charter.runtime.rhai.values import (
     I64_MAX,
@@ -134,8 +136,6 @@ class Engine:
 
 class _Run:
     def __init__(self, engine: Engine, script: s.Script) -> None:
-        from charter.runtime.rhai import builtins
-
         self.engine = engine
         self.limits = engine.limits
         self.script = script
@@ -469,9 +469,7 @@ class _Run:
     def e_var(self, node: s.Var) -> Any:
         i = self.slot(node.name)
         if i < 0:
-            if (node.name, 0) in self.script.functions or any(
-                k[0] == node.name for k in self.script.functions
-            ):
+            if any(k[0] == node.name for k in self.script.functions):
                 return FnPtr(node.name)
             raise self.error(f"Variable not found: {node.name}", node)
         return self.frame.values[i]
@@ -558,8 +556,6 @@ class _Run:
         return value
 
     def binary(self, op: str, a: Any, b: Any, node: s.Node) -> Any:
-        from charter.runtime.rhai import arith
-
         return arith.binary(self, op, a, b, node)
 
     def e_prop(self, node: s.Prop) -> Any:
@@ -597,24 +593,20 @@ class _Run:
         raise self.error(f"cannot index into {type_name(target)}", node)
 
     def array_index(self, arr: list[Any], key: Any, node: s.Node) -> int:
-        if type(key) is not int:
-            raise self.error(f"an array index must be an integer, not {type_name(key)}", node)
-        i: int = key
-        n = len(arr)
-        j = i + n if i < 0 else i
-        if not 0 <= j < n:
-            raise self.error(f"Array index {i} out of bounds: only {n} elements", node)
-        return j
+        return self._position(len(arr), key, node, "an array", "elements")
 
     def string_index(self, text: str, key: Any, node: s.Node) -> int:
+        return self._position(len(text), key, node, "a string", "characters")
+
+    def _position(self, n: int, key: Any, node: s.Node, what: str, items: str) -> int:
+        """An index into ``n`` items, a negative one counting from the end."""
         if type(key) is not int:
-            raise self.error(f"a string index must be an integer, not {type_name(key)}", node)
-        i: int = key
-        n = len(text)
-        j = i + n if i < 0 else i
+            raise self.error(f"{what} index must be an integer, not {type_name(key)}", node)
+        j = key + n if key < 0 else key
         if not 0 <= j < n:
-            raise self.error(f"String index {i} out of bounds: only {n} characters", node)
-        return j
+            noun = what.split()[1].capitalize()
+            raise self.error(f"{noun} index {key} out of bounds: only {n} {items}", node)
+        return int(j)
 
     # ---- calls ---------------------------------------------------------
 
@@ -659,8 +651,6 @@ class _Run:
         raise self.error(f"Function not found: {name} ({types})", node)
 
     def call_builtin(self, name: str, args: list[Any], node: s.Node) -> Any:
-        from charter.runtime.rhai.builtins import BuiltinError
-
         self.called = name
         try:
             result = self.builtins[name](self, args, node)

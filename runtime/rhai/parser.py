@@ -11,11 +11,13 @@ LALR table resolves silently the wrong way. Nesting is bounded (Rhai's
 
 from __future__ import annotations
 
+import functools
+
 from charter.runtime.rhai import syntax as s
 from charter.runtime.rhai.errors import RhaiSyntaxError
 from charter.runtime.rhai.lexer import Token, tokenize
 
-__all__ = ["MAX_DEPTH", "parse_script"]
+__all__ = ["MAX_DEPTH", "parse_cached", "parse_script"]
 
 MAX_DEPTH = 128
 
@@ -43,6 +45,14 @@ def parse_script(text: str, path: str = "<script>") -> s.Script:
     script = s.Script(path=path, body=[])
     script.body = parser.statements(script, top=True)
     return script
+
+
+@functools.lru_cache(maxsize=256)
+def parse_cached(text: str, path: str) -> s.Script:
+    """:func:`parse_script`, once per (text, path): a plan's scripts are
+    parsed on their first use, not on every call. A parsed script is never
+    changed afterwards, so sharing it is safe."""
+    return parse_script(text, path)
 
 
 def parse_expression(text: str, path: str, line: int, col: int, depth: int) -> s.Node:

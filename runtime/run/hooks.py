@@ -41,9 +41,6 @@ class HookOutcome:
     value: Any = None
 
 
-_PARSED: dict[str, Any] = {}
-
-
 def _hook(stage: Stage, name: str) -> StageHook | None:
     return next((h for h in stage.hooks if h.hook == name), None)
 
@@ -51,16 +48,14 @@ def _hook(stage: Stage, name: str) -> StageHook | None:
 def run_hook(stage: Stage, name: str, ctx: dict[str, Any]) -> HookOutcome | None:
     """Run the stage's ``name`` hook on ``ctx``; None when it has none.
     Raises :class:`HookFailed` for every answer that is not allow or modify."""
-    from charter.runtime.rhai import Engine, Limits, RhaiError, parse_script
-    from charter.runtime.rhai.builtins import BuiltinError, _to_json
+    from charter.runtime.rhai import Engine, Limits, RhaiError, parse_cached
+    from charter.runtime.rhai.builtins import BuiltinError, to_plain
 
     hook = _hook(stage, name)
     if hook is None:
         return None
-    script = _PARSED.get(hook.sha256)
     try:
-        if script is None:
-            script = _PARSED[hook.sha256] = parse_script(hook.source, hook.path)
+        script = parse_cached(hook.source, hook.path)
         result = Engine(Limits(max_operations=HOOK_MAX_OPERATIONS)).call(script, name, [ctx])
     except RhaiError as exc:
         raise HookFailed(f"{name}: hook failed: {exc}") from None
@@ -69,7 +64,7 @@ def run_hook(stage: Stage, name: str, ctx: dict[str, Any]) -> HookOutcome | None
     if result is False:
         raise HookFailed(f"{name}: refused (no reason given)")
     try:
-        value = _to_json(result)
+        value = to_plain(result)
     except BuiltinError as exc:
         raise HookFailed(f"{name}: returned a value that is not plain data: {exc}") from None
     if not isinstance(value, dict):

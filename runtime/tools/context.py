@@ -439,10 +439,10 @@ def _validator_problem(content: str, validator: ScriptSource) -> str | None:
     text is the reason it rejects. A validator that throws or answers
     something else rejects too (Leviath records the answer unchecked
     instead; a check that did not run is not a check that passed)."""
-    from charter.runtime.rhai import Engine, Limits, RhaiError, debug_text, parse_script
+    from charter.runtime.rhai import Engine, Limits, RhaiError, debug_text, parse_cached
 
     try:
-        script = parse_script(validator.source, validator.path)
+        script = parse_cached(validator.source, validator.path)
         verdict = Engine(Limits(max_operations=100_000)).call(script, "validate", [content])
     except RhaiError as exc:
         return f"the output validator failed, so the answer was not accepted: {exc}"

@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 __all__ = ["run_script_tool", "sensitive_env_name"]
 
 GATE = "dispatch"
-_CACHE: dict[str, Script] = {}
 
 # Credential-shaped environment names: read only when the user listed them.
 _HINTS = ("KEY", "TOKEN", "SECRET", "PASSW", "CREDENTIAL", "AUTH", "PRIVATE", "COOKIE", "SESSION")
@@ -56,19 +55,14 @@ def sensitive_env_name(name: str) -> bool:
 
 
 def _script(entry: ToolEntry) -> Script | ToolResult:
-    from charter.runtime.rhai import RhaiSyntaxError, parse_script
+    from charter.runtime.rhai import RhaiSyntaxError, parse_cached
 
     assert entry.script is not None
-    source = entry.script.source or ""  # the dispatch gate refused a plan without it
-    cached = _CACHE.get(entry.script.sha256)
-    if cached is not None and cached.path == entry.script.path:
-        return cached
     try:
-        script = parse_script(source, entry.script.path)
+        # The dispatch gate refused a plan without the script's text.
+        return parse_cached(entry.script.source or "", entry.script.path)
     except RhaiSyntaxError as exc:
         return ToolResult("error", f"[error] {entry.name}: {exc}", rule="script-syntax")
-    _CACHE[entry.script.sha256] = script
-    return script
 
 
 def run_script_tool(
