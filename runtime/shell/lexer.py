@@ -21,7 +21,7 @@ from charter.runtime.shell.splice import Spliced, splice
 from charter.runtime.shell.tree import HereDoc, ShellSyntaxError, ShellTooLong, Tok
 from charter.runtime.shell.words import decode_ansi_c
 
-__all__ = ["REDIRECT_OPERATOR", "Lexed", "lex", "tokenize"]
+__all__ = ["REDIRECT_OPERATOR", "Lexed", "expansions_in_heredoc", "lex", "tokenize"]
 
 
 # --- the lexer ------------------------------------------------------------------------------
@@ -215,6 +215,41 @@ def _arith_end(text: str, i: int) -> int | None:
     except ShellSyntaxError:
         return None
     return end if text[end - 2 : end] == "))" else None
+
+
+def expansions_in_heredoc(body: str) -> list[tuple[str, int, int]]:
+    """The expansions bash performs in an unquoted here-document's ``body``,
+    as ``(kind, start, end)`` with kind ``cmdsub``, ``backtick`` or
+    ``param`` (``${...}`` and ``$((...))``, whose text may hold a command
+    substitution). Bash reads such a body as it reads a double-quoted
+    string: only ``$``, backquotes and backslashes mean anything, and a line
+    break separates nothing. Linear in ``body``; raises
+    :class:`ShellSyntaxError` where an expansion is not closed."""
+    out: list[tuple[str, int, int]] = []
+    n = len(body)
+    i = 0
+    while i < n:
+        c = body[i]
+        if c == "\\":
+            i += 2
+        elif c == "`":
+            j = _skip_backtick(body, i)
+            out.append(("backtick", i, j))
+            i = j
+        elif c == "$" and body.startswith("$((", i) and (arith := _arith_end(body, i)):
+            out.append(("param", i, arith))
+            i = arith
+        elif c == "$" and body.startswith("$(", i):
+            j = _skip_parens(body, i + 1)
+            out.append(("cmdsub", i, j))
+            i = j
+        elif c == "$" and body.startswith("${", i):
+            j = _skip_braces(body, i + 1)
+            out.append(("param", i, j))
+            i = j
+        else:
+            i += 1
+    return out
 
 
 def tokenize(raw: str) -> Lexed:

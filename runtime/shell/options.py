@@ -46,7 +46,9 @@ class Scanned(NamedTuple):
     """A command's arguments split into options and operand indexes."""
 
     opts: tuple[Opt, ...]
-    operands: tuple[int, ...]  # indexes of non-option arguments
+    # indexes of non-option arguments (a range when they run to the end, so
+    # a chain of wrappers, each scanning the rest, costs no list per level)
+    operands: Sequence[int]
 
 
 def scan(
@@ -72,6 +74,8 @@ def scan(
     while i < n:
         a = args[i]
         if a == "--":
+            if not operands:
+                return Scanned(tuple(opts), range(i + 1, n))
             operands.extend(range(i + 1, n))
             break
         if (
@@ -106,6 +110,8 @@ def scan(
                 opts.append(Opt("-" + ch, None, i))
                 j += 1
         else:
+            if not permute and not operands:
+                return Scanned(tuple(opts), range(i, n))
             operands.append(i)
             if not permute:
                 operands.extend(range(i + 1, n))

@@ -423,36 +423,82 @@ def _value_target(args: Sequence[str], o: Opt, spec: _Spec, kind: Kind) -> Targe
 def _find(args: Sequence[str]) -> tuple[Target, ...]:
     """``find``: what ``-delete`` removes (the starting points, and all under
     them), the file of ``-fprint``/``-fls``, and the starting points again
-    when ``-exec`` runs a writer on ``{}`` (``find /etc -exec chmod 777 {} +``)."""
-    lead = 0
-    while lead < len(args) and (args[lead] in _FIND_LEAD or args[lead].startswith(("-D", "-O"))):
+    when ``-exec`` runs a writer on ``{}`` (``find /etc -exec chmod 777 {} +``).
+
+    A find that ``-exec`` runs is itself a find, whose own ``-exec`` runs to
+    the same terminator: such a chain is worked out innermost first on an
+    explicit stack, each level reading only its own words, so a chain of any
+    length costs linear time and no depth of Python stack."""
+    n = len(args)
+    # the first ";" or "+" at or after each index (an -exec's end)
+    ends = [n] * (n + 1)
+    for k in range(n - 1, -1, -1):
+        ends[k] = k if args[k] in (";", "+") else ends[k + 1]
+    done: dict[int, tuple[Target, ...]] = {}
+    stack = [(0, n)]
+    while stack:
+        lo, hi = stack[-1]
+        missing: list[tuple[int, int]] = []
+        found = _find_level(args, lo, hi, ends, done, missing)
+        if missing:
+            stack.extend(missing)  # its inner finds first; then this level again
+            continue
+        assert found is not None
+        done[lo] = found
+        stack.pop()
+    return done[0]
+
+
+def _find_level(
+    args: Sequence[str],
+    lo: int,
+    hi: int,
+    ends: list[int],
+    done: dict[int, tuple[Target, ...]],
+    missing: list[tuple[int, int]],
+) -> tuple[Target, ...] | None:
+    """The targets of the find whose arguments are ``args[lo:hi]`` (indexes
+    relative to ``lo``), or None with the inner finds it needs in ``missing``."""
+    lead = lo
+    while lead < hi and (args[lead] in _FIND_LEAD or args[lead].startswith(("-D", "-O"))):
         lead += 2 if args[lead] == "-D" else 1
     starts = lead
-    while starts < len(args) and not (args[starts].startswith("-") or args[starts] in ("(", "!")):
+    while starts < hi and not (args[starts].startswith("-") or args[starts] in ("(", "!")):
         starts += 1
-    points = list(range(lead, starts))
+    points = range(lead - lo, starts - lo)
     out: list[Target] = []
     changes_found: Kind | None = None
     i = starts
-    while i < len(args):
+    while i < hi:
         a = args[i]
         if a == "-delete":
             changes_found = "delete"
-        elif a in _FIND_FILE_ACTIONS and i + 1 < len(args):
-            out.append(Target(i + 1, 0, "write"))
+        elif a in _FIND_FILE_ACTIONS and i + 1 < hi:
+            out.append(Target(i + 1 - lo, 0, "write"))
             i += 1
         elif a in _FIND_EXEC:
-            j = i + 1
-            while j < len(args) and args[j] not in (";", "+"):
-                j += 1
-            inner = list(args[i + 1 : j])
-            if inner:
-                found = write_targets(posixpath.basename(inner[0]), inner[1:]) or ()
-                for t in found:
-                    if "{}" in inner[1 + t.index][t.offset :]:
+            j = min(ends[i + 1], hi)
+            if j > i + 1:
+                # the inner command is args[i + 1 : j]; its targets' indexes
+                # count from its first argument, args[i + 2]
+                prog = posixpath.basename(args[i + 1])
+                inner: tuple[Target, ...] | None
+                if prog == "find":
+                    inner = done.get(i + 2)
+                    if inner is None:
+                        missing.append((i + 2, j))
+                        inner = ()
+                else:
+                    inner = write_targets(prog, args[i + 2 : j]) or ()
+                for t in inner:
+                    # (a negative index counts back from the inner command's end)
+                    word = args[i + 2 + t.index] if t.index >= -1 else args[j + 1 + t.index]
+                    if "{}" in word[t.offset :]:
                         changes_found = changes_found or t.kind
             i = j
         i += 1
+    if missing:
+        return None
     if changes_found is not None:
         # without a starting point find searches `.`
         out.extend(Target(k, 0, changes_found) for k in points)

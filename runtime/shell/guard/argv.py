@@ -19,6 +19,9 @@ from __future__ import annotations
 import itertools
 import posixpath
 import re
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import overload
 
 from charter.runtime.shell.guard import commands
 from charter.runtime.shell.guard.confine import embedded_write, unnameable, writer_targets
@@ -37,7 +40,7 @@ from charter.runtime.shell.guard.places import (
     sequential,
     word_text,
 )
-from charter.runtime.shell.guard.state import State, clip
+from charter.runtime.shell.guard.state import MAX_TOKENS, State, clip
 from charter.runtime.shell.options import scan
 from charter.runtime.shell.policy import PERSON_ONLY_RULES, SafeShellCommand
 from charter.runtime.shell.programs import (
@@ -53,7 +56,7 @@ from charter.runtime.shell.programs import (
     unwrap,
 )
 from charter.runtime.shell.report import DYNAMIC, JudgedCommand
-from charter.runtime.shell.syntax import Word
+from charter.runtime.shell.syntax import SimpleCommand, Subshell, Word
 from charter.runtime.shell.writers import PROGRAMS as WRITER_PROGRAMS
 
 __all__ = ["assignments", "is_assignment", "judge_argv"]
@@ -151,7 +154,7 @@ _CHANGES_READING = frozenset(
 )
 
 
-def judge_argv(st: State, words: tuple[Word, ...] | list[Word]) -> None:
+def judge_argv(st: State, words: tuple[Word, ...] | list[Word], *, run_by: bool = False) -> None:
     # Reserved words that only prefix a command (`if`, `then`, `do`, `{`,
     # `!`, ...) are taken off in a loop, not by recursion, so a long run of
     # them costs linear time and no stack.
@@ -210,9 +213,9 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word]) -> None:
         if name == "coproc":
             # coproc CMD and coproc NAME { CMD; } run CMD in the background
             st.add("ask", "control-structure", (w0.start, w0.end), _control_structure(name))
-            judge_argv(st, words[1:])
+            _spawn_argv(st, words[1:])
             if len(words) > 2 and words[2].value == "{" and not words[2].quoted:
-                judge_argv(st, words[3:])
+                _spawn_argv(st, words[3:])
             return
         if name in RESERVED_OPAQUE:
             _program_asks(
@@ -240,17 +243,22 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word]) -> None:
             f"{name} runs a program by its path; only bare program names from PATH run unprompted",
         )
     args = words[1:]
-    vals = [w.value if w.value is not None else UNKNOWN for w in args]
+    if run_by and prog not in WRAPPERS and prog not in _PRIVILEGE and _over_budget(st, words):
+        return
+    # read on demand: a wrapper reads only its own options, so a chain of
+    # thousands of wrappers costs linear time, not a list of the rest per level
+    lazy = _Lazy(args, _value)
 
     def span_of(index: int) -> tuple[int, int]:
         w = args[index] if 0 <= index < len(args) else w0
         return (w.start, w.end)
 
     if may_destroy(prog):  # (for any other program destructive() is None)
-        sym = [_destroys(st, w) for w in args]
+        sym = _Lazy(args, partial(_destroys, st))
         dcwd = st.cwd if st.cwd is not None else st.home_cwd
         issue = destructive(prog, sym, dcwd, st.ws)
-        for k, w in enumerate(args):
+        # (what a wrapper runs is judged on its own, braces and all)
+        for k, w in enumerate(args) if prog not in WRAPPERS else ():
             # rm -rf {/,x} is rm -rf / x: try each word the braces make
             for variant in brace_words(sym[k]) if w.brace and issue is None else ():
                 issue = destructive(prog, [*sym[:k], variant, *sym[k + 1 :]], dcwd, st.ws)
@@ -259,14 +267,15 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word]) -> None:
         if issue is not None:
             st.add("deny", issue.rule, span_of(issue.index), issue.message)
     if prog in _PRIVILEGE:
-        _privilege(st, prog, w0, args, vals)
+        _privilege(st, prog, w0, args, lazy)
         return
     if prog in WRITER_PROGRAMS:
         writer_targets(st, prog, args)
 
-    if prog in WRAPPERS and not (prog == "command" and vals[:1] in (["-v"], ["-V"])):
-        _wrapper(st, prog, w0, args, vals, span_of)
+    if prog in WRAPPERS and not (prog == "command" and lazy[:1] in (["-v"], ["-V"])):
+        _wrapper(st, prog, w0, args, lazy, span_of)
         return
+    vals = [w.value if w.value is not None else UNKNOWN for w in args]
     if prog in SHELLS:
         _shell(st, prog, w0, args, vals)
         return
@@ -281,15 +290,12 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word]) -> None:
         if st.seen is not None and any(w.value is None for w in args):
             st.seen.opaque = True  # the script is only known when it runs
         if args and all(t is not None for t in texts):
-            sub = commands.nested(
-                st, " ".join(t or "" for t in texts), (args[0].start, args[-1].end)
+            commands.nested(
+                st,
+                " ".join(t or "" for t in texts),
+                (args[0].start, args[-1].end),
+                partial(_after_eval, st, sequential(st)),
             )
-            if sub.cd_trusted is False:
-                st.cd_trusted = False  # eval 'trap ...' is this shell's trap
-            if sequential(st):
-                st.restore(sub.location())  # eval's cd is the shell's own
-            else:
-                st.restore((None, None, None))
         else:
             st.restore((None, None, None))  # it may change directory to anywhere
         return
@@ -372,6 +378,87 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word]) -> None:
     generic_args(st, args, text_args, paths, probe=safe is not None and checker is None)
 
 
+def _value(w: Word) -> str:
+    return w.value if w.value is not None else UNKNOWN
+
+
+class _Lazy(Sequence[str]):
+    """``fn`` of each word, worked out when read (and remembered)."""
+
+    __slots__ = ("_fn", "_got", "_words")
+
+    def __init__(self, words: Sequence[Word], fn: Callable[[Word], str]) -> None:
+        self._words = words
+        self._fn = fn
+        self._got: dict[int, str] = {}
+
+    def __len__(self) -> int:
+        return len(self._words)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self._words)))]
+        if i < 0:
+            i += len(self._words)
+        got = self._got.get(i)
+        if got is None:
+            got = self._got[i] = self._fn(self._words[i])
+        return got
+
+
+def _after_eval(st: State, in_shell: bool, sub: State) -> None:
+    if sub.cd_trusted is False:
+        st.cd_trusted = False  # eval 'trap ...' is this shell's trap
+    if in_shell:
+        st.restore(sub.location())  # eval's cd is the shell's own
+    else:
+        st.restore((None, None, None))
+
+
+def _spawn_argv(st: State, words: tuple[Word, ...] | list[Word]) -> None:
+    """Judge ``words``, a command that the one being judged runs (a wrapper's,
+    sudo's, find -exec's), as a job of its own: a chain of wrappers is walked
+    with no depth of Python stack. The job stands where this command stands."""
+    st.spawn(partial(_argv_job, st, words, st.place))
+
+
+def _argv_job(
+    st: State,
+    words: tuple[Word, ...] | list[Word],
+    place: tuple[tuple[SimpleCommand | Subshell, ...], int, int] | None,
+) -> None:
+    st.place = place
+    judge_argv(st, words, run_by=True)
+    st.place = None
+
+
+def _over_budget(st: State, words: tuple[Word, ...] | list[Word]) -> bool:
+    """Charge the token budget for a command that another one runs: its
+    words were counted once when the line was read, but a runner's arguments
+    are read again by each command nested in them (``find . -exec find .
+    -exec ...``), so without this charge such a chain would cost time
+    quadratic in its length. Out of budget is an answer no flag lifts."""
+    st.budget[0] -= len(words)
+    if st.budget[0] >= 0:
+        return False
+    st.budget[0] = 0
+    st.ungrantable = True
+    st.add(
+        "ask",
+        "too-long",
+        (words[0].start, words[-1].end),
+        f"the commands run by other commands here are more than the guard reads "
+        f"({MAX_TOKENS} words in all); it needs approval every time",
+    )
+    if st.seen is not None:
+        st.seen.opaque = True
+    return True
+
+
 def _script_text(w: Word) -> str | None:
     """A word that is run as a command line (bash -c, eval), with its
     variables left as `$NAME` text for the inner reading (`bash -c "rm -rf
@@ -439,7 +526,7 @@ _PRIVILEGE = frozenset({"sudo", "sudoedit", "doas", "su", "runuser", "pkexec", "
 
 
 def _privilege(
-    st: State, prog: str, w0: Word, args: tuple[Word, ...] | list[Word], vals: list[str]
+    st: State, prog: str, w0: Word, args: tuple[Word, ...] | list[Word], vals: Sequence[str]
 ) -> None:
     # the inner command first: a refusal of its own (sudo rm -rf /) names the verdict
     if prog in WRAPPERS:
@@ -447,7 +534,7 @@ def _privilege(
         if u.split_string is not None:
             commands.nested(st, u.split_string, (w0.start, args[-1].end if args else w0.end))
         if u.inner_start is not None:
-            judge_argv(st, args[u.inner_start :])
+            _spawn_argv(st, args[u.inner_start :])
     elif prog != "sudoedit":
         # pkexec [--user U] CMD, run0 [OPTIONS] CMD: the first operand
         s = scan(
@@ -457,13 +544,16 @@ def _privilege(
             permute=False,
         )
         if s.operands:
-            judge_argv(st, args[s.operands[0] :])
-    st.add(
-        "deny",
-        "privilege",
-        (w0.start, w0.end),
-        f"{prog} runs a command with another user's privileges; Charter never runs that, "
-        "whatever the permissions or flags",
+            _spawn_argv(st, args[s.operands[0] :])
+    st.spawn(
+        partial(
+            st.add,
+            "deny",
+            "privilege",
+            (w0.start, w0.end),
+            f"{prog} runs a command with another user's privileges; Charter never runs that, "
+            "whatever the permissions or flags",
+        )
     )
 
 
@@ -472,7 +562,7 @@ def _wrapper(
     prog: str,
     w0: Word,
     args: tuple[Word, ...] | list[Word],
-    vals: list[str],
+    vals: Sequence[str],
     span_of: object,
 ) -> None:
     u = unwrap(prog, vals)
@@ -500,7 +590,7 @@ def _wrapper(
         commands.nested(st, u.split_string, (w0.start, args[-1].end if args else w0.end))
     if u.inner_start is not None:
         generic_args(st, args[: u.inner_start], frozenset())
-        judge_argv(st, args[u.inner_start :])
+        _spawn_argv(st, args[u.inner_start :])
     else:
         generic_args(st, args, frozenset())
 
@@ -569,19 +659,25 @@ def _find_exec(st: State, args: tuple[Word, ...] | list[Word], vals: list[str]) 
             j = i + 1
             while j < len(vals) and vals[j] not in (";", "+"):
                 j += 1
-            inner = list(args[i + 1 : j])
-            sub_findings = len(st.findings)
-            judge_argv(st, inner)
-            # the inner command's own asks are already covered by find's
-            # exec-option finding; only its refusals and the asks only a
-            # person can answer (what it writes cannot be named) add information
-            st.findings[sub_findings:] = [
-                f
-                for f in st.findings[sub_findings:]
-                if f.decision == "deny" or f.rule in PERSON_ONLY_RULES
-            ]
+            mark = [0]
+            st.spawn(partial(_mark, st, mark))
+            _spawn_argv(st, args[i + 1 : j])
+            st.spawn(partial(_only_refusals_since, st, mark))
             i = j
         i += 1
+
+
+def _mark(st: State, mark: list[int]) -> None:
+    mark[0] = len(st.findings)
+
+
+def _only_refusals_since(st: State, mark: list[int]) -> None:
+    # find's inner command's own asks are already covered by find's
+    # exec-option finding; only its refusals and the asks only a person can
+    # answer (what it writes cannot be named) add information
+    st.findings[mark[0] :] = [
+        f for f in st.findings[mark[0] :] if f.decision == "deny" or f.rule in PERSON_ONLY_RULES
+    ]
 
 
 def _safe_match(

@@ -18,14 +18,27 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Callable
+from functools import partial
 
 from charter.runtime.shell.guard.argv import assignments, judge_argv
 from charter.runtime.shell.guard.confine import judge_redirect
 from charter.runtime.shell.guard.state import MAX_TOKENS, PARSE_COST, State, clip
+from charter.runtime.shell.lexer import expansions_in_heredoc
 from charter.runtime.shell.policy import Write
 from charter.runtime.shell.programs import SHELLS
 from charter.runtime.shell.report import Collector
-from charter.runtime.shell.syntax import Part, Program, ShellTooLong, SimpleCommand, Word, parse
+from charter.runtime.shell.syntax import (
+    ParseResult,
+    Part,
+    Program,
+    ShellSyntaxError,
+    ShellTooLong,
+    SimpleCommand,
+    Subshell,
+    Word,
+    parse,
+)
 
 __all__ = ["judge_program", "judge_text", "nested", "report_embedded", "salvage"]
 # A function whose body pipes it into itself. Linear on any text: a name
@@ -96,6 +109,12 @@ def judge_text(st: State) -> None:
         salvage(st, st.text, (0, len(st.text)))
         return
     judge_program(st, result.program)
+    # after every command of the text (the jobs just spawned): the order of
+    # the findings decides which one names the verdict
+    st.spawn(partial(_text_checks, st, result))
+
+
+def _text_checks(st: State, result: ParseResult) -> None:
     if "function" in st.text and _FORK_BOMB_KW.search(st.text):
         st.add("deny", "fork-bomb", (0, len(st.text)), "a fork bomb is never run")
     for start, end in result.comments:
@@ -131,9 +150,13 @@ def salvage(
         # so each quoted piece is also searched without them. Only denies are
         # kept, and only on this path, where the answer is already a person's.
         pieces += [q for q in (p.replace('"', "").replace("'", "") for p in pieces) if q]
+    searched: set[str] = set()
     for piece in pieces:
         if _NAMES_SOMETHING.search(piece) is None:
             continue  # no letter or digit: it names no program
+        if piece in searched:
+            continue  # the same text holds the same refusals: padding costs nothing
+        searched.add(piece)
         if st.budget[0] <= 0:
             # The pieces are searched for refusals; one left unsearched could
             # hold a deny, so stopping here is an answer no flag lifts, never
@@ -154,9 +177,33 @@ def salvage(
         if result.program is None:
             continue
         judge_program(sub, result.program)
-        for f in sub.findings:
-            if f.decision == "deny":
-                st.add("deny", f.rule, span, f.message)
+        st.spawn(partial(_keep_refusals, st, sub, span))
+
+
+def heredoc_body(st: State, body: str, span: tuple[int, int]) -> None:
+    """The commands an unquoted here-document runs when bash expands it: its
+    ``$(...)`` and backquotes, judged in full like any nested command line,
+    and the ``${...}`` holding one searched for refusals. Read as bash reads
+    it (a line is not a command), so a long body costs its length, not a
+    parse per line."""
+    try:
+        found = expansions_in_heredoc(body)
+    except ShellSyntaxError:
+        salvage(st, body, span)  # an unclosed expansion: search what is there
+        return
+    for kind, start, end in found:
+        if kind == "cmdsub":
+            nested(st, body[start + 2 : end - 1], span)
+        elif kind == "backtick":
+            nested(st, _unescape_backtick(body[start + 1 : end - 1]), span)
+        elif "$(" in body[start:end] or "`" in body[start:end]:
+            salvage(st, body[start + 2 : end - 1], span)
+
+
+def _keep_refusals(st: State, sub: State, span: tuple[int, int]) -> None:
+    for f in sub.findings:
+        if f.decision == "deny":
+            st.add("deny", f.rule, span, f.message)
 
 
 # Reserved words that open and close a compound command. A `cd` inside one
@@ -175,11 +222,16 @@ def report_embedded(st: State, text: str) -> None:
     # a text that does not parse as shell does not make the command unread:
     # it is only listed in case the program evaluates it
     sub.seen = Collector()
-    judge_text(sub)
-    st.seen.commands.extend(sub.seen.commands)
+    st.spawn(partial(judge_text, sub))
+    st.spawn(partial(_report_sub, st.seen, sub.seen))
+
+
+def _report_sub(seen: Collector, sub: Collector) -> None:
+    seen.commands.extend(sub.commands)
 
 
 def judge_program(st: State, program: Program) -> None:
+    """Judge every command of ``program``: one job each, spawned in order."""
     prev: SimpleCommand | None = None
     cmds = program.commands
     depth = 0
@@ -189,31 +241,53 @@ def judge_program(st: State, program: Program) -> None:
             word = first.value if first is not None and not first.quoted else None
             if word in _OPENERS:
                 depth += 1
-            # whether the command runs in the shell itself is only asked by
-            # cd and eval: worked out when they ask (see sequential)
-            st.place = (cmds, n, depth)
-            _simple(st, cmd)
-            st.place = None
+            st.spawn(partial(_command, st, cmds, n, depth, prev))
             if word in _CLOSERS:
                 depth = max(depth - 1, 0)
-            if prev is not None and st.text[prev.end : cmd.start].strip() in ("|", "|&"):
-                _piped_script(st, prev, cmd)
             prev = cmd
         else:
-            st.add(
-                "ask",
-                "subshell",
-                (cmd.start, cmd.start + 1),
-                "a ( ... ) subshell is never allowed automatically; "
-                "run its commands without the parentheses",
-            )
-            saved = st.location()
-            judge_program(st, cmd.body)
-            st.restore(saved)
-            for r in cmd.redirects:
-                judge_redirect(st, r)
-            for r in cmd.redirects:
-                _word_expansions(st, r.target)
+            st.spawn(partial(_subshell, st, cmd))
+
+
+def _command(
+    st: State,
+    cmds: tuple[SimpleCommand | Subshell, ...],
+    n: int,
+    depth: int,
+    prev: SimpleCommand | None,
+) -> None:
+    cmd = cmds[n]
+    assert isinstance(cmd, SimpleCommand)
+    # whether the command runs in the shell itself is only asked by cd and
+    # eval: worked out when they ask (see sequential)
+    st.place = (cmds, n, depth)
+    _simple(st, cmd)
+    st.place = None
+    if prev is not None and st.text[prev.end : cmd.start].strip() in ("|", "|&"):
+        _piped_script(st, prev, cmd)
+
+
+def _subshell(st: State, cmd: Subshell) -> None:
+    st.add(
+        "ask",
+        "subshell",
+        (cmd.start, cmd.start + 1),
+        "a ( ... ) subshell is never allowed automatically; "
+        "run its commands without the parentheses",
+    )
+    saved = st.location()
+    judge_program(st, cmd.body)
+    st.spawn(partial(_subshell_end, st, cmd, saved))
+
+
+def _subshell_end(
+    st: State, cmd: Subshell, saved: tuple[str | None, str | None, str | None]
+) -> None:
+    st.restore(saved)  # the body ran in a child shell: its cd is its own
+    for r in cmd.redirects:
+        judge_redirect(st, r)
+    for r in cmd.redirects:
+        _word_expansions(st, r.target)
 
 
 def _simple(st: State, cmd: SimpleCommand) -> None:
@@ -252,8 +326,11 @@ def _word_expansions(st: State, w: Word) -> None:
     for p in w.parts:
         if p.kind in _EXPANSION_RULE:  # (most parts are literal text: no call)
             _part(st, p)
+        # (an inner ${...} lies in the text its outer one already searched:
+        # searching it again would cost time quadratic in the nesting)
+        searched = p.kind in _SEARCHED and ("$(" in p.raw or "`" in p.raw)
         for q in p.inner:
-            _part(st, q)
+            _part(st, q, search=not searched)
     if w.tilde:
         st.add(
             "ask",
@@ -279,7 +356,10 @@ def _word_expansions(st: State, w: Word) -> None:
         )
 
 
-def _part(st: State, p: Part) -> None:
+_SEARCHED = frozenset({"param_brace", "arith", "legacy_arith"})
+
+
+def _part(st: State, p: Part, *, search: bool = True) -> None:
     rule = _EXPANSION_RULE.get(p.kind)
     if rule is None:
         return
@@ -295,32 +375,54 @@ def _part(st: State, p: Part) -> None:
             # differently from its own grammar (a `;` can be lost), so what
             # follows cannot be listed with certainty
             st.seen.opaque = True
-        saved = st.location()  # a substitution runs in a subshell
-        judge_program(st, p.body)
-        st.restore(saved)
+        st.spawn(partial(_substitution, st, p.body, st.location()))
     elif p.kind == "backtick":
         nested(st, _unescape_backtick(p.raw[1:-1]), (p.start, p.end))
-    elif ("$(" in p.raw or "`" in p.raw) and p.kind in ("param_brace", "arith", "legacy_arith"):
+    elif search and p.kind in _SEARCHED and ("$(" in p.raw or "`" in p.raw):
         salvage(st, p.raw[2:-1], (p.start, p.end))
+
+
+def _substitution(
+    st: State, body: Program, at: tuple[str | None, str | None, str | None]
+) -> None:
+    """A substitution's commands, judged where the command holding it stood
+    (``at``); it runs in a subshell, so its cd does not outlive it."""
+    back = st.location()
+    st.restore(at)
+    judge_program(st, body)
+    st.spawn(partial(st.restore, back))
 
 
 def _unescape_backtick(body: str) -> str:
     return re.sub(r"\\([$`\\])", r"\1", body)
 
 
-def nested(st: State, script: str, span: tuple[int, int]) -> State:
+def nested(
+    st: State,
+    script: str,
+    span: tuple[int, int],
+    then: Callable[[State], None] | None = None,
+) -> None:
     """Judge a command line found inside this one (bash -c, eval, backticks,
-    env -S): its findings point at the argument that carries it. Returns the
-    inner state (eval runs in this shell: its `cd` is this shell's)."""
+    env -S): its findings point at the argument that carries it. ``then``
+    is given the inner state once it is judged (eval runs in this shell: its
+    `cd` is this shell's)."""
     sub = st.sub(script)
-    judge_text(sub)
+    st.spawn(partial(judge_text, sub))
+    st.spawn(partial(_merge, st, sub, span, then))
+
+
+def _merge(
+    st: State, sub: State, span: tuple[int, int], then: Callable[[State], None] | None
+) -> None:
     for f in sub.findings:
         st.add(f.decision, f.rule, span, f.message)
     for w in sub.writes:
         st.writes.append(Write(w.path, w.inside_workspace, span))
     st.ungrantable = st.ungrantable or sub.ungrantable
     st.commands += sub.commands
-    return sub
+    if then is not None:
+        then(sub)
 
 
 def _piped_script(st: State, producer: SimpleCommand, shell: SimpleCommand) -> None:

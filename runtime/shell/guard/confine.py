@@ -64,7 +64,7 @@ def judge_redirect(st: State, r: Redirect) -> None:
         )
         doc = r.heredoc
         if doc is not None and not doc.quoted and ("$(" in doc.body or "`" in doc.body):
-            commands.salvage(st, doc.body, span)
+            commands.heredoc_body(st, doc.body, span)
         return
     if op == "<<<":
         # Like a heredoc, a here-string is inline input; some parsers (and

@@ -13,6 +13,7 @@ import functools
 import os
 import posixpath
 import re
+from functools import partial
 from pathlib import Path
 
 from charter.runtime.plan.vocabulary import Permission, stricter
@@ -91,7 +92,7 @@ def _flat_refusal(command: str, cwd: str, workspace: str, policy: ShellPolicy) -
         ws, cw, ws_real = _roots(workspace, cwd)
         st = State(command, cw, ws, ws_real, policy)
         st.root = command
-        salvage(st, command, (0, len(command)), unquote=True)
+        st.drive(lambda: salvage(st, command, (0, len(command)), unquote=True))
         return next((f for f in st.findings if f.decision == "deny"), None)
     except Exception:
         return None
@@ -132,7 +133,7 @@ def _evaluate(
         st.root = command
         if reading.label == "raw":
             st.seen = seen
-        judge_text(st)
+        st.drive(partial(judge_text, st))
         if st.spliced is not None:
             _map_spans(st, st.spliced)
         if reading.label == "raw":

@@ -10,6 +10,7 @@ simple commands read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from charter.runtime.plan.vocabulary import Permission
@@ -17,7 +18,7 @@ from charter.runtime.shell.policy import Finding, ShellPolicy, Write
 from charter.runtime.shell.report import Collector
 from charter.runtime.shell.syntax import ParseResult, SimpleCommand, Subshell
 
-__all__ = ["MAX_COMMAND_CHARS", "MAX_TOKENS", "PARSE_COST", "State", "clip"]
+__all__ = ["MAX_COMMAND_CHARS", "MAX_TOKENS", "PARSE_COST", "State", "Work", "clip"]
 
 # The guard's size limits. A command line longer than MAX_COMMAND_CHARS is
 # "ask" (`too-long`) without being read; each reading of a shorter one may
@@ -30,6 +31,23 @@ MAX_TOKENS = 12_000
 # What one parse costs beyond its tokens, in tokens: many tiny nested texts
 # (backticks, salvaged pieces) cost more than their tokens say.
 PARSE_COST = 20
+
+
+Job = Callable[[], None]
+
+
+@dataclass(eq=False)
+class Work:
+    """The guard's explicit stack. Judging one command finds more to judge
+    inside it (a subshell's body, a substitution, the command a wrapper runs,
+    the script of ``bash -c`` or ``eval``); each is a job started with
+    :meth:`State.spawn` and run by :meth:`State.drive` after the job that
+    found it, before that job's later siblings: the order a nested call would
+    give, without the depth of the input ever becoming depth of the Python
+    stack (a 5,000-deep ``$(``...``)`` is judged, not an internal error)."""
+
+    stack: list[Job] = field(default_factory=list)
+    fresh: list[Job] = field(default_factory=list)
 
 
 # Mutable working state, compared by identity (nothing compares two by value).
@@ -81,6 +99,29 @@ class State:
     # real paths already resolved in this decision (shared with every nested
     # state; see paths.real_below)
     resolved: dict[str, str] = field(default_factory=dict)
+    # the jobs still to run (shared with every nested state)
+    work: Work = field(default_factory=Work)
+
+    def spawn(self, job: Job) -> None:
+        """Run ``job`` once the job running now has returned (see :class:`Work`)."""
+        self.work.fresh.append(job)
+
+    def drive(self, job: Job) -> None:
+        """Run ``job`` and everything it spawns, to the end, before returning.
+        Safe to call from inside a job: it runs only what it was given."""
+        work = self.work
+        outer = work.fresh
+        stack = work.stack
+        base = len(stack)
+        stack.append(job)
+        while len(stack) > base:
+            fresh: list[Job] = []
+            work.fresh = fresh
+            stack.pop()()
+            if fresh:
+                fresh.reverse()
+                stack.extend(fresh)
+        work.fresh = outer
 
     def sub(self, text: str) -> State:
         """A state for a text found inside this one: the same places (the
@@ -95,6 +136,7 @@ class State:
             seen=self.seen,
             budget=self.budget,
             resolved=self.resolved,
+            work=self.work,
         )
         sub.home_cwd, sub.prev_cwd, sub.root = self.home_cwd, self.prev_cwd, self.root
         sub.cd_trusted, sub.pwd_trusted = self.cd_trusted, self.pwd_trusted

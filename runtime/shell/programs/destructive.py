@@ -210,10 +210,14 @@ def destructive(prog: str, args: Sequence[str], cwd: str | None, workspace: str)
         bad = short_given(s, "S") or long_given(s, ("stdin",))
         if bad is not None:
             # a destructive command behind it is the more telling refusal
+            # (not a sudo behind it: the guard judges that level on its own,
+            # so a chain of them costs no depth here)
             u = unwrap("sudo", args)
-            if u.inner_start is not None:
-                inner = args[u.inner_start :]
-                issue = destructive(posixpath.basename(inner[0]), inner[1:], cwd, workspace)
+            inner_prog = None if u.inner_start is None else posixpath.basename(args[u.inner_start])
+            if u.inner_start is not None and inner_prog != "sudo":
+                assert inner_prog is not None
+                inner = args[u.inner_start + 1 :]
+                issue = destructive(inner_prog, inner, cwd, workspace)
                 if issue is not None:
                     return Issue(
                         issue.rule, issue.index + u.inner_start + 1, issue.message, issue.decision
