@@ -9,6 +9,7 @@ drawn in :mod:`charter.compiler.errors`. The runtime's tree, with each
 class's module, kept true by ``tests/architecture/test_errors.py``::
 
     CharterError (errors)
+        Abandoned (deadline)
         AwkError (shell.programs.awk)
         BuiltinError (rhai.builtins)
         CapabilityDenied (authored_sdk), also PermissionError

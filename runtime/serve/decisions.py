@@ -25,6 +25,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from charter.runtime import deadline
 from charter.runtime.serve.plans import PlanHolder
 
 if TYPE_CHECKING:
@@ -119,8 +120,14 @@ class Decider:
         self, work: Callable[[], dict[str, Any]], deny: Callable[[str], dict[str, Any]]
     ) -> dict[str, Any]:
         limit = self.options.time_limit
+
+        def limited() -> dict[str, Any]:
+            # past the limit the client has its deny: the work stops too
+            with deadline.limit(limit):
+                return work()
+
         try:
-            future = self._pool.submit(work)
+            future = self._pool.submit(limited)
         except RuntimeError:  # the pool is shut down: the server is stopping
             return deny("the decision server is stopping")
         try:

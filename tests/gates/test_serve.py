@@ -384,6 +384,35 @@ def test_a_hanging_decision_is_denied_within_the_time_limit(
     assert out["permissionDecisionReason"] == "charter: no decision within 0.5 s"
 
 
+def test_work_for_a_decision_answered_at_the_time_limit_stops(
+    serve: Any, workspace: Path, monkeypatch: Any
+) -> None:
+    # The client has its deny at the limit; the thread still judging the
+    # command must not go on spending a core on an answer nobody reads.
+    from charter.runtime.shell.guard import commands
+
+    judged: list[float] = []
+    slow = commands._command
+
+    def one_command(*args: Any) -> None:
+        judged.append(time.monotonic())
+        time.sleep(0.002)
+        slow(*args)
+
+    monkeypatch.setattr(commands, "_command", one_command)
+    running = serve(ServeOptions(time_limit=0.3))
+    command = "; ".join(["true"] * 2_000)  # about 4 s of work at this pace
+    ev = {"cwd": str(workspace), "tool_name": "Bash", "tool_input": {"command": command}}
+    status, body = running.post("/v1/hooks/claude-code", json.dumps(ev).encode())
+    answered = time.monotonic()
+    out = json.loads(body)["hookSpecificOutput"]
+    assert (status, out["permissionDecision"]) == (200, "deny")
+    time.sleep(0.5)
+    assert judged, "the decision never reached the guard"
+    assert len(judged) < 1_000
+    assert max(judged) < answered + 0.2, "the guard went on after the answer"
+
+
 def test_concurrent_requests_are_all_answered(serve: Any, workspace: Path) -> None:
     running = serve()
     events = {

@@ -16,6 +16,7 @@ import re
 from functools import partial
 from pathlib import Path
 
+from charter.runtime.deadline import Abandoned
 from charter.runtime.plan.vocabulary import Permission, stricter
 from charter.runtime.shell.guard.commands import judge_text, salvage
 from charter.runtime.shell.guard.paths import realpath
@@ -59,6 +60,8 @@ def _guarded(
 ) -> Verdict:
     try:
         return _evaluate(command, cwd, workspace, policy, seen)
+    except Abandoned:
+        raise  # answered already (serve's time limit): no more work for it
     except Exception as exc:  # fail closed on anything unforeseen
         refusal = _flat_refusal(command, str(cwd), str(workspace), policy)
         if refusal is not None:

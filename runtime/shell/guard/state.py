@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from charter.runtime import deadline
 from charter.runtime.plan.vocabulary import Permission
 from charter.runtime.shell.policy import Finding, ShellPolicy, Write
 from charter.runtime.shell.report import Collector
@@ -114,7 +115,11 @@ class State:
         stack = work.stack
         base = len(stack)
         stack.append(job)
+        steps = 0
         while len(stack) > base:
+            steps += 1
+            if not steps & 63:
+                deadline.check()  # (serve: stop work whose answer was already given)
             fresh: list[Job] = []
             work.fresh = fresh
             stack.pop()()
