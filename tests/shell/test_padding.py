@@ -4,6 +4,7 @@ bound stops the reading (nothing automatic lifts either), never a plain ask."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -97,3 +98,56 @@ def test_deep_nesting_keeps_the_deny() -> None:
         for shape in (_nested, _quoted_nested):
             v = evaluate(shape("rm -rf /", depth), cwd=WS, workspace=WS, policy=ShellPolicy())
             assert v.decision == "deny", (shape.__name__, depth)
+
+
+# Shapes whose depth the input controls. Each used to be read by a nested
+# Python call per level, so a few hundred levels ended in RecursionError (an
+# internal-error ask, its deny lost), and wrapper or find chains cost time
+# quadratic or cubic in their length. The guard walks them on an explicit
+# stack: the payload innermost keeps its deny. One line per shape.
+DEEP = {
+    "command substitutions": lambda p, n: "echo " + "$(echo $(" * n + p + "))" * n,
+    "quoted substitutions": lambda p, n: 'echo "' + '$(echo "$(' * n + p + ')")' * n + '"',
+    "process substitutions": lambda p, n: "cat " + "<(cat <(" * n + p + "))" * n,
+    "subshells with commands": lambda p, n: "(echo a; " * n + p + ")" * n,
+    "brace groups": lambda p, n: "{ " * n + p + ";" + " }" * n,
+    "if bodies": lambda p, n: "if true; then " * n + p + ";" + " fi;" * n,
+    "env chain": lambda p, n: "env " * n + p,
+    "nice chain": lambda p, n: "nice -n 1 " * n + p,
+    "timeout chain": lambda p, n: "timeout 5 " * n + p,
+    "nohup chain": lambda p, n: "nohup " * n + p,
+    "sudo chain": lambda p, n: "sudo " * n + p,
+    "heredoc lines": lambda p, n: "cat <<EOF\n" + "a\n" * n + "$(" + p + ")\nEOF",
+    "nested defaults": lambda p, n: "echo " + "${x:-" * n + "$(" + p + ")" + "}" * n,
+}
+
+
+@pytest.mark.parametrize("shape", sorted(DEEP))
+@pytest.mark.parametrize("depth", [1, 300, 1_000])
+def test_depth_never_loses_the_deny(shape: str, depth: int) -> None:
+    v = evaluate(DEEP[shape]("rm -rf /", depth), cwd=WS, workspace=WS, policy=ShellPolicy())
+    assert v.decision == "deny", (shape, depth, v.rule)
+
+
+@pytest.mark.parametrize("shape", sorted(DEEP))
+def test_depth_past_every_bound_is_never_a_plain_ask(shape: str) -> None:
+    # however deep: the deny, or an ask that no flag lifts, never an error
+    for depth in (3_000, 6_000):
+        command = DEEP[shape]("rm -rf /", depth)
+        if len(command) > 60_000:
+            continue
+        v = evaluate(command, cwd=WS, workspace=WS, policy=ShellPolicy())
+        assert v.rule != "internal-error", (shape, depth)
+        assert _rank(command) == 2, (shape, depth, v.rule)
+
+
+def test_chains_of_runners_keep_an_answer_no_flag_lifts() -> None:
+    # find -exec find ... and eval eval ... read the rest of the line again at
+    # every level: the budget is charged for it, and running out is a
+    # person's answer, never one a flag lifts
+    for depth in (10, 100, 1_000):
+        for command in (
+            "find . -exec " * depth + "rm -rf / " + "\\; " * depth,
+            "eval " * depth + "rm -rf /",
+        ):
+            assert _rank(command) == 2, (command[:30], depth)
