@@ -247,7 +247,6 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word], *, run_by: bool 
         return
     # read on demand: a wrapper reads only its own options, so a chain of
     # thousands of wrappers costs linear time, not a list of the rest per level
-    lazy = _Lazy(args, _value)
 
     def span_of(index: int) -> tuple[int, int]:
         w = args[index] if 0 <= index < len(args) else w0
@@ -267,13 +266,14 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word], *, run_by: bool 
         if issue is not None:
             st.add("deny", issue.rule, span_of(issue.index), issue.message)
     if prog in _PRIVILEGE:
-        _privilege(st, prog, w0, args, lazy)
+        _privilege(st, prog, w0, args, _Lazy(args, _value))
         return
     if prog in WRITER_PROGRAMS:
         writer_targets(st, prog, args)
 
-    if prog in WRAPPERS and not (prog == "command" and lazy[:1] in (["-v"], ["-V"])):
-        _wrapper(st, prog, w0, args, lazy, span_of)
+    looks_up = prog == "command" and bool(args) and args[0].value in ("-v", "-V")
+    if prog in WRAPPERS and not looks_up:
+        _wrapper(st, prog, w0, args, _Lazy(args, _value), span_of)
         return
     vals = [w.value if w.value is not None else UNKNOWN for w in args]
     if prog in SHELLS:

@@ -111,7 +111,8 @@ def judge_text(st: State) -> None:
     judge_program(st, result.program)
     # after every command of the text (the jobs just spawned): the order of
     # the findings decides which one names the verdict
-    st.spawn(partial(_text_checks, st, result))
+    if result.comments or "function" in st.text:
+        st.spawn(partial(_text_checks, st, result))
 
 
 def _text_checks(st: State, result: ParseResult) -> None:

@@ -115,17 +115,19 @@ class State:
         stack = work.stack
         base = len(stack)
         stack.append(job)
+        fresh: list[Job] = []
+        work.fresh = fresh
         steps = 0
         while len(stack) > base:
-            steps += 1
-            if not steps & 63:
-                deadline.check()  # (serve: stop work whose answer was already given)
-            fresh: list[Job] = []
-            work.fresh = fresh
             stack.pop()()
+            # (a drive inside the job set its own list, then put this one back)
             if fresh:
                 fresh.reverse()
                 stack.extend(fresh)
+                fresh.clear()
+            steps += 1
+            if not steps & 63:
+                deadline.check()  # (serve: stop work whose answer was already given)
         work.fresh = outer
 
     def sub(self, text: str) -> State:
