@@ -64,7 +64,7 @@ __all__ = [
     "FileTracking",
     "GateTable",
     "Hooks",
-    "InteractionPoint",
+    "InteractionPointTable",
     "Mode",
     "ModelConfig",
     "ModelEntry",
@@ -201,7 +201,7 @@ TransitionValue = Annotated[
 ]
 
 
-class InteractionPoint(InputModel):
+class InteractionPointTable(InputModel):
     name: str | None = None
     prompt: str | None = None
     required: bool = True
@@ -379,7 +379,7 @@ class StageTable(InputModel):
     output: OutputTable | None = None
     # Unset means: true for mode = "output", false otherwise.
     allow_complete: bool | None = None
-    interaction_points: tuple[InteractionPoint, ...] = ()
+    interaction_points: tuple[InteractionPointTable, ...] = ()
     requires_children: bool = False
     allow_as_worker: bool = False
     accepts_messages: bool = True

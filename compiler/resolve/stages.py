@@ -35,6 +35,7 @@ from charter.runtime.plan import (
     Edge,
     FanOut,
     Gate,
+    InteractionPoint,
     OutputSpec,
     Stage,
     StageTool,
@@ -52,8 +53,13 @@ def implicit_stage(ctx: AgentContext, table: ToolTable) -> dict[str, StageEntry]
     # An unlocked MCP server's tools are known only at connect time; the
     # pattern lets the runtime offer what it discovers (each with an ask).
     names += tuple(prefix + "*" for prefix in sorted(table.dynamic_servers))
-    # Cores run turn by turn with a person in the conversation.
-    stage = StageTable.model_validate({"mode": "interactive", "available_tools": names})
+    # Cores run turn by turn with a person in the conversation. The host
+    # caps each turn at runtime.max_model_steps model steps; Charter counts
+    # them over the whole stage, which is never looser.
+    spec: dict[str, object] = {"mode": "interactive", "available_tools": names}
+    if ctx.core is not None:
+        spec["max_iterations"] = ctx.core.runtime.max_model_steps
+    stage = StageTable.model_validate(spec)
     smap = ctx.core_smap or SourceMap(ctx.agent.directory)
     return {"main": StageEntry("main", stage, smap.path, smap, ("tools",))}
 
@@ -208,6 +214,7 @@ def resolve_stage(
         shell_hint=hint,
         system_prompt=st.system_prompt,
         fan_out=_fan_out(entry),
+        interaction_points=_points(entry),
         origin=span_ref(entry.span()),
         redirect_write=emit_runtime.redirect_write(),
     )
@@ -264,6 +271,29 @@ def _implied_edges(entry: StageEntry, stage_names: list[str]) -> tuple[Edge, ...
     if target is None:
         return ()
     return (Edge(to=target, condition="always", implied=True, origin=span_ref(entry.span())),)
+
+
+def _points(entry: StageEntry) -> tuple[InteractionPoint, ...]:
+    """The checkpoints of an interactive_points stage (Leviath reads them
+    only in that mode; ``choices`` and ``followups`` are its older names)."""
+    st = entry.stage
+    if st.mode != "interactive_points":
+        return ()
+    return tuple(
+        InteractionPoint(
+            name=p.name or "",
+            prompt=p.prompt or "",
+            required=p.required,
+            unattended=p.unattended or "auto_approve",
+            style=p.style or "free_text",
+            options=p.options or p.choices,
+            directives=tuple(sorted((p.directives or p.followups).items())),
+            abort_options=p.abort_options,
+            edit_options=p.edit_options,
+            document_region=p.document_region,
+        )
+        for p in st.interaction_points
+    )
 
 
 def _fan_out(entry: StageEntry) -> FanOut | None:

@@ -30,6 +30,7 @@ __all__ = [
     "FanOut",
     "Gate",
     "Grant",
+    "InteractionPoint",
     "Limits",
     "McpServerPlan",
     "McpToolPin",
@@ -359,6 +360,27 @@ class StageHook(_Frozen):
     source: str
 
 
+class InteractionPoint(_Frozen):
+    """A checkpoint of a ``mode = "interactive_points"`` stage: before the
+    stage may move on, a person answers it. An answer in ``abort_options``
+    ends the run; one in ``edit_options`` lets the person edit the stage's
+    answer, which is shown again; one with a directive sends the directive to
+    the model and the stage goes on; any other approves."""
+
+    name: str
+    prompt: str = ""
+    required: bool = True
+    # with nobody there (--yolo, no terminal): approve, or stop the run
+    unattended: Literal["ask", "auto_approve"] = "auto_approve"
+    style: Literal["free_text", "multiple_choice", "confirm"] = "free_text"
+    options: tuple[str, ...] = ()
+    directives: tuple[tuple[str, str], ...] = ()  # (option, directive), sorted
+    abort_options: tuple[str, ...] = ()
+    edit_options: tuple[str, ...] = ()
+    # the context section the reviewed text is written to, replacing it
+    document_region: str | None = None
+
+
 class Stage(_Frozen):
     name: str
     mode: str
@@ -379,6 +401,7 @@ class Stage(_Frozen):
     system_prompt: str | None = None
     fan_out: FanOut | None = None
     hooks: tuple[StageHook, ...] = ()
+    interaction_points: tuple[InteractionPoint, ...] = ()
     # Where this stage's commands run (None: a plan compiled without one).
     sandbox: SandboxProfile | None = None
     origin: SourceRef | None = None

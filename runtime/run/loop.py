@@ -90,6 +90,7 @@ from charter.runtime.models import (
 from charter.runtime.plan import OutputSpec, Stage
 from charter.runtime.results import ToolCall, ToolResult, refusal
 from charter.runtime.run.calls import Announced, guard_records, run_in_worker
+from charter.runtime.run.checkpoints import Checkpoints
 from charter.runtime.run.context import AgentResult, AgentStatus, RunContext
 from charter.runtime.run.edges import StageVisit, gate_reasons, refused, region_hash, stuck_reason
 from charter.runtime.run.hooks import HookFailed, HookOutcome
@@ -159,6 +160,8 @@ class AgentRun:
         )
         agent = self.session.agent.agent
         self.cancel = threading.Event()
+        self.points: Checkpoints | None = None  # this visit's interaction points
+        self.last_text = ""  # the stage's latest answer, which a checkpoint shows
         # Why this agent was stopped from outside (kill_agent), if it was.
         self.stopped: tuple[AgentStatus, str] | None = None
         self.rt = ToolRuntime(
@@ -302,6 +305,8 @@ class AgentRun:
         self.rt = dataclasses.replace(self.rt, output=self._output_spec(stage))
         self._contain(stage_name)
         self.visits[stage_name] = self.visits.get(stage_name, 0) + 1
+        self.points = None  # a new visit asks its points afresh
+        self.last_text = ""
         # what the stage left behind: the last visit's log, for the transform
         log = self.visit.log
         self.visit = StageVisit(
@@ -392,6 +397,31 @@ class AgentRun:
             for region, text in value.items():
                 # Replaced, not appended: the hook saw the whole text.
                 regions[region] = [ContextEntry(text)] if text else []
+
+    def _checkpoints(self) -> bool | AgentResult | None:
+        """The stage's interaction points before it moves on (see
+        :mod:`.checkpoints`): None when it may go, False to stay, or the
+        run's end."""
+        points = self.stage.interaction_points
+        if not points:
+            return None
+        if self.points is None or self.points.points is not points:
+            person = None if self.session.unattended else self.ctx.prompter
+            self.points = Checkpoints(
+                points,
+                person,
+                self.ctx.run_dir / "scratch",
+                self.rt.store,
+                lambda line: self.messages.append(Message.user(line)),
+                self.emit,
+            )
+        step = self.points.before_leaving(self.last_text)
+        if step == "go":
+            return None
+        if step == "stay":
+            return False
+        self._audit("checkpoint", stage=self.stage.name, status=step[0], reason=step[1])
+        return self._result(*step)
 
     def _try_edge(self, index: int, condition: str) -> bool:
         """Take edge ``index`` of the current stage if its gate and the target's
@@ -868,16 +898,20 @@ class AgentRun:
         results: Sequence[ToolResult],
     ) -> bool | AgentResult:
         stage = self.stage
+        if text and text.strip():
+            self.last_text = text
         if edge is not None:
             for n, e in enumerate(stage.edges):
                 if e.condition == "llm_choice" and e.to == edge:
-                    return self._try_edge(n, "llm_choice")
+                    held = self._checkpoints()
+                    return held if held is not None else self._try_edge(n, "llm_choice")
             self.messages.append(Message.user(f"[error] there is no edge to '{edge}' here"))
             return False
         if not calls:
             always = self._edge_index("always")
             if always is not None:
-                return self._try_edge(always, "always")
+                held = self._checkpoints()
+                return held if held is not None else self._try_edge(always, "always")
             if is_output_stage(stage):
                 self.messages.append(
                     Message.user(
@@ -905,6 +939,9 @@ class AgentRun:
                         )
                     )
                     return False
+                held = self._checkpoints()
+                if held is not None:
+                    return held
                 return self._result("completed", "the agent answered", answer)
             self.visit.idle_turns += 1
             ordinary = [e for e in stage.edges if e.condition in ("always", "llm_choice")]

@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LineSource",
+    "ask_checkpoint",
+    "edit_text",
     "PromptApprovals",
     "Prompter",
     "Reply",
@@ -428,8 +430,12 @@ def _edit(p: Prompter, content: str, prompt: str | None, scratch: Path) -> ToolR
     if reply.text is None:
         return _no_answer(p, reply, "the document was not edited")
     if reply.text == "":
-        return ToolResult("ok", "The user kept the document unchanged.\n\n" + content)
-    return ToolResult("ok", "The user's version of the document:\n\n" + reply.text)
+        return ToolResult(
+            "ok", "The user kept the document unchanged.\n\n" + content, data={"document": content}
+        )
+    return ToolResult(
+        "ok", "The user's version of the document:\n\n" + reply.text, data={"document": reply.text}
+    )
 
 
 def _edit_with_editor(
@@ -470,8 +476,46 @@ def _edit_with_editor(
     finally:
         path.unlink(missing_ok=True)
     if edited == content:
-        return ToolResult("ok", "The user kept the document unchanged.\n\n" + content)
-    return ToolResult("ok", "The user's version of the document:\n\n" + edited)
+        return ToolResult(
+            "ok", "The user kept the document unchanged.\n\n" + content, data={"document": content}
+        )
+    return ToolResult(
+        "ok", "The user's version of the document:\n\n" + edited, data={"document": edited}
+    )
+
+
+def ask_checkpoint(
+    p: Prompter, prompt: str, style: str, options: list[str], body: str, *, required: bool
+) -> str | None:
+    """An interaction point shown to the person: the stage's answer under
+    review (``body``), then the question in its style. The chosen option or
+    the typed text; None when nobody answered (which is never approval)."""
+    from rich.markup import escape
+    from rich.panel import Panel
+
+    if body.strip():
+        with p.session() as s:
+            s.show(Panel(escape(body), title="for your review", title_align="left"))
+    if style == "multiple_choice" and options:
+        result = _ask_choice(p, prompt, options)
+    elif style == "confirm":
+        result = _ask_confirm(p, prompt)
+        if result.ok and isinstance(result.data.get("answer"), bool):
+            return "yes" if result.data["answer"] else "no"
+    else:
+        result = _ask_text(p, prompt)
+    answer = result.data.get("answer") if result.ok else None
+    if not isinstance(answer, str) or (required and not answer.strip()):
+        return None
+    return answer
+
+
+def edit_text(p: Prompter, content: str, prompt: str, scratch: Path) -> str | None:
+    """The person's edit of ``content`` (unchanged when they keep it), or
+    None when nobody answered."""
+    result = _edit(p, content, prompt, scratch)
+    document = result.data.get("document") if result.ok else None
+    return document if isinstance(document, str) else None
 
 
 def people_tools(prompter: Prompter, scratch: Path) -> Registry:
