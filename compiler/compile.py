@@ -94,6 +94,22 @@ def no_gc() -> Iterator[None]:
             gc.enable()
 
 
+def _shared_keys_not_run(project: Project) -> list[Diagnostic]:
+    """The keys Charter's runtime does not carry out in the files every agent
+    shares (the user's config, the cores' fallback file), reported once."""
+    from charter.compiler.lint.fates import refusals
+
+    out: list[Diagnostic] = []
+    shared = [
+        project.config,
+        *{a.fallback.display: a.fallback for a in project.agents if a.fallback}.values(),
+    ]
+    for loaded in shared:
+        if loaded is not None and loaded.model is not None:
+            out.extend(refusals(loaded.model, loaded.smap))
+    return out
+
+
 def compile_project(project: Project, options: CompileOptions | None = None) -> CompileResult:
     with no_gc():
         return _compile_project(project, options)
@@ -119,6 +135,7 @@ def _compile_project(project: Project, options: CompileOptions | None) -> Compil
             lint_resolved(resolved)
             agents.append(emit_agent(resolved))
         diags.extend(ctx.diags)
+    diags.extend(_shared_keys_not_run(project))
     all_diags = [*project.diagnostics, *diags]
     if any(d.is_error for d in all_diags) or not agents:
         return CompileResult(None, diags, agents)

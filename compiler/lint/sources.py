@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from charter.compiler.diagnostics import Severity, Span, format_key_path, suggestion
 from charter.compiler.frontends.base import server_id_from_path
 from charter.compiler.frontends.stage_toml import StageEntry
+from charter.compiler.lint.fates import refusals
 from charter.compiler.permissions import APPROVAL_TO_PERMISSION
 from charter.compiler.resolve.agent import ResolvedAgent
 from charter.compiler.resolve.context import RISKS, AgentContext, tool_denied, tool_enabled
@@ -49,6 +50,24 @@ def lint_resolved(resolved: ResolvedAgent) -> None:
         _unexecuted_scripts(ctx, entry)
     _unexecuted_region_scripts(ctx)
     _mcp_server_checks(ctx, resolved.grants, resolved.project_root)
+    _keys_not_run(resolved)
+
+
+def _keys_not_run(resolved: ResolvedAgent) -> None:
+    """Each key of this agent's own files that Charter's runtime does not
+    carry out, reported where it is set (see :mod:`.fates`). The user's
+    config and a shared fallback file are walked once, by the compile."""
+    ctx = resolved.ctx
+    agent = ctx.agent
+    bp = agent.blueprint
+    if bp is not None and bp.model is not None:
+        ctx.diags.extend(refusals(bp.model, bp.smap, skip=frozenset({"stages"})))
+        for entry in resolved.stages.values():
+            ctx.diags.extend(refusals(entry.stage, entry.smap, entry.prefix))
+    loaded = [agent.core, *agent.mcp, *(t.spec for t in agent.tools)]
+    for one in loaded:
+        if one is not None and one.model is not None:
+            ctx.diags.extend(refusals(one.model, one.smap))
 
 
 def _unexecuted_region_scripts(ctx: AgentContext) -> None:

@@ -4,7 +4,7 @@ and regions.
 
 from __future__ import annotations
 
-from charter.compiler.rules.catalog import E, W, register
+from charter.compiler.rules.catalog import E, N, W, register
 
 # --- CH2xx: structure and values ---------------------------------------------
 register(
@@ -92,6 +92,40 @@ register(
     "The setting does nothing, though its author probably expected it to.",
     "dependencies:\n  mode: host_shared\n  requirements: [requests]\n",
     "Remove the key, or move the setting to where the host reads it.",
+)
+register(
+    "CH233",
+    "key-not-executed",
+    E,
+    "A key that Charter accepts but its runtime does not carry out, and whose absence would "
+    "skip a check, a limit or a person: an interaction point, repetition detection, "
+    "requires_children, allowed_workdirs.",
+    "The user reviewed a program with that check in it. Running without it would be running a "
+    "weaker program than the one reviewed, so no plan is written.",
+    '[[stages.plan.interaction_points]]\nname = "approve"\nprompt = "Go ahead?"\n',
+    "Run the agent with its own host while it needs the key, or express the check in Charter's "
+    "own terms (an ask permission, max_iterations) and remove the key.",
+)
+register(
+    "CH234",
+    "key-not-run",
+    W,
+    "A key that Charter accepts but its runtime does not carry out: it shapes what the model "
+    "sees or does (context regions, nudges, per-stage models, compaction), and constrains "
+    "nothing.",
+    "The run behaves differently from the same agent on its own host; the message says how.",
+    '[stages.work]\ntransition_prompt = "Pick the next stage."\n',
+    "Accept the difference, or run the agent on its own host.",
+)
+register(
+    "CH235",
+    "key-for-host",
+    N,
+    "A key that configures the agent host's own process (its daemon limits, front-ends, "
+    "telemetry, credential storage), not the agent's program.",
+    "Charter runs the program without its host, so the key has no effect here.",
+    "[webhook]\nmax_retries = 3\n",
+    "Nothing to do: the key still configures the host when the agent runs there.",
 )
 # --- CH25x: Leviath's loading defaults and regions ----------------------------
 register(
