@@ -213,6 +213,7 @@ def resolve_stage(
         output=output,
         shell_hint=hint,
         system_prompt=st.system_prompt,
+        transition_prompt=st.transition_prompt,
         fan_out=_fan_out(entry),
         interaction_points=_points(entry),
         origin=span_ref(entry.span()),

@@ -114,7 +114,7 @@ register(
     "sees or does (context regions, nudges, per-stage models, compaction), and constrains "
     "nothing.",
     "The run behaves differently from the same agent on its own host; the message says how.",
-    '[stages.work]\ntransition_prompt = "Pick the next stage."\n',
+    "[stages.work.nudge]\nenabled = true\n",
     "Accept the difference, or run the agent on its own host.",
 )
 register(

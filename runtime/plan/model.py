@@ -399,6 +399,8 @@ class Stage(_Frozen):
     output: OutputSpec | None = None
     shell_hint: str | None = None  # rendered system block, when the platform needs one
     system_prompt: str | None = None
+    # what the model is told when it chooses its next stage (Leviath's words)
+    transition_prompt: str | None = None
     fan_out: FanOut | None = None
     hooks: tuple[StageHook, ...] = ()
     interaction_points: tuple[InteractionPoint, ...] = ()

@@ -59,9 +59,13 @@ def system_prompt(
     hinted = hinted_edges(stage)
     if hinted:
         lines = [f"- {e.target}: {e.hint}" if e.hint else f"- {e.target}" for e in hinted]
-        parts.append(
-            "When the work of this stage is done, choose the next stage:\n" + "\n".join(lines)
+        # the stage's own transition prompt leads the list, as in Leviath
+        lead = (
+            stage.transition_prompt.strip() + "\n\nAvailable transitions:"
+            if stage.transition_prompt
+            else "When the work of this stage is done, choose the next stage:"
         )
+        parts.append(lead + "\n" + "\n".join(lines))
     # Last, so the part that changes from turn to turn comes after the
     # part that does not (providers cache a prompt's unchanged prefix).
     if memory is not None:
