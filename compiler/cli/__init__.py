@@ -13,10 +13,11 @@ I/O errors; verbs that answer allow/deny/ask use 3 for ask.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 __all__ = ["VERBS", "build_parser", "entry", "main", "verb_parser"]
 
@@ -79,8 +80,23 @@ class _Parser(argparse.ArgumentParser):
     ``main`` turns that into a return value."""
 
 
-def _chosen_verb(argv: Sequence[str]) -> str | None:
+def _words(argv: Sequence[str]) -> list[str]:
+    """``argv`` without the top-level options' values (``--color WHEN``)."""
+    out: list[str] = []
+    skip = False
     for token in argv:
+        if skip:
+            skip = False
+            continue
+        if token == "--color":
+            skip = True
+            continue
+        out.append(token)
+    return out
+
+
+def _chosen_verb(argv: Sequence[str]) -> str | None:
+    for token in _words(argv):
         if token in VERBS:
             return token
         if not token.startswith("-"):
@@ -91,7 +107,7 @@ def _chosen_verb(argv: Sequence[str]) -> str | None:
 def _unknown_verb(argv: Sequence[str]) -> str:
     """The error for a first word that is no verb, naming the verbs it is
     closest to (argparse would list all nineteen), or ""."""
-    first = next((t for t in argv if not t.startswith("-")), None)
+    first = next((t for t in _words(argv) if not t.startswith("-")), None)
     if first is None or first in VERBS:
         return ""
     import difflib
@@ -105,6 +121,12 @@ def _unknown_verb(argv: Sequence[str]) -> str:
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     parser = _Parser(prog="charter", description="Policy compiler and runtime for agent tools.")
     parser.add_argument("--version", action=_VersionAction, nargs=0, help="print the version")
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour in human output: on a terminal (auto, honouring NO_COLOR), always, never",
+    )
     sub = parser.add_subparsers(dest="verb", metavar="VERB")
     chosen = _chosen_verb(argv)
     for name, (module_name, help_text) in VERBS.items():
@@ -181,6 +203,26 @@ def entry() -> None:
     sys.exit(code)
 
 
+@contextlib.contextmanager
+def _colour(choice: str) -> Iterator[None]:
+    """``--color``, as the conventions every renderer already reads
+    (NO_COLOR, FORCE_COLOR: our own and rich's), for this command only."""
+    if choice == "auto":
+        yield
+        return
+    saved = {k: os.environ.get(k) for k in ("NO_COLOR", "FORCE_COLOR")}
+    os.environ.pop("NO_COLOR" if choice == "always" else "FORCE_COLOR", None)
+    os.environ["FORCE_COLOR" if choice == "always" else "NO_COLOR"] = "1"
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _disable_pydantic_plugins()
     args_list = list(sys.argv[1:] if argv is None else argv)
@@ -192,7 +234,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args_list, tail = args_list[:cut], args_list[cut + 1 :]
     unknown = _unknown_verb(args_list)
     if unknown:
-        sys.stderr.write(f"usage: charter [-h] [--version] VERB ...\ncharter: error: {unknown}\n")
+        sys.stderr.write(
+            f"usage: charter [-h] [--version] [--color WHEN] VERB ...\ncharter: error: {unknown}\n"
+        )
         return 2
     parser = build_parser(args_list)
     try:
@@ -211,7 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        return int(module.run(args))
+        with _colour(args.color):
+            return int(module.run(args))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

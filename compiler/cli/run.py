@@ -139,7 +139,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, help="the user config.toml used to compile a project")
     p.add_argument("--no-user-config", action="store_true", help="ignore the user's config")
     view = p.add_mutually_exclusive_group()
-    view.add_argument("--quiet", action="store_true", help="print only the answer and problems")
+    view.add_argument(
+        "-q", "--quiet", action="store_true", help="print only the answer and problems"
+    )
     view.add_argument("--json", action="store_true", help="print one JSON event per line")
 
 

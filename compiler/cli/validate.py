@@ -26,6 +26,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="output format (default: full on a terminal, concise otherwise)",
     )
     p.add_argument("--deny-warnings", action="store_true", help="fail on warnings too")
+    p.add_argument(
+        "-q", "--quiet", action="store_true", help="leave out notes: print errors and warnings only"
+    )
     p.add_argument("--ignore", action="append", default=[], metavar="CODE", help="ignore a rule")
 
 
@@ -63,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
         for path, lines in project.sources.items():
             sources[_shown(path, prefix, config)] = lines
     kept, suppressed = apply_suppressions(findings, sources, ignores)
+    if args.quiet:
+        from charter.compiler.diagnostics import Severity
+
+        kept = [d for d in kept if d.severity is not Severity.NOTE]
     fmt = args.format or default_format(sys.stdout)
     color = want_color(sys.stdout)  # full only: on a terminal, NO_COLOR / FORCE_COLOR
     sys.stdout.write(render(kept, fmt, sources=sources, suppressed=suppressed, color=color))
