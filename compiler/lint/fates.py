@@ -41,6 +41,8 @@ _RULE = {"error": "key-not-executed", "warn": "key-not-run", "note": "key-for-ho
 class Fate(NamedTuple):
     fate: str
     detail: str
+    # a value that means what Charter does anyway: set to it, the key is not reported
+    same: str | None = None
 
 
 @functools.cache
@@ -51,8 +53,8 @@ def fates() -> dict[str, Fate]:
     for line in text.splitlines():
         if not line.strip() or line.startswith("#"):
             continue
-        key, fate, detail = (line.split("\t") + ["", ""])[:3]
-        out[key] = Fate(fate, detail)
+        key, fate, detail, same = (line.split("\t") + ["", "", ""])[:4]
+        out[key] = Fate(fate, detail, same.removeprefix("same=") or None)
     return out
 
 
@@ -80,7 +82,7 @@ def refusals(
             if fate is None:
                 continue  # (the fates test fails for such a field)
             key = (*path, cls.model_fields[name].alias or name)
-            if fate.fate in _RULE:
+            if fate.fate in _RULE and (fate.same is None or str(getattr(m, name)) != fate.same):
                 shown = format_key_path(key)
                 out.append(
                     diag(

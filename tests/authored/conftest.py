@@ -35,11 +35,17 @@ approval:
 
 def compile_dir(root: Path) -> Plan:
     from charter.compiler.compile import CompileOptions, compile_project
+    from charter.compiler.diagnostics import Severity
     from charter.compiler.frontends.project import load_project
 
     project = load_project(root)
     result = compile_project(project, CompileOptions())
-    problems = [str(d) for d in (*project.diagnostics, *result.diagnostics)]
+    # (notes are the host's own settings, such as a core's chat channels)
+    problems = [
+        str(d)
+        for d in (*project.diagnostics, *result.diagnostics)
+        if d.severity is not Severity.NOTE
+    ]
     assert result.plan is not None and not problems, problems
     return result.plan
 

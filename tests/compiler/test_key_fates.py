@@ -242,3 +242,15 @@ def _plan_keys(
                     if isinstance(v, BaseModel):
                         stack.append((v, key if k is None else (*key, k)))
     return out, refused
+
+
+def test_a_key_set_to_what_charter_does_anyway_is_not_reported() -> None:
+    from charter.compiler.frontends.tool_yaml import ToolSpec
+    from charter.compiler.lint.fates import refusals
+    from charter.compiler.sources.sourcemap import SourceMap
+
+    smap = SourceMap("tool.yaml")
+    same = ToolSpec.model_validate({"model_output_policy": "content"}, strict=False)
+    other = ToolSpec.model_validate({"model_output_policy": "current_turn"}, strict=False)
+    assert [d.code for d in refusals(same, smap)] == []
+    assert [d.code for d in refusals(other, smap)] == ["CH234"]
