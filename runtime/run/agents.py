@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
     from charter.runtime.run.loop import AgentResult, AgentRun, RunContext
 
-__all__ = ["AgentWorld", "Child", "agent_tools"]
+__all__ = ["AgentWorld", "Child", "agent_tools", "run_fan_out"]
 
 _POLL_S = 0.05
 
@@ -79,6 +79,7 @@ class AgentWorld:
         max_depth: int | None,
         output: OutputSpec | None,
         narrow: frozenset[str] | None = None,
+        start_stage: str | None = None,
     ) -> Child | str:
         """Start a child of ``parent``; a string says why it cannot start."""
         from charter.runtime.run.loop import AgentRun
@@ -115,6 +116,7 @@ class AgentWorld:
                 output_override=output,
                 parent=parent.id,
                 narrow=narrow,
+                start_stage=start_stage,
             )
         except Exception as exc:  # noqa: BLE001 - an unusable child is the model's answer
             return f"the sub-agent could not be prepared: {exc}"
@@ -218,7 +220,15 @@ def _wait(child: Child, caller: AgentRun, timeout_s: float | None) -> bool:
 
 
 _AGENT_TOOLS = frozenset(
-    {"spawn_agent", "check_agent", "wait_for_agent", "send_to_agent", "kill_agent", "delegate_task"}
+    {
+        "spawn_agent",
+        "check_agent",
+        "wait_for_agent",
+        "send_to_agent",
+        "kill_agent",
+        "delegate_task",
+        "fan_out",
+    }
 )
 
 
@@ -230,6 +240,7 @@ _SERVES: Mapping[str, tuple[str, ...]] = {
     "agents.send": ("send_to_agent",),
     "tasks.cancel": ("kill_agent", "task_control"),
     "tasks.list": ("task_list",),
+    "agents.fan_out": ("fan_out",),
 }
 
 
@@ -358,6 +369,9 @@ def agent_tools(
             return ok("(no sub-agents)")
         return ok("\n".join(describe(c).splitlines()[0] for c in mine))
 
+    def fan_out(args: Mapping[str, Any], rt: Any, **_: Any) -> ToolResult:
+        return run_fan_out(world, me, args)
+
     mine = {
         "agents.spawn": spawn,
         "tasks.status": status,
@@ -365,6 +379,7 @@ def agent_tools(
         "agents.send": send,
         "tasks.cancel": cancel,
         "tasks.list": listing,
+        "agents.fan_out": fan_out,
     }
 
     def registered(runs: Mapping[str, Any]) -> tuple[Registration, ...]:
@@ -397,3 +412,134 @@ def agent_tools(
         return run
 
     return registered({key: shared(key) for key in mine})
+
+
+# -- fan_out ---------------------------------------------------------------------------
+
+# How many workers run at once when neither the call nor the stage says.
+DEFAULT_MAX_WORKERS = 4
+
+
+def run_fan_out(world: AgentWorld, me: AgentRun, args: Mapping[str, Any]) -> ToolResult:
+    """Leviath's fan_out: one worker per item, ``max_workers`` at a time, each
+    a sub-agent under the same plan, gates, sandbox and audit log; their
+    answers come back as one report (one section per item, in the items'
+    order), also written to the stage's ``results_region``. A worker is this
+    agent started at the stage's ``worker_stage``, or ``worker_agent`` (or the
+    call's ``agent``) at its entry stage. A failed worker is tried again up to
+    ``max_attempts`` times; with ``on_worker_failure = "fail_all"`` one that
+    still fails fails the call."""
+    spec = me.stage.fan_out
+    items = [i for i in args.get("items") or [] if isinstance(i, Mapping)]
+    if not items:
+        return ToolResult("ok", "No items: nothing was handed out.", data={"workers": 0})
+    if spec is not None and spec.worker_query:
+        return refusal(
+            "unavailable",
+            "dispatch",
+            "fan-out-worker-query",
+            "this stage chooses its worker by a capability query (worker_query), which this "
+            "runtime cannot resolve; name a worker_stage or worker_agent",
+        )
+    stage = spec.worker_stage if spec is not None else None
+    name = (spec.worker_agent if spec is not None else None) or args.get("agent")
+    if stage is not None:
+        name = me.name
+    if not name:
+        return refusal(
+            "denied", "dispatch", "fan-out-no-worker", "name the agent to run for every item"
+        )
+    cap = spec.max_items if spec is not None else None
+    if cap is not None and len(items) > cap:
+        return refusal(
+            "denied",
+            "dispatch",
+            "fan-out-too-many",
+            f"{len(items)} items is more than this stage's max_items ({cap}); hand out at most "
+            f"{cap}",
+        )
+    asked = args.get("max_workers") or (spec.max_workers if spec is not None else None)
+    limit = len(items) if asked == 0 else int(asked or DEFAULT_MAX_WORKERS)
+    attempts = max(1, (spec.max_attempts if spec is not None else None) or 1)
+    outcomes = _run_workers(world, me, str(name), stage, items, limit, attempts)
+    if outcomes is None:
+        return refusal("error", "dispatch", "wait-cancelled", "stopped while the workers ran")
+    failed = [k for k, (ok, _) in outcomes.items() if not ok]
+    report = "\n\n".join(f"## {k}\n{text}" for k, (_, text) in outcomes.items())
+    if failed and spec is not None and spec.on_worker_failure == "fail_all":
+        return refusal(
+            "error",
+            "dispatch",
+            "fan-out-failed",
+            f"{len(failed)} of {len(items)} workers failed ({', '.join(failed)}), and this "
+            "stage fails them all:\n\n" + report,
+        )
+    if spec is not None and spec.results_region:
+        from charter.runtime.tools.context import ContextEntry
+
+        with me.rt.store.lock:
+            me.rt.store.regions[spec.results_region] = [ContextEntry(report)]
+    head = f"{len(items) - len(failed)} of {len(items)} workers answered."
+    return ToolResult(
+        "ok", head + "\n\n" + report, data={"workers": len(items), "failed": len(failed)}
+    )
+
+
+def _starter(
+    world: AgentWorld, me: AgentRun, name: str, task: str, stage: str | None
+) -> Callable[[], Child | str]:
+    def start() -> Child | str:
+        return world.spawn(me, name, task, max_depth=None, output=None, start_stage=stage)
+
+    return start
+
+
+def _run_workers(
+    world: AgentWorld,
+    me: AgentRun,
+    name: str,
+    stage: str | None,
+    items: list[Mapping[str, Any]],
+    limit: int,
+    attempts: int,
+) -> dict[str, tuple[bool, str]] | None:
+    """Run the workers; each item's (answered, text), in the items' order, or
+    None when the run stopped."""
+    import json
+
+    keys = [str(i.get("id") or f"item-{n}") for n, i in enumerate(items, 1)]
+    out: dict[str, tuple[bool, str]] = {k: (False, "(not run)") for k in keys}
+    waiting = list(zip(keys, items, strict=True))
+    tries = dict.fromkeys(keys, 0)
+    running: dict[str, Child] = {}
+    while waiting or running:
+        while waiting and len(running) < max(1, limit):
+            key, item = waiting.pop(0)
+            tries[key] += 1
+            context = json.dumps(item.get("context", {}), indent=2, ensure_ascii=False)
+            task = f"Work item '{key}'. Everything you need to know:\n{context}"
+            started = anyio.from_thread.run_sync(_starter(world, me, name, task, stage))
+            if isinstance(started, str):
+                out[key] = (False, f"(failed: {started})")
+                continue
+            me.emit("fan_out_worker", item=key, worker=started.id, attempt=tries[key])
+            running[key] = started
+        if me.cancel.is_set() or world.ctx.cancel.is_set():
+            for child in running.values():
+                world.kill(child.id, "the fan-out was stopped")
+            return None
+        finished = [k for k, c in running.items() if c.done.wait(0) or c.done.is_set()]
+        if not finished:
+            time.sleep(_POLL_S)
+            continue
+        for key in finished:
+            child = running.pop(key)
+            r = child.result
+            if r is not None and r.status == "completed" and r.output is not None:
+                out[key] = (True, r.output)
+            elif tries[key] < attempts:
+                waiting.append((key, next(i for k, i in zip(keys, items, strict=True) if k == key)))
+            else:
+                why = "no result" if r is None else f"{r.status}: {r.reason}"
+                out[key] = (False, f"(failed: {why})")
+    return out

@@ -138,6 +138,7 @@ class AgentRun:
         output_override: OutputSpec | None = None,
         parent: str | None = None,
         narrow: frozenset[str] | None = None,
+        start_stage: str | None = None,
     ) -> None:
         self.ctx = ctx
         self.world = world
@@ -152,6 +153,7 @@ class AgentRun:
             ctx.prepared,
             agent_name,
             workspace=ctx.workspace,
+            stage=start_stage,
             unattended=unattended,
             yolo=ctx.yolo,
             allow=ctx.allow,
@@ -955,6 +957,13 @@ class AgentRun:
                 )
             )
             return False
+        if stage.fan_out is not None and any(
+            r.ok and self._canonical(c) == "fan_out" for c, r in zip(calls, results, strict=True)
+        ):
+            # the workers' report is in; a fan_out stage hands over to its merge stage
+            always = self._edge_index("always")
+            if always is not None:
+                return self._try_edge(always, "always")
         self.visit.note_turn(calls, results)
         stuck = self._edge_index("stuck")
         if stuck is not None:

@@ -318,14 +318,12 @@ def run_runtime_info(
 def run_fan_out(
     args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, approved: bool
 ) -> ToolResult:
-    # The plan carries fan-out stages and the tool so that a host which can
-    # start workers (Leviath) is decided by the same policy; this runtime
-    # starts sub-agents one at a time with spawn_agent and has no worker pool.
+    # charter run answers fan_out itself (run/agents.py), starting workers
+    # as sub-agents; this is what is left where no run can start any.
     return refusal(
         "unavailable",
         "dispatch",
         "fan-out-not-supported",
-        "this runtime cannot run fan_out: it has no pool of parallel workers. Nothing was "
-        "started; hand the items out one at a time with spawn_agent if this stage offers it, "
-        "or do the work here",
+        "fan_out cannot run here: its workers are sub-agents, which only charter run starts. "
+        "Nothing was started",
     )

@@ -181,7 +181,7 @@ def test_system_and_locale_info_answer(rt: ToolRuntime) -> None:
 def test_fan_out_is_answered_not_run(rt: ToolRuntime) -> None:
     result = dispatch("fan_out", {"items": [{"id": "a", "context": {}}]}, rt)
     assert result.status == "unavailable" and result.content.startswith("[unavailable]")
-    assert "cannot run fan_out" in result.content
+    assert "fan_out cannot run here" in result.content
 
 
 # -- through the gates --------------------------------------------------------------------
