@@ -923,6 +923,15 @@ class AgentRun:
                 )
                 return False
             if stage.allow_complete or not stage.edges:
+                with self.rt.store.lock:
+                    submitted = self.rt.store.output
+                if submitted is not None:
+                    # What the agent submitted is its answer; a closing remark
+                    # after it must not replace it (a fan-out worker's rows).
+                    held = self._checkpoints()
+                    if held is not None:
+                        return held
+                    return self._result("completed", "the agent submitted its output", submitted)
                 answer = (text or "").strip()
                 if not answer:
                     return self._result("no_output", "the agent stopped without an answer")
