@@ -260,15 +260,20 @@ def _implied_edges(entry: StageEntry, stage_names: list[str]) -> tuple[Edge, ...
     stage declared (the last one ends the run); a fan_out stage hands over
     to its merge_stage. Written into the plan as always-edges."""
     st = entry.stage
+    if st.mode == "fan_out" and st.merge_stage in stage_names:
+        # Leviath hands a fan_out stage over to its merge stage once its
+        # workers have reported, whatever else the stage declares (such as an
+        # error edge); the loop takes it only after a fan_out call.
+        if any(e.to == st.merge_stage for _, e in st.all_edges()):
+            return ()
+        origin = span_ref(entry.span())
+        return (Edge(to=st.merge_stage, condition="always", implied=True, origin=origin),)
     # A stage that may end the run (an output stage, allow_complete) keeps
     # that ending: an always-edge would be taken before it could finish.
     if st.declares_edges or st.mode == "output" or st.allow_complete:
         return ()
-    if st.mode == "fan_out" and st.merge_stage in stage_names:
-        target: str | None = st.merge_stage
-    else:
-        at = stage_names.index(entry.name) if entry.name in stage_names else -1
-        target = stage_names[at + 1] if 0 <= at < len(stage_names) - 1 else None
+    at = stage_names.index(entry.name) if entry.name in stage_names else -1
+    target = stage_names[at + 1] if 0 <= at < len(stage_names) - 1 else None
     if target is None:
         return ()
     return (Edge(to=target, condition="always", implied=True, origin=span_ref(entry.span())),)

@@ -909,6 +909,15 @@ class AgentRun:
                     return held if held is not None else self._try_edge(n, "llm_choice")
             self.messages.append(Message.user(f"[error] there is no edge to '{edge}' here"))
             return False
+        if not calls and stage.fan_out is not None:
+            # (its edge to the merge stage is for after the workers report)
+            self.messages.append(
+                Message.user(
+                    "[stage] This stage hands its work out: call fan_out with the items, an "
+                    "empty list if there is nothing to hand out."
+                )
+            )
+            return False
         if not calls:
             always = self._edge_index("always")
             if always is not None:

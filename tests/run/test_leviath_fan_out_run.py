@@ -1,0 +1,70 @@
+"""Leviath's data-analyst, unmodified, runs end to end under a scripted model
+that walks every stage: scope, the fan_out split with its gather_worker
+workers in parallel, build, present (issue 25: it stranded at its split
+stage with exit 4). The workers' rows reach the build stage."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _support.corpora import SKIP_REASON, leviath_root
+
+from charter.runtime.models.script import ScriptProvider
+
+SCRIPT = """turns:
+  - {stage: scope, text: "Two slices, by region.", edge: split}
+  - stage: split
+    tool_calls:
+      - name: fan_out
+        arguments:
+          items:
+            - {id: north, context: {slice: north, columns: [region, value, source_ref]}}
+            - {id: south, context: {slice: south, columns: [region, value, source_ref]}}
+  - stage: build
+    tool_calls:
+      - name: write_file
+        arguments: {path: data/dataset.csv, content: "region,value,source_ref\\nnorth,1,a\\n"}
+  - {stage: build, text: "Written and checked.", edge: present}
+  - stage: present
+    tool_calls:
+      - {name: submit_output, arguments: {content: "## Findings\\n- one row per region"}}
+agents:
+  data-analyst:
+    - stage: gather_worker
+      tool_calls:
+        - {name: submit_output, arguments: {content: "region,value,source_ref\\nnorth,1,a"}}
+"""
+
+
+def test_the_data_analyst_runs_its_workers_and_delivers(
+    charter_run: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    leviath = leviath_root()
+    if leviath is None:
+        pytest.skip(SKIP_REASON)
+    agent = tmp_path / "data-analyst"
+    shutil.copytree(leviath / "agents" / "data-analyst", agent)
+    (tmp_path / "model.yaml").write_text(SCRIPT, "utf-8")
+    provider = ScriptProvider.from_file(tmp_path / "model.yaml", record=True)
+    import charter.runtime.models as models
+
+    monkeypatch.setattr(models, "load_provider", lambda *a, **k: provider)
+    work = tmp_path / "work"
+    work.mkdir()
+    ran = charter_run(
+        agent, "--agent", "data-analyst", "--model", "script:unused", "--yolo", workdir=work
+    )
+    assert ran.code == 0, ran.finished
+    stages = [e["stage"] for e in ran.of("stage_entered", agent="main")]
+    assert stages == ["scope", "split", "build", "present"]
+    workers = ran.of("fan_out_worker")
+    assert [w["item"] for w in workers] == ["north", "south"]
+    assert {
+        e["stage"] for e in ran.events if e["kind"] == "stage_entered" and e["agent"] != "main"
+    } == {"gather_worker"}
+    build = next(r for r in provider.requests if r.stage == "build")
+    assert "## south\nregion,value,source_ref" in build.system
+    assert (work / "data" / "dataset.csv").is_file()
