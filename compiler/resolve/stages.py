@@ -216,6 +216,8 @@ def resolve_stage(
         transition_prompt=st.transition_prompt,
         fan_out=_fan_out(entry),
         interaction_points=_points(entry),
+        requires_children=st.requires_children,
+        accepts_messages=st.accepts_messages,
         origin=span_ref(entry.span()),
         redirect_write=emit_runtime.redirect_write(),
     )

@@ -98,8 +98,7 @@ register(
     "key-not-executed",
     E,
     "A key that Charter accepts but its runtime does not carry out, and whose absence would "
-    "skip a check, a limit or a person: an interaction point, repetition detection, "
-    "requires_children, allowed_workdirs.",
+    "skip a check, a limit or a person: repetition detection, allowed_workdirs.",
     "The user reviewed a program with that check in it. Running without it would be running a "
     "weaker program than the one reviewed, so no plan is written.",
     '[[stages.plan.interaction_points]]\nname = "approve"\nprompt = "Go ahead?"\n',

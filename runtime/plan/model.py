@@ -404,6 +404,10 @@ class Stage(_Frozen):
     fan_out: FanOut | None = None
     hooks: tuple[StageHook, ...] = ()
     interaction_points: tuple[InteractionPoint, ...] = ()
+    # the stage may not move on while a sub-agent it started still runs
+    requires_children: bool = False
+    # whether the agent's parent may send it messages while it is here
+    accepts_messages: bool = True
     # Where this stage's commands run (None: a plan compiled without one).
     sandbox: SandboxProfile | None = None
     origin: SourceRef | None = None

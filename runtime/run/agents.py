@@ -339,6 +339,14 @@ def agent_tools(
             return refusal(
                 "error", "dispatch", "agent-finished", f"sub-agent {child.id} has already finished"
             )
+        if not child.run.stage.accepts_messages:
+            return refusal(
+                "denied",
+                "dispatch",
+                "agent-not-accepting",
+                f"sub-agent {child.id} is in stage '{child.run.stage.name}', which does not take "
+                "messages (accepts_messages = false); wait for it, or send later",
+            )
         region = args.get("target_region")
         child.run.deliver(str(args["message"]), str(region) if region else None)
         where = f"context section '{region}'" if region else "its conversation"

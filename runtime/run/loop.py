@@ -400,6 +400,25 @@ class AgentRun:
                 # Replaced, not appended: the hook saw the whole text.
                 regions[region] = [ContextEntry(text)] if text else []
 
+    async def _before_leaving(self) -> bool | AgentResult | None:
+        """What must happen before the stage may move on: a stage that
+        requires its children waits for every sub-agent it started to end
+        (as Leviath holds it), then its interaction points are asked."""
+        if self.stage.requires_children:
+            waited = False
+            while any(
+                not c.done.is_set()
+                for c in list(self.world.children.values())
+                if c.parent == self.id
+            ):
+                if not waited:
+                    self.emit("waiting_for_children", stage=self.stage.name)
+                    waited = True
+                if self.ctx.cancel.is_set() or self.cancel.is_set():
+                    return self.partial("cancelled", "the run was stopped")
+                await anyio.sleep(0.05)
+        return self._checkpoints()
+
     def _checkpoints(self) -> bool | AgentResult | None:
         """The stage's interaction points before it moves on (see
         :mod:`.checkpoints`): None when it may go, False to stay, or the
@@ -905,7 +924,7 @@ class AgentRun:
         if edge is not None:
             for n, e in enumerate(stage.edges):
                 if e.condition == "llm_choice" and e.to == edge:
-                    held = self._checkpoints()
+                    held = await self._before_leaving()
                     return held if held is not None else self._try_edge(n, "llm_choice")
             self.messages.append(Message.user(f"[error] there is no edge to '{edge}' here"))
             return False
@@ -921,7 +940,7 @@ class AgentRun:
         if not calls:
             always = self._edge_index("always")
             if always is not None:
-                held = self._checkpoints()
+                held = await self._before_leaving()
                 return held if held is not None else self._try_edge(always, "always")
             if is_output_stage(stage):
                 self.messages.append(
@@ -937,7 +956,7 @@ class AgentRun:
                 if submitted is not None:
                     # What the agent submitted is its answer; a closing remark
                     # after it must not replace it (a fan-out worker's rows).
-                    held = self._checkpoints()
+                    held = await self._before_leaving()
                     if held is not None:
                         return held
                     return self._result("completed", "the agent submitted its output", submitted)
@@ -959,7 +978,7 @@ class AgentRun:
                         )
                     )
                     return False
-                held = self._checkpoints()
+                held = await self._before_leaving()
                 if held is not None:
                     return held
                 return self._result("completed", "the agent answered", answer)
