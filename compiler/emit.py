@@ -12,12 +12,23 @@ for a per-agent field, in :func:`emit_plan` for a plan-wide one).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from charter.compiler.resolve.agent import ResolvedAgent
 from charter.compiler.resolve.context import AgentContext, shell_timeout, span_ref
-from charter.runtime.plan import AgentPlan, Limits, Plan, PlanBody, SourceDigest, TaintPolicy
+from charter.runtime.plan import (
+    AgentPlan,
+    Limits,
+    Plan,
+    PlanBody,
+    RepetitionPolicy,
+    SourceDigest,
+    TaintPolicy,
+)
 from charter.runtime.version import VERSION
+
+if TYPE_CHECKING:
+    from charter.compiler.frontends.blueprint import Blueprint
 
 __all__ = ["compiler_version", "emit_agent", "emit_plan"]
 
@@ -50,6 +61,19 @@ def _limits(ctx: AgentContext) -> Limits:
     if bp is not None and bp.agent.max_child_depth is not None:
         limits = limits.model_copy(update={"max_child_depth": bp.agent.max_child_depth})
     return limits
+
+
+def _repetition(bp: Blueprint | None) -> RepetitionPolicy | None:
+    """[repetition_detection], with Leviath's defaults for what it leaves out."""
+    cfg = bp.repetition_detection if bp is not None else None
+    if cfg is None:
+        return None
+    d = RepetitionPolicy()
+    return RepetitionPolicy(
+        enabled=d.enabled if cfg.enabled is None else cfg.enabled,
+        max_repeat_calls=cfg.max_repeat_calls or d.max_repeat_calls,
+        max_readonly_streak=cfg.max_readonly_streak or d.max_readonly_streak,
+    )
 
 
 def emit_agent(resolved: ResolvedAgent) -> AgentPlan:
@@ -86,6 +110,7 @@ def emit_agent(resolved: ResolvedAgent) -> AgentPlan:
         skills_root=_skills_root(ctx),
         soul=resolved.soul,
         script_permissions=ctx.script_perms,
+        repetition=_repetition(bp),
         sandbox=resolved.sandbox,
         origin=span_ref(ctx.agent_span()),
     )

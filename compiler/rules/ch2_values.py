@@ -98,10 +98,10 @@ register(
     "key-not-executed",
     E,
     "A key that Charter accepts but its runtime does not carry out, and whose absence would "
-    "skip a check, a limit or a person: repetition detection, allowed_workdirs.",
+    "skip a check, a limit or a person, such as [security] allowed_workdirs.",
     "The user reviewed a program with that check in it. Running without it would be running a "
     "weaker program than the one reviewed, so no plan is written.",
-    '[[stages.plan.interaction_points]]\nname = "approve"\nprompt = "Go ahead?"\n',
+    '[security]\nallowed_workdirs = ["~/work"]\n',
     "Run the agent with its own host while it needs the key, or express the check in Charter's "
     "own terms (an ask permission, max_iterations) and remove the key.",
 )

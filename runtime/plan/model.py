@@ -35,6 +35,7 @@ __all__ = [
     "McpServerPlan",
     "McpToolPin",
     "OutputSpec",
+    "RepetitionPolicy",
     "PathArg",
     "Plan",
     "PlanBody",
@@ -360,6 +361,14 @@ class StageHook(_Frozen):
     source: str
 
 
+class RepetitionPolicy(_Frozen):
+    """``[repetition_detection]``: when the model is nudged out of a loop."""
+
+    enabled: bool = True
+    max_repeat_calls: int = 3
+    max_readonly_streak: int = 10
+
+
 class InteractionPoint(_Frozen):
     """A checkpoint of a ``mode = "interactive_points"`` stage: before the
     stage may move on, a person answers it. An answer in ``abort_options``
@@ -521,6 +530,7 @@ class AgentPlan(_Frozen):
     soul: str | None = None
     # Present when the agent has script tools.
     script_permissions: ScriptPermissions | None = None
+    repetition: RepetitionPolicy | None = None  # nudges out of loops, when the blueprint asks
     # The agent-wide sandbox (MCP servers run under it; stages may tighten it).
     sandbox: SandboxProfile | None = None
     origin: SourceRef | None = None

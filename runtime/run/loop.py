@@ -96,6 +96,7 @@ from charter.runtime.run.edges import StageVisit, gate_reasons, refused, region_
 from charter.runtime.run.hooks import HookFailed, HookOutcome
 from charter.runtime.run.progress import Meter
 from charter.runtime.run.prompt import hinted_edges, offered_specs, system_prompt
+from charter.runtime.run.repetition import RepetitionWatch
 from charter.runtime.run.shape import is_output_stage, output_spec
 from charter.runtime.session import Session, open_session
 from charter.runtime.tools.context import fold_sections, validate_output
@@ -163,6 +164,8 @@ class AgentRun:
         agent = self.session.agent.agent
         self.cancel = threading.Event()
         self.points: Checkpoints | None = None  # this visit's interaction points
+        policy = self.session.agent.agent.repetition
+        self.repetition = RepetitionWatch(policy) if policy is not None else None
         self.last_text = ""  # the stage's latest answer, which a checkpoint shows
         # Why this agent was stopped from outside (kill_agent), if it was.
         self.stopped: tuple[AgentStatus, str] | None = None
@@ -841,6 +844,11 @@ class AgentRun:
                         output = self.rt.store.output
                     self.emit("output_submitted", stage=stage.name, chars=len(output or ""))
                     return self._result("completed", "the output was submitted", output)
+            if self.repetition is not None:
+                for call in turn.tool_calls:
+                    nudge = self.repetition.record(self._canonical(call), call.arguments)
+                    if nudge is not None:
+                        self.messages.append(Message.user(f"[System] {nudge}"))
             moved = await self._after_turn(turn.edge, turn.text, turn.tool_calls, results)
             self._record_session()
             if isinstance(moved, AgentResult):
