@@ -111,6 +111,7 @@ def emit_agent(resolved: ResolvedAgent) -> AgentPlan:
         soul=resolved.soul,
         script_permissions=ctx.script_perms,
         repetition=_repetition(bp),
+        allowed_workdirs=tuple(cfg.security.allowed_workdirs) if cfg is not None else (),
         sandbox=resolved.sandbox,
         origin=span_ref(ctx.agent_span()),
     )

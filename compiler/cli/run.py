@@ -32,6 +32,7 @@ import signal
 import sqlite3
 import sys
 import threading
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -261,6 +262,35 @@ def run(args: argparse.Namespace) -> int:
         provider.close()
 
 
+def _workdir_refusal(
+    args: argparse.Namespace, workspace: Path, allowed: Sequence[str]
+) -> int | None:
+    """A workspace that is a home directory or a filesystem root is
+    confirmed by the person first (see runtime/run/workdir.py); with nobody
+    to ask, the run does not start."""
+    from charter.runtime.run.workdir import workdir_concern
+
+    try:
+        home: Path | None = Path.home().resolve()
+    except (RuntimeError, OSError):
+        home = None
+    concern = workdir_concern(workspace, home, allowed)
+    if concern is None:
+        return None
+    why = (
+        f"the workspace {workspace} is {concern}: an agent there can read and change "
+        "everything under it"
+    )
+    fix = "run from a project directory, or add it to [security] allowed_workdirs in your config"
+    if args.yolo or args.allow or not sys.stdin.isatty():
+        return _refuse(f"{why}, and nobody is here to confirm it; {fix}")
+    sys.stderr.write(f"charter run: {why}.\nRun here anyway? [y/N] ")
+    sys.stderr.flush()
+    if sys.stdin.readline().strip().lower() in ("y", "yes"):
+        return None
+    return _refuse(f"not confirmed; {fix}")
+
+
 def _prepare_run(args: argparse.Namespace) -> tuple[Any, ...] | int:
     workspace = (args.workspace or Path.cwd()).resolve()
     if not workspace.is_dir():
@@ -276,6 +306,9 @@ def _prepare_run(args: argparse.Namespace) -> tuple[Any, ...] | int:
     if found is None:
         known = ", ".join(a.name for a in plan.body.agents) or "none"
         return _refuse(f"no agent named {args.agent!r} in the plan (agents: {known})")
+    refused = _workdir_refusal(args, workspace, found.allowed_workdirs)
+    if refused is not None:
+        return refused
     spec = args.model or _default_model(project, args.target, found.root)
     if spec is None:
         return _refuse(

@@ -6,9 +6,6 @@ a table whose own keys have fates, it only informs the compiler, Charter is at
 least as strict whatever it says, or Charter's runtime does not carry it out.
 The last kind is reported wherever a file sets such a key, at the key:
 
-* ``error`` (CH233 key-not-executed): without it the run would skip a check,
-  a limit or a person, a weaker program than the one reviewed, so the
-  compile writes no plan;
 * ``warn`` (CH234 key-not-run): it shapes what the model sees or does; the
   message says what happens instead;
 * ``note`` (CH235 key-for-host): it configures the host's own process.
@@ -34,8 +31,11 @@ from charter.compiler.sources.sourcemap import KeyPath, SourceMap
 __all__ = ["FATES", "Fate", "fate_of", "fates", "refusals"]
 
 # The fates, and the rule each kind of refusal reports.
-FATES = ("plan", "table", "check", "stricter", "error", "warn", "note", "inside")
-_RULE = {"error": "key-not-executed", "warn": "key-not-run", "note": "key-for-host"}
+# (There is no "error" fate: every key whose loss would skip a check, a limit
+# or a person is carried out, or its table is refused as a whole by an
+# error of its own, such as a custom region's script, CH661.)
+FATES = ("plan", "table", "check", "stricter", "warn", "note", "inside")
+_RULE = {"warn": "key-not-run", "note": "key-for-host"}
 
 
 class Fate(NamedTuple):

@@ -94,18 +94,6 @@ register(
     "Remove the key, or move the setting to where the host reads it.",
 )
 register(
-    "CH233",
-    "key-not-executed",
-    E,
-    "A key that Charter accepts but its runtime does not carry out, and whose absence would "
-    "skip a check, a limit or a person, such as [security] allowed_workdirs.",
-    "The user reviewed a program with that check in it. Running without it would be running a "
-    "weaker program than the one reviewed, so no plan is written.",
-    '[security]\nallowed_workdirs = ["~/work"]\n',
-    "Run the agent with its own host while it needs the key, or express the check in Charter's "
-    "own terms (an ask permission, max_iterations) and remove the key.",
-)
-register(
     "CH234",
     "key-not-run",
     W,

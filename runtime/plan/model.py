@@ -531,6 +531,9 @@ class AgentPlan(_Frozen):
     # Present when the agent has script tools.
     script_permissions: ScriptPermissions | None = None
     repetition: RepetitionPolicy | None = None  # nudges out of loops, when the blueprint asks
+    # the user's [security] allowed_workdirs: where a run may start without
+    # being questioned even in a home directory or at a filesystem root
+    allowed_workdirs: tuple[str, ...] = ()
     # The agent-wide sandbox (MCP servers run under it; stages may tighten it).
     sandbox: SandboxProfile | None = None
     origin: SourceRef | None = None
