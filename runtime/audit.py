@@ -121,7 +121,10 @@ class AuditLog:
         # what a reader parses back.
         return self._clean(str(value))
 
-    def write(self, event: str, **fields: Any) -> None:
+    def write(self, event: str, *, sync: bool = True, **fields: Any) -> None:
+        """Append one event; with ``sync=False`` it is not yet on disk: a
+        writer that groups many calls makes them durable at once with
+        :meth:`sync`."""
         for key in _CHAIN_KEYS:
             if key in fields:
                 raise ValueError(f"{key!r} is the audit chain's own field")
@@ -139,8 +142,15 @@ class AuditLog:
             while view:
                 n = os.write(self._fd, view)
                 view = view[n:]
-            os.fsync(self._fd)
+            if sync:
+                os.fsync(self._fd)
             self._last = record["hash"]
+
+    def sync(self) -> None:
+        """Make every event written so far durable (one fsync for all)."""
+        with self._lock:
+            if self._fd >= 0:
+                os.fsync(self._fd)
 
     def close(self) -> None:
         with self._lock:

@@ -29,12 +29,15 @@ from charter.runtime import deadline
 from charter.runtime.serve.plans import PlanHolder
 
 if TYPE_CHECKING:
-    from charter.runtime.serve.log import DecisionLog
+    from charter.runtime.serve.log import DecisionLog, _Line
 
 __all__ = ["Answer", "Decider", "HookKind", "ServeOptions"]
 
 HookKind = Literal["claude-code", "gemini-cli"]
 AskMode = Literal["deny", "ask", "defer"]
+# How long an answer waits for its decision to reach the disk before it is
+# sent as a deny instead (a healthy disk takes milliseconds).
+_LOG_WAIT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -270,10 +273,27 @@ class Decider:
 
     # -- the log ------------------------------------------------------------------
 
-    def record(self, endpoint: str, raw: bytes, answer: Answer, peer: str) -> None:
-        """Queue the log line for one answered request (after it was sent)."""
+    def logged(self, endpoint: str, raw: bytes, answer: Answer, peer: str) -> Answer:
+        """The answer to send, once its decision is on disk (see
+        :mod:`.log`): a server killed after answering has logged what it
+        answered. A decision that cannot be logged in time is not given; the
+        client is told deny instead."""
+        line = self.record(endpoint, raw, answer, peer)
+        if line is None or answer.decision == "deny" or line.durable(_LOG_WAIT_S):
+            return answer
+        reason = "the decision could not be written to the decision log"
+        if endpoint == "check":
+            out = {"decision": "deny", "gate": "log", "rule": "log-failed", "reason": reason}
+            body = (json.dumps(out) + "\n").encode("utf-8")
+        else:
+            denied = hook_deny(endpoint, reason)  # type: ignore[arg-type]
+            body = (json.dumps(denied) + "\n").encode("ascii")
+        return Answer(answer.status, body, "deny", reason, answer.ms, answer.plan)
+
+    def record(self, endpoint: str, raw: bytes, answer: Answer, peer: str) -> _Line | None:
+        """Queue the log line for one request, before its answer is sent."""
         if self.log is None:
-            return
+            return None
         event: Any = None
         try:
             event = json.loads(raw.decode("utf-8")) if raw else None
@@ -296,4 +316,4 @@ class Decider:
             # JSON, which holds no floating-point numbers
             "us": round(answer.ms * 1000),
         }
-        self.log.record("decision", fields, args=args if isinstance(args, dict) else None)
+        return self.log.record("decision", fields, args=args if isinstance(args, dict) else None)

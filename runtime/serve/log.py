@@ -1,10 +1,12 @@
 """The decision server's log: one JSON line per decision, secrets redacted.
 
-Lines are written by a thread of their own, after the answer has been sent,
-so a slow disk never delays an answer (each line is still ``fsync``-ed, as
-the audit log's are: :class:`charter.runtime.audit.AuditLog` writes them).
-The queue is bounded; when it is full the request thread waits, so no
-decision goes unlogged.
+A decision is on disk before its answer is sent: a server killed at any
+moment (kill -9 included) has logged every answer a client received. Lines
+are written by a thread of their own with group commit: it takes every line
+queued while the previous fsync ran, writes them, and makes them durable
+with one fsync, so under load the cost of a sync is shared by every request
+waiting on it. The queue is bounded; when it is full the request thread
+waits, so no decision goes unlogged.
 
 What a line holds: when, which endpoint, the peer's session id, the tool, the
 decision and its reason, the plan's digest, how long the decision took, and
@@ -28,6 +30,25 @@ from typing import Any
 __all__ = ["DecisionLog"]
 
 _MAX_PREVIEW = 300
+# Lines made durable by one fsync, at most.
+_MAX_BATCH = 512
+
+
+class _Line:
+    """One queued line, and whether it reached the disk."""
+
+    __slots__ = ("args", "done", "event", "fields", "ok")
+
+    def __init__(self, event: str, fields: dict[str, Any], args: Any) -> None:
+        self.event = event
+        self.fields = fields
+        self.args = args
+        self.done = threading.Event()
+        self.ok = False
+
+    def durable(self, timeout: float) -> bool:
+        """Whether the line is on disk, waiting at most ``timeout`` seconds."""
+        return self.done.wait(timeout) and self.ok
 
 
 class DecisionLog:
@@ -43,14 +64,17 @@ class DecisionLog:
         base = Redactor()
         base.add_env(os.environ if env is None else env)
         _, self._base = base.snapshot()
-        self._queue: queue.Queue[tuple[str, dict[str, Any], Any] | None] = queue.Queue(maxsize=1024)
+        self._queue: queue.Queue[_Line | None] = queue.Queue(maxsize=1024)
         self._thread = threading.Thread(target=self._run, name="charter-serve-log", daemon=True)
         self._thread.start()
 
-    def record(self, event: str, fields: dict[str, Any], *, args: Any = None) -> None:
+    def record(self, event: str, fields: dict[str, Any], *, args: Any = None) -> _Line:
         """Queue one line; ``args`` (the call's arguments) only serve to find
-        secrets and to compute the digest, and are never written."""
-        self._queue.put((event, fields, args))
+        secrets and to compute the digest, and are never written. Wait on the
+        returned line (:meth:`_Line.durable`) before answering."""
+        line = _Line(event, fields, args)
+        self._queue.put(line)
+        return line
 
     def close(self) -> None:
         self._queue.put(None)
@@ -59,16 +83,39 @@ class DecisionLog:
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is None:  # close()
+            first = self._queue.get()
+            if first is None:  # close()
                 return
-            event, fields, args = item
+            batch = [first]
+            stop = False
+            while len(batch) < _MAX_BATCH:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stop = True
+                    break
+                batch.append(more)
+            written: list[_Line] = []
+            for line in batch:
+                try:
+                    self._write(line.event, line.fields, line.args)
+                    written.append(line)
+                except Exception as exc:  # noqa: BLE001 - a log failure must not stop the server
+                    # ... but it must not pass unseen: the line's answer waits on it
+                    print(f"charter serve: a decision log line was lost: {exc}", file=sys.stderr)
+                    line.done.set()
             try:
-                self._write(event, fields, args)
-            except Exception as exc:  # noqa: BLE001 - a log failure must not stop the server
-                # ... but it must not pass unseen either: a lost line is said on stderr
-                print(f"charter serve: a decision log line was lost: {exc}", file=sys.stderr)
-                continue
+                self._log.sync()
+                for line in written:
+                    line.ok = True
+            except OSError as exc:
+                print(f"charter serve: the decision log was not synced: {exc}", file=sys.stderr)
+            for line in written:
+                line.done.set()
+            if stop:
+                return
 
     def _write(self, event: str, fields: dict[str, Any], args: Any) -> None:
         from charter.runtime.audit import args_digest
@@ -95,7 +142,7 @@ class DecisionLog:
             preview = _preview(args)
             if preview:
                 out["input"] = clean(preview)
-        self._log.write(event, **out)
+        self._log.write(event, sync=False, **out)
 
 
 def _preview(args: Mapping[str, Any]) -> str:

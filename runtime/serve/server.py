@@ -249,9 +249,10 @@ class _Handler(BaseHTTPRequestHandler):
             super().send_error(code, message, explain)
             return
         reason = f"the request could not be read ({code} {message or ''})".strip()
-        answer = self.server.decider.refuse_hook(kind, reason)
+        decider = self.server.decider
+        refused = decider.refuse_hook(kind, reason)
+        answer = decider.logged(kind, b"", refused, self.client_address[0])
         self._send(answer.status, answer.body, close=True)
-        self.server.decider.record(kind, b"", answer, self.client_address[0])
 
     def _error(self, status: int, message: str, *, close: bool = False) -> None:
         import json
@@ -316,21 +317,21 @@ class _Handler(BaseHTTPRequestHandler):
                 raw = None if problem else raw
             if raw is None:
                 answer = decider.refuse_hook(kind, problem)
+                answer = decider.logged(kind, b"", answer, self.client_address[0])
                 # A body left unread (too large, chunked) must not be read
                 # as the next request.
                 self._send(answer.status, answer.body, close=True)
             else:
                 answer = decider.hook(kind, raw, ask=cast(Any, ask))
+                answer = decider.logged(kind, raw, answer, self.client_address[0])
                 self._send(answer.status, answer.body, close=self.close_connection)
-            decider.record(kind, raw or b"", answer, self.client_address[0])
             return
         if raw is None:
             status = 401 if refused else 400
             self._error(status, problem, close=True)
             return
-        answer = decider.check(raw)
+        answer = decider.logged("check", raw, decider.check(raw), self.client_address[0])
         self._send(answer.status, answer.body, close=self.close_connection)
-        decider.record("check", raw, answer, self.client_address[0])
 
     def do_GET(self) -> None:
         path = self.path.partition("?")[0]
