@@ -58,6 +58,10 @@ __all__ = [
 AUDIT_VERSION = 2
 GENESIS = "sha256:" + "0" * 64
 SEAL_EVENT = "run_finished"
+# charter serve's decision log: each server session ends with SERVE_SEAL, and
+# the next one that appends to the same file begins with SERVE_START
+SERVE_SEAL = "serve_stopped"
+SERVE_START = "serve_started"
 _CHAIN_KEYS = ("prev_hash", "hash")
 _MAX_TEXT = 1000
 # A lone surrogate cannot be encoded as UTF-8; such a line is written with
@@ -248,6 +252,7 @@ def verify_log(path: str | Path) -> Verification:
     prev = GENESIS
     count = 0
     sealed_at: int | None = None
+    sealed_by = SEAL_EVENT
 
     def bad(n: int, problem: str) -> Verification:
         return Verification(False, count, prev, n, problem)
@@ -261,7 +266,12 @@ def verify_log(path: str | Path) -> Verification:
         if not isinstance(record, dict):
             return bad(n, "not a JSON object")
         if sealed_at is not None:
-            return bad(n, f"an event after the run's end ({SEAL_EVENT} on line {sealed_at})")
+            if sealed_by == SERVE_SEAL and record.get("event") == SERVE_START:
+                # a decision log: the next server session continues the chain
+                sealed_at = None
+            else:
+                what = "the run's end" if sealed_by == SEAL_EVENT else "the server's stop"
+                return bad(n, f"an event after {what} ({sealed_by} on line {sealed_at})")
         if "hash" not in record or "prev_hash" not in record:
             return bad(n, "no hash chain (an older log format, or a line added by hand)")
         if record["prev_hash"] != prev:
@@ -274,12 +284,12 @@ def verify_log(path: str | Path) -> Verification:
             return bad(n, "the event does not match its hash (it was edited)")
         prev = record["hash"]
         count += 1
-        if record.get("event") == SEAL_EVENT:
-            sealed_at = n
+        if record.get("event") in (SEAL_EVENT, SERVE_SEAL):
+            sealed_at, sealed_by = n, str(record["event"])
     if sealed_at is None:
         return bad(
             len(lines) + 1,
-            f"the log ends without {SEAL_EVENT}: it was cut off, or the run was killed "
-            "before it ended",
+            f"the log ends without {SEAL_EVENT} (or, for charter serve's decision log, "
+            f"{SERVE_SEAL}): it was cut off, or its writer was killed before it ended",
         )
     return Verification(True, count, prev)

@@ -19,6 +19,8 @@ command, a ``--token=`` option, a URL's password) are replaced with
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
 import queue
 import sys
@@ -60,6 +62,17 @@ class DecisionLog:
 
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # One server per log: two appending to one file would interleave two
+        # sessions into one chain. The lock lives as long as the server.
+        self._lock_fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            raise OSError(
+                errno.EBUSY,
+                "another charter serve is writing this decision log; give this one its own --log",
+            ) from None
         self._log = AuditLog(self.path)
         base = Redactor()
         base.add_env(os.environ if env is None else env)
@@ -80,6 +93,9 @@ class DecisionLog:
         self._queue.put(None)
         self._thread.join(timeout=10)
         self._log.close()
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)  # (releases the lock)
+            self._lock_fd = -1
 
     def _run(self) -> None:
         while True:

@@ -549,3 +549,29 @@ def test_a_failed_request_is_one_line_on_stderr_not_a_traceback(serve: Any, caps
     assert err == (
         "charter serve: a request from 127.0.0.1:40000 failed (ValueError); closed it unanswered\n"
     )
+
+
+def test_a_second_server_cannot_write_the_same_log(tmp_path: Path) -> None:
+    log = tmp_path / "decisions.jsonl"
+    first = DecisionLog(log, env={})
+    try:
+        with pytest.raises(OSError, match="another charter serve"):
+            DecisionLog(log, env={})
+    finally:
+        first.close()
+    DecisionLog(log, env={}).close()  # free again once the first has stopped
+
+
+def test_a_cleanly_stopped_decision_log_verifies_across_restarts(tmp_path: Path) -> None:
+    from charter.runtime.audit import verify_log
+
+    log = tmp_path / "decisions.jsonl"
+    for _ in range(2):  # two server sessions appending to one file
+        d = DecisionLog(log, env={})
+        d.record("serve_started", {"url": "http://127.0.0.1:1"})
+        d.record("decision", {"decision": "allow"}, args={"command": "ls"})
+        d.record("serve_stopped", {"url": "http://127.0.0.1:1"}).durable(10)
+        d.close()
+    checked = verify_log(log)
+    assert checked.ok, checked.problem
+    assert checked.events == 6
