@@ -62,6 +62,9 @@ SEAL_EVENT = "run_finished"
 # the next one that appends to the same file begins with SERVE_START
 SERVE_SEAL = "serve_stopped"
 SERVE_START = "serve_started"
+# ... and a decision log that grew past its bound ends with LOG_ROTATED (its
+# successor begins with log_continued, naming this file's head)
+LOG_ROTATED = "log_rotated"
 _CHAIN_KEYS = ("prev_hash", "hash")
 _MAX_TEXT = 1000
 # A lone surrogate cannot be encoded as UTF-8; such a line is written with
@@ -270,7 +273,9 @@ def verify_log(path: str | Path) -> Verification:
                 # a decision log: the next server session continues the chain
                 sealed_at = None
             else:
-                what = "the run's end" if sealed_by == SEAL_EVENT else "the server's stop"
+                what = {SEAL_EVENT: "the run's end", LOG_ROTATED: "the log's rotation"}.get(
+                    sealed_by, "the server's stop"
+                )
                 return bad(n, f"an event after {what} ({sealed_by} on line {sealed_at})")
         if "hash" not in record or "prev_hash" not in record:
             return bad(n, "no hash chain (an older log format, or a line added by hand)")
@@ -284,7 +289,7 @@ def verify_log(path: str | Path) -> Verification:
             return bad(n, "the event does not match its hash (it was edited)")
         prev = record["hash"]
         count += 1
-        if record.get("event") in (SEAL_EVENT, SERVE_SEAL):
+        if record.get("event") in (SEAL_EVENT, SERVE_SEAL, LOG_ROTATED):
             sealed_at, sealed_by = n, str(record["event"])
     if sealed_at is None:
         return bad(

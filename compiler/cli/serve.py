@@ -64,6 +64,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "workspace, or in the current directory)",
     )
     p.add_argument(
+        "--log-max-mb",
+        type=int,
+        default=64,
+        metavar="MB",
+        help="rotate the decision log past this size; five older files are kept (default 64)",
+    )
+    p.add_argument(
         "--time-limit",
         type=float,
         default=5.0,
@@ -198,7 +205,7 @@ def run(args: argparse.Namespace) -> int:
         args.log or Path(args.workspace or ".") / ".charter" / "serve" / "decisions.jsonl"
     )
     try:
-        log = DecisionLog(log_path)
+        log = DecisionLog(log_path, max_bytes=max(1, args.log_max_mb) * 1024 * 1024)
     except OSError as exc:
         return _refuse(f"cannot open the decision log {log_path}: {exc.strerror or exc}")
 

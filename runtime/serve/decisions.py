@@ -38,6 +38,7 @@ AskMode = Literal["deny", "ask", "defer"]
 # How long an answer waits for its decision to reach the disk before it is
 # sent as a deny instead (a healthy disk takes milliseconds).
 _LOG_WAIT_S = 10.0
+_ABANDON_AFTER_S = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,8 +126,10 @@ class Decider:
         limit = self.options.time_limit
 
         def limited() -> dict[str, Any]:
-            # past the limit the client has its deny: the work stops too
-            with deadline.limit(limit):
+            # past the limit the client has its deny: the work stops too (a
+            # moment later, so the deny, never the abandoned work's answer,
+            # is what the client gets)
+            with deadline.limit(limit + _ABANDON_AFTER_S if limit > 0 else 0):
                 return work()
 
         try:

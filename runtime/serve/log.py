@@ -34,6 +34,11 @@ __all__ = ["DecisionLog"]
 _MAX_PREVIEW = 300
 # Lines made durable by one fsync, at most.
 _MAX_BATCH = 512
+# When the log is rotated, and how many old files are kept.
+DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+DEFAULT_KEEP = 5
+ROTATED = "log_rotated"
+CONTINUED = "log_continued"
 
 
 class _Line:
@@ -56,15 +61,26 @@ class _Line:
 class DecisionLog:
     """Append decision records to ``path`` from a background thread."""
 
-    def __init__(self, path: str | Path, *, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        env: Mapping[str, str] | None = None,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        keep: int = DEFAULT_KEEP,
+    ) -> None:
         from charter.runtime.audit import AuditLog
         from charter.runtime.redact import Redactor
 
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.max_bytes = max_bytes
+        self.keep = max(1, keep)
         # One server per log: two appending to one file would interleave two
-        # sessions into one chain. The lock lives as long as the server.
-        self._lock_fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        # sessions into one chain. The lock (on a file beside the log, which
+        # rotation leaves in place) lives as long as the server.
+        lock = self.path.with_name(self.path.name + ".lock")
+        self._lock_fd = os.open(lock, os.O_WRONLY | os.O_CREAT, 0o600)
         try:
             fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -130,8 +146,35 @@ class DecisionLog:
                 print(f"charter serve: the decision log was not synced: {exc}", file=sys.stderr)
             for line in written:
                 line.done.set()
+            if written:
+                self._rotate_if_full()
             if stop:
                 return
+
+    def _rotate_if_full(self) -> None:
+        """Past ``max_bytes``, the log is closed with ``log_rotated`` and kept
+        as ``<name>.1`` (older ones shift up; past ``keep`` they are deleted),
+        and a new file starts with ``log_continued``, naming the old head, so
+        the chain is followed across files. A log never grows without bound."""
+        from charter.runtime.audit import AuditLog
+
+        try:
+            if self.path.stat().st_size < self.max_bytes:
+                return
+            self._log.write(ROTATED, sync=True, next=self.path.name)
+            head = self._log.head
+            self._log.close()
+            for n in range(self.keep, 0, -1):
+                older = self.path.with_name(f"{self.path.name}.{n}")
+                if n == self.keep:
+                    older.unlink(missing_ok=True)
+                elif older.exists():
+                    older.rename(self.path.with_name(f"{self.path.name}.{n + 1}"))
+            self.path.rename(self.path.with_name(f"{self.path.name}.1"))
+            self._log = AuditLog(self.path)
+            self._log.write(CONTINUED, sync=True, previous=f"{self.path.name}.1", head=head)
+        except Exception as exc:  # noqa: BLE001 - the writer thread must outlive it
+            print(f"charter serve: the decision log was not rotated: {exc}", file=sys.stderr)
 
     def _write(self, event: str, fields: dict[str, Any], args: Any) -> None:
         from charter.runtime.audit import args_digest

@@ -575,3 +575,33 @@ def test_a_cleanly_stopped_decision_log_verifies_across_restarts(tmp_path: Path)
     checked = verify_log(log)
     assert checked.ok, checked.problem
     assert checked.events == 6
+
+
+def test_the_decision_log_is_rotated_and_every_file_verifies(tmp_path: Path) -> None:
+    import json as _json
+
+    from charter.runtime.audit import verify_log
+
+    log = tmp_path / "decisions.jsonl"
+    d = DecisionLog(log, env={}, max_bytes=2_000, keep=3)
+    d.record("serve_started", {"url": "u"})
+    for n in range(60):
+        d.record("decision", {"decision": "allow", "n": n}, args={"command": f"ls {n}"}).durable(10)
+    d.record("serve_stopped", {"url": "u"}).durable(10)
+    d.close()
+    files = sorted(tmp_path.glob("decisions.jsonl*"))
+    kept = [f for f in files if not f.name.endswith(".lock")]
+    assert [f.name for f in kept] == [
+        "decisions.jsonl",
+        "decisions.jsonl.1",
+        "decisions.jsonl.2",
+        "decisions.jsonl.3",
+    ]
+    for f in kept:
+        assert f.stat().st_size < 4_000, f  # bounded
+        checked = verify_log(f)
+        assert checked.ok, (f.name, checked.problem)
+    # the newest file names the head of the one before it
+    first = _json.loads(log.read_text().splitlines()[0])
+    older = _json.loads((tmp_path / "decisions.jsonl.1").read_text().splitlines()[-1])
+    assert first["event"] == "log_continued" and first["head"] == older["hash"]
