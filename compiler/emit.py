@@ -76,6 +76,24 @@ def _repetition(bp: Blueprint | None) -> RepetitionPolicy | None:
     )
 
 
+def _required_inputs(bp: Blueprint | None) -> tuple[str, ...]:
+    """The caller inputs of required regions (any layout of the blueprint):
+    Leviath refuses to start a run without them."""
+    if bp is None:
+        return ()
+    layouts = [bp.context.regions if bp.context is not None else {}]
+    layouts += [s.context.regions for s in bp.stages.values() if s.context is not None]
+    keys: set[str] = set()
+    for layout in layouts:
+        for name, region in layout.items():
+            if not (region.is_required and region.caller_seeded(name)):
+                continue
+            seed = region.seed
+            key = seed if isinstance(seed, str) else seed.caller if seed is not None else None
+            keys.add(name if key in (None, "input") else str(key))
+    return tuple(sorted(keys))
+
+
 def emit_agent(resolved: ResolvedAgent) -> AgentPlan:
     """One agent's plan. Only the tools some stage offers are listed."""
     ctx = resolved.ctx
@@ -112,6 +130,7 @@ def emit_agent(resolved: ResolvedAgent) -> AgentPlan:
         script_permissions=ctx.script_perms,
         repetition=_repetition(bp),
         allowed_workdirs=tuple(cfg.security.allowed_workdirs) if cfg is not None else (),
+        required_inputs=_required_inputs(bp),
         sandbox=resolved.sandbox,
         origin=span_ref(ctx.agent_span()),
     )

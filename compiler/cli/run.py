@@ -262,6 +262,13 @@ def run(args: argparse.Namespace) -> int:
         provider.close()
 
 
+def _missing_inputs(args: argparse.Namespace, required: Sequence[str]) -> list[str]:
+    given = {item.partition("=")[0].strip() for item in args.input}
+    if args.task:
+        given.add("task")
+    return [key for key in required if key not in given]
+
+
 def _workdir_refusal(
     args: argparse.Namespace, workspace: Path, allowed: Sequence[str]
 ) -> int | None:
@@ -309,6 +316,13 @@ def _prepare_run(args: argparse.Namespace) -> tuple[Any, ...] | int:
     refused = _workdir_refusal(args, workspace, found.allowed_workdirs)
     if refused is not None:
         return refused
+    missing = _missing_inputs(args, found.required_inputs)
+    if missing:
+        return _refuse(
+            f"agent {found.name!r} needs "
+            + ", ".join("a task" if key == "task" else f"--input {key}=VALUE" for key in missing)
+            + " (a required region is filled from it; Leviath does not start without it either)"
+        )
     spec = args.model or _default_model(project, args.target, found.root)
     if spec is None:
         return _refuse(

@@ -37,6 +37,7 @@ from charter.runtime.plan import (
     Gate,
     InteractionPoint,
     OutputSpec,
+    RequiredRegion,
     Stage,
     StageTool,
     ToolEntry,
@@ -217,6 +218,7 @@ def resolve_stage(
         fan_out=_fan_out(entry),
         interaction_points=_points(entry),
         requires_children=st.requires_children,
+        required_regions=_required_regions(ctx, entry),
         accepts_messages=st.accepts_messages,
         origin=span_ref(entry.span()),
         redirect_write=emit_runtime.redirect_write(),
@@ -279,6 +281,20 @@ def _implied_edges(entry: StageEntry, stage_names: list[str]) -> tuple[Edge, ...
     if target is None:
         return ()
     return (Edge(to=target, condition="always", implied=True, origin=span_ref(entry.span())),)
+
+
+def _required_regions(ctx: AgentContext, entry: StageEntry) -> tuple[RequiredRegion, ...]:
+    """The required regions of the stage's layout (its own, else the
+    blueprint's) that its agent writes, as Leviath checks them before the
+    stage may end; regions filled from the caller are checked at the start."""
+    own = entry.stage.context.regions if entry.stage.context is not None else {}
+    bp = ctx.blueprint
+    layout = own or (bp.context.regions if bp is not None and bp.context is not None else {})
+    return tuple(
+        RequiredRegion(name=name, message=region.required_message)
+        for name, region in layout.items()
+        if region.is_required and not region.caller_seeded(name)
+    )
 
 
 def _points(entry: StageEntry) -> tuple[InteractionPoint, ...]:

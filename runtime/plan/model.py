@@ -36,6 +36,7 @@ __all__ = [
     "McpToolPin",
     "OutputSpec",
     "RepetitionPolicy",
+    "RequiredRegion",
     "PathArg",
     "Plan",
     "PlanBody",
@@ -361,6 +362,14 @@ class StageHook(_Frozen):
     source: str
 
 
+class RequiredRegion(_Frozen):
+    """A context region the stage's agent must write before the stage may
+    end (``required = true``, not filled from the caller's input)."""
+
+    name: str
+    message: str | None = None  # may name the region as {region}
+
+
 class RepetitionPolicy(_Frozen):
     """``[repetition_detection]``: when the model is nudged out of a loop."""
 
@@ -415,6 +424,9 @@ class Stage(_Frozen):
     interaction_points: tuple[InteractionPoint, ...] = ()
     # the stage may not move on while a sub-agent it started still runs
     requires_children: bool = False
+    # sections the agent must have written before the stage ends (Leviath's
+    # required regions; the stage is sent back up to max_revisits times)
+    required_regions: tuple[RequiredRegion, ...] = ()
     # whether the agent's parent may send it messages while it is here
     accepts_messages: bool = True
     # Where this stage's commands run (None: a plan compiled without one).
@@ -534,6 +546,9 @@ class AgentPlan(_Frozen):
     # the user's [security] allowed_workdirs: where a run may start without
     # being questioned even in a home directory or at a filesystem root
     allowed_workdirs: tuple[str, ...] = ()
+    # caller inputs a run may not start without (required regions seeded from
+    # the caller: "task", or a key given as --input KEY=VALUE)
+    required_inputs: tuple[str, ...] = ()
     # The agent-wide sandbox (MCP servers run under it; stages may tighten it).
     sandbox: SandboxProfile | None = None
     origin: SourceRef | None = None

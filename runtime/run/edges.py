@@ -54,6 +54,7 @@ class StageVisit:
     ok_tools: set[str] = field(default_factory=set)
     no_progress: int = 0  # turns in a row without progress
     idle_turns: int = 0  # turns in a row with neither a call nor an edge choice
+    required_rounds: int = 0  # times the stage was sent back for an empty required region
     started: float = field(default_factory=time.monotonic)
     calls: int = 0
     file_edits: dict[str, int] = field(default_factory=dict)

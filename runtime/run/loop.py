@@ -87,7 +87,7 @@ from charter.runtime.models import (
     ScriptExpectationError,
     ToolSpec,
 )
-from charter.runtime.plan import OutputSpec, Stage
+from charter.runtime.plan import OutputSpec, RequiredRegion, Stage
 from charter.runtime.results import ToolCall, ToolResult, refusal
 from charter.runtime.run.calls import Announced, guard_records, run_in_worker
 from charter.runtime.run.checkpoints import Checkpoints
@@ -120,6 +120,14 @@ def _skills_root(agent: Any, project_root: Path | None, workspace: Path) -> Path
     if rel is None:
         return None
     return (project_root or workspace) / rel
+
+
+# Leviath's default cap on re-runs for an empty required region, and its words.
+_REQUIRED_ROUNDS = 3
+_REQUIRED_MESSAGE = (
+    "Required context region '{region}' is still empty. You must populate it (e.g. via "
+    'context_write with region="{region}") before this stage can complete.'
+)
 
 
 class AgentRun:
@@ -420,7 +428,42 @@ class AgentRun:
                 if self.ctx.cancel.is_set() or self.cancel.is_set():
                     return self.partial("cancelled", "the run was stopped")
                 await anyio.sleep(0.05)
+        unmet = self._unwritten_required()
+        if unmet:
+            cap = self.stage.max_revisits or _REQUIRED_ROUNDS
+            if self.visit.required_rounds < cap:
+                # As Leviath: the stage goes on, told what it still owes.
+                self.visit.required_rounds += 1
+                for region in unmet:
+                    text = region.message or _REQUIRED_MESSAGE
+                    self.messages.append(
+                        Message.user("[System] " + text.replace("{region}", region.name))
+                    )
+                self.emit("required_regions", stage=self.stage.name, empty=[r.name for r in unmet])
+                return False
+            self.emit(
+                "notice",
+                message=f"required sections still empty after {cap} re-runs: "
+                + ", ".join(r.name for r in unmet)
+                + "; moving on",
+            )
         return self._checkpoints()
+
+    def _unwritten_required(self) -> list[RequiredRegion]:
+        """The stage's required sections still empty, when it can write them."""
+        stage = self.stage
+        if not stage.required_regions:
+            return []
+        offered = self.session.offered()
+        if not ({"context_write", "context_append"} & set(offered)):
+            return []
+        store = self.rt.store
+        with store.lock:
+            return [
+                r
+                for r in stage.required_regions
+                if not store.regions.get(r.name) and not store.checklists.get(r.name)
+            ]
 
     def _checkpoints(self) -> bool | AgentResult | None:
         """The stage's interaction points before it moves on (see

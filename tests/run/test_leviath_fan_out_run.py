@@ -1,7 +1,9 @@
 """Leviath's data-analyst, unmodified, runs end to end under a scripted model
 that walks every stage: scope, the fan_out split with its gather_worker
 workers in parallel, build, present (issue 25: it stranded at its split
-stage with exit 4). The workers' rows reach the build stage."""
+stage with exit 4). The workers' rows reach the build stage. Its scope stage
+may not end before the required schema and sources_index sections are
+written: the first try is sent back, as Leviath sends it back."""
 
 from __future__ import annotations
 
@@ -16,6 +18,11 @@ from charter.runtime.models.script import ScriptProvider
 
 SCRIPT = """turns:
   - {stage: scope, text: "Two slices, by region.", edge: split}
+  - stage: scope
+    tool_calls:
+      - {name: context_write, arguments: {region: schema, content: "region,value,source_ref"}}
+      - {name: context_write, arguments: {region: sources_index, content: "none yet"}}
+  - {stage: scope, edge: split}
   - stage: split
     tool_calls:
       - name: fan_out
@@ -55,9 +62,19 @@ def test_the_data_analyst_runs_its_workers_and_delivers(
     work = tmp_path / "work"
     work.mkdir()
     ran = charter_run(
-        agent, "--agent", "data-analyst", "--model", "script:unused", "--yolo", workdir=work
+        agent,
+        "--agent",
+        "data-analyst",
+        "--model",
+        "script:unused",
+        "--yolo",
+        "--task",
+        "Tabulate a value by region",
+        workdir=work,
     )
     assert ran.code == 0, ran.finished
+    [sent_back] = ran.of("required_regions")
+    assert (sent_back["stage"], sent_back["empty"]) == ("scope", ["schema", "sources_index"])
     stages = [e["stage"] for e in ran.of("stage_entered", agent="main")]
     assert stages == ["scope", "split", "build", "present"]
     workers = ran.of("fan_out_worker")
