@@ -15,15 +15,24 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from charter.runtime.models import ModelToolCall
-from charter.runtime.plan import Edge, Gate
+from charter.runtime.plan import Edge, Gate, RequiredRegion, Stage
 from charter.runtime.results import ToolResult
 from charter.runtime.tools.registry import RunStore
 
-__all__ = ["StageVisit", "gate_reasons", "refused", "region_hash", "stuck_reason"]
+__all__ = [
+    "REQUIRED_MESSAGE",
+    "REQUIRED_ROUNDS",
+    "StageVisit",
+    "gate_reasons",
+    "refused",
+    "region_hash",
+    "stuck_reason",
+    "unwritten_required",
+]
 
 _STUCK_TURNS = 3
 _REFUSED = ("[error]", "[denied]", "[unavailable]", "[blocked]")
@@ -132,3 +141,27 @@ def stuck_reason(edge: Edge, visit: StageVisit) -> str | None:
     if not armed and visit.no_progress >= _STUCK_TURNS:
         return f"no progress for {visit.no_progress} turns"
     return None
+
+
+# Leviath's default cap on re-runs for an empty required region, and its words.
+REQUIRED_ROUNDS = 3
+REQUIRED_MESSAGE = (
+    "Required context region '{region}' is still empty. You must populate it (e.g. via "
+    'context_write with region="{region}") before this stage can complete.'
+)
+
+
+def unwritten_required(
+    stage: Stage, offered: Iterable[str], store: RunStore
+) -> list[RequiredRegion]:
+    """The stage's required sections still empty, when the stage can write
+    them (as Leviath: a stage without context_write/context_append is not
+    held for a region it cannot fill)."""
+    if not {"context_write", "context_append"} & set(offered):
+        return []
+    with store.lock:
+        return [
+            r
+            for r in stage.required_regions
+            if not store.regions.get(r.name) and not store.checklists.get(r.name)
+        ]

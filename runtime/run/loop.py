@@ -87,12 +87,21 @@ from charter.runtime.models import (
     ScriptExpectationError,
     ToolSpec,
 )
-from charter.runtime.plan import OutputSpec, RequiredRegion, Stage
+from charter.runtime.plan import OutputSpec, Stage
 from charter.runtime.results import ToolCall, ToolResult, refusal
 from charter.runtime.run.calls import Announced, guard_records, run_in_worker
 from charter.runtime.run.checkpoints import Checkpoints
 from charter.runtime.run.context import AgentResult, AgentStatus, RunContext
-from charter.runtime.run.edges import StageVisit, gate_reasons, refused, region_hash, stuck_reason
+from charter.runtime.run.edges import (
+    REQUIRED_MESSAGE,
+    REQUIRED_ROUNDS,
+    StageVisit,
+    gate_reasons,
+    refused,
+    region_hash,
+    stuck_reason,
+    unwritten_required,
+)
 from charter.runtime.run.hooks import HookFailed, HookOutcome
 from charter.runtime.run.progress import Meter
 from charter.runtime.run.prompt import hinted_edges, offered_specs, system_prompt
@@ -120,14 +129,6 @@ def _skills_root(agent: Any, project_root: Path | None, workspace: Path) -> Path
     if rel is None:
         return None
     return (project_root or workspace) / rel
-
-
-# Leviath's default cap on re-runs for an empty required region, and its words.
-_REQUIRED_ROUNDS = 3
-_REQUIRED_MESSAGE = (
-    "Required context region '{region}' is still empty. You must populate it (e.g. via "
-    'context_write with region="{region}") before this stage can complete.'
-)
 
 
 class AgentRun:
@@ -428,14 +429,18 @@ class AgentRun:
                 if self.ctx.cancel.is_set() or self.cancel.is_set():
                     return self.partial("cancelled", "the run was stopped")
                 await anyio.sleep(0.05)
-        unmet = self._unwritten_required()
+        unmet = (
+            unwritten_required(self.stage, self.session.offered(), self.rt.store)
+            if self.stage.required_regions
+            else []
+        )
         if unmet:
-            cap = self.stage.max_revisits or _REQUIRED_ROUNDS
+            cap = self.stage.max_revisits or REQUIRED_ROUNDS
             if self.visit.required_rounds < cap:
                 # As Leviath: the stage goes on, told what it still owes.
                 self.visit.required_rounds += 1
                 for region in unmet:
-                    text = region.message or _REQUIRED_MESSAGE
+                    text = region.message or REQUIRED_MESSAGE
                     self.messages.append(
                         Message.user("[System] " + text.replace("{region}", region.name))
                     )
@@ -449,21 +454,7 @@ class AgentRun:
             )
         return self._checkpoints()
 
-    def _unwritten_required(self) -> list[RequiredRegion]:
-        """The stage's required sections still empty, when it can write them."""
-        stage = self.stage
-        if not stage.required_regions:
-            return []
-        offered = self.session.offered()
-        if not ({"context_write", "context_append"} & set(offered)):
-            return []
-        store = self.rt.store
-        with store.lock:
-            return [
-                r
-                for r in stage.required_regions
-                if not store.regions.get(r.name) and not store.checklists.get(r.name)
-            ]
+
 
     def _checkpoints(self) -> bool | AgentResult | None:
         """The stage's interaction points before it moves on (see
