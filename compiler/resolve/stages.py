@@ -213,7 +213,7 @@ def resolve_stage(
         max_revisits=st.max_revisits,
         output=output,
         shell_hint=hint,
-        system_prompt=st.system_prompt,
+        system_prompt=_system_prompt(st),
         transition_prompt=st.transition_prompt,
         fan_out=_fan_out(entry),
         interaction_points=_points(entry),
@@ -281,6 +281,15 @@ def _implied_edges(entry: StageEntry, stage_names: list[str]) -> tuple[Edge, ...
     if target is None:
         return ()
     return (Edge(to=target, condition="always", implied=True, origin=span_ref(entry.span())),)
+
+
+def _system_prompt(st: StageTable) -> str | None:
+    """The stage's instructions; a fan_out stage's split_prompt (which asks
+    for the work items) is folded onto them, as Leviath folds it."""
+    split = (st.split_prompt or "").strip() if st.mode == "fan_out" else ""
+    if not split:
+        return st.system_prompt
+    return f"{st.system_prompt}\n\n{split}" if st.system_prompt else split
 
 
 def _required_regions(ctx: AgentContext, entry: StageEntry) -> tuple[RequiredRegion, ...]:
