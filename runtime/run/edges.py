@@ -122,8 +122,10 @@ def stuck_reason(edge: Edge, visit: StageVisit) -> str | None:
     armed = False
     if edge.stuck_after_iterations is not None:
         armed = True
-        if visit.no_progress >= edge.stuck_after_iterations:
-            return f"no progress for {visit.no_progress} turns"
+        # as Leviath counts it: inferences run in this stage without finishing
+        # it (not turns without progress)
+        if visit.iteration >= edge.stuck_after_iterations:
+            return f"{visit.iteration} inferences in this stage without finishing it"
     if edge.stuck_after_tool_calls is not None:
         armed = True
         if visit.calls >= edge.stuck_after_tool_calls:
