@@ -36,6 +36,7 @@ from charter.runtime.plan import (
     FanOut,
     Gate,
     InteractionPoint,
+    NudgePolicy,
     OutputSpec,
     RequiredRegion,
     Stage,
@@ -219,6 +220,7 @@ def resolve_stage(
         interaction_points=_points(entry),
         requires_children=st.requires_children,
         required_regions=_required_regions(ctx, entry),
+        nudge=_nudge(ctx, entry),
         accepts_messages=st.accepts_messages,
         origin=span_ref(entry.span()),
         redirect_write=emit_runtime.redirect_write(),
@@ -281,6 +283,33 @@ def _implied_edges(entry: StageEntry, stage_names: list[str]) -> tuple[Edge, ...
     if target is None:
         return ()
     return (Edge(to=target, condition="always", implied=True, origin=span_ref(entry.span())),)
+
+
+def _nudge(ctx: AgentContext, entry: StageEntry) -> NudgePolicy | None:
+    """The nudge, each field from the stage, else the agent, else the user's
+    config (as Leviath resolves it); None when no level configures one. A
+    stage with interaction points is not nudged unless a level says so."""
+    bp = ctx.blueprint
+    levels: list[dict[str, Any]] = []
+    if entry.stage.nudge is not None:
+        levels.append(entry.stage.nudge.model_dump(exclude_none=True))
+    if bp is not None and bp.agent.nudge is not None:
+        levels.append(bp.agent.nudge.model_dump(exclude_none=True))
+    if ctx.config is not None and isinstance(ctx.config.nudge, dict):
+        levels.append({k: v for k, v in ctx.config.nudge.items() if v is not None})
+    if not levels:
+        return None
+    d = NudgePolicy()
+
+    def pick(key: str, default: Any) -> Any:
+        return next((lv[key] for lv in levels if key in lv), default)
+
+    reviewed = entry.stage.mode == "interactive_points" and bool(entry.stage.interaction_points)
+    return NudgePolicy(
+        enabled=bool(pick("enabled", not reviewed)),
+        max=int(pick("max", d.max)),
+        text=str(pick("text", d.text)),
+    )
 
 
 def _system_prompt(st: StageTable) -> str | None:

@@ -98,10 +98,10 @@ register(
     "key-not-run",
     W,
     "A key that Charter accepts but its runtime does not carry out: it shapes what the model "
-    "sees or does (context regions, nudges, per-stage models, compaction), and constrains "
+    "sees or does (context regions, tool routing, per-stage models, compaction), and constrains "
     "nothing.",
     "The run behaves differently from the same agent on its own host; the message says how.",
-    "[stages.work.nudge]\nenabled = true\n",
+    '[stages.work.tool_routing]\ndefault_region = "notes"\n',
     "Accept the difference, or run the agent on its own host.",
 )
 register(

@@ -35,6 +35,7 @@ __all__ = [
     "McpServerPlan",
     "McpToolPin",
     "OutputSpec",
+    "NudgePolicy",
     "RepetitionPolicy",
     "RequiredRegion",
     "PathArg",
@@ -362,6 +363,19 @@ class StageHook(_Frozen):
     source: str
 
 
+class NudgePolicy(_Frozen):
+    """Leviath's nudge, as the stage, agent and user config set it: a stage
+    about to end on text with no tool call made in it is told ``text``
+    instead (``{stage}``, ``{regions}`` filled in), at most ``max`` times."""
+
+    enabled: bool = True
+    max: int = 3
+    text: str = (
+        "You have tools available. Please use them to complete the task. Start by reading "
+        "the relevant files in the working directory."
+    )
+
+
 class RequiredRegion(_Frozen):
     """A context region the stage's agent must write before the stage may
     end (``required = true``, not filled from the caller's input)."""
@@ -427,6 +441,7 @@ class Stage(_Frozen):
     # sections the agent must have written before the stage ends (Leviath's
     # required regions; the stage is sent back up to max_revisits times)
     required_regions: tuple[RequiredRegion, ...] = ()
+    nudge: NudgePolicy | None = None  # set when the stage, agent or config configures one
     # whether the agent's parent may send it messages while it is here
     accepts_messages: bool = True
     # Where this stage's commands run (None: a plan compiled without one).

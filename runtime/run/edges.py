@@ -64,6 +64,7 @@ class StageVisit:
     no_progress: int = 0  # turns in a row without progress
     idle_turns: int = 0  # turns in a row with neither a call nor an edge choice
     required_rounds: int = 0  # times the stage was sent back for an empty required region
+    nudges: int = 0  # times the stage was nudged to use its tools
     started: float = field(default_factory=time.monotonic)
     calls: int = 0
     file_edits: dict[str, int] = field(default_factory=dict)

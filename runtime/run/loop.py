@@ -412,6 +412,20 @@ class AgentRun:
                 # Replaced, not appended: the hook saw the whole text.
                 regions[region] = [ContextEntry(text)] if text else []
 
+    def _nudged(self, stage: Stage) -> bool:
+        """Leviath's nudge: a stage about to end on text with no tool call made
+        in it is told to use its tools instead, at most ``max`` times."""
+        nudge = stage.nudge
+        visit = self.visit
+        if nudge is None or not nudge.enabled or visit.calls or visit.nudges >= nudge.max:
+            return False
+        visit.nudges += 1
+        regions = ", ".join(r.name for r in stage.required_regions)
+        text = nudge.text.replace("{stage}", stage.name).replace("{regions}", regions)
+        self.messages.append(Message.user(f"[System] {text}"))
+        self.emit("nudged", stage=stage.name, count=visit.nudges)
+        return True
+
     async def _before_leaving(self) -> bool | AgentResult | None:
         """What must happen before the stage may move on: a stage that
         requires its children waits for every sub-agent it started to end
@@ -969,6 +983,8 @@ class AgentRun:
                     held = await self._before_leaving()
                     return held if held is not None else self._try_edge(n, "llm_choice")
             self.messages.append(Message.user(f"[error] there is no edge to '{edge}' here"))
+            return False
+        if not calls and edge is None and self._nudged(stage):
             return False
         if not calls and stage.fan_out is not None:
             # (its edge to the merge stage is for after the workers report)
