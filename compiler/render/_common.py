@@ -31,7 +31,7 @@ def suppression_kind(d: Diagnostic) -> str | None:
 
 
 def ordered(diags: Iterable[Diagnostic]) -> list[Diagnostic]:
-    """File order, then position, then code; duplicates removed. Every renderer
+    """Severity (errors first), then file, position and code; duplicates removed. Every renderer
     goes through this so the same findings always print the same bytes."""
     return sorted(set(diags), key=Diagnostic.sort_key)
 
