@@ -519,7 +519,7 @@ def _run_workers(
     out: dict[str, tuple[bool, str]] = {k: (False, "(not run)") for k in keys}
     waiting = list(zip(keys, items, strict=True))
     tries = dict.fromkeys(keys, 0)
-    running: dict[str, Child] = {}
+    running: dict[str, tuple[Child, Mapping[str, Any]]] = {}
     while waiting or running:
         while waiting and len(running) < max(1, limit):
             key, item = waiting.pop(0)
@@ -531,22 +531,22 @@ def _run_workers(
                 out[key] = (False, f"(failed: {started})")
                 continue
             me.emit("fan_out_worker", item=key, worker=started.id, attempt=tries[key])
-            running[key] = started
+            running[key] = (started, item)
         if me.cancel.is_set() or world.ctx.cancel.is_set():
-            for child in running.values():
+            for child, _ in running.values():
                 world.kill(child.id, "the fan-out was stopped")
             return None
-        finished = [k for k, c in running.items() if c.done.wait(0) or c.done.is_set()]
+        finished = [k for k, (c, _) in running.items() if c.done.is_set()]
         if not finished:
             time.sleep(_POLL_S)
             continue
         for key in finished:
-            child = running.pop(key)
+            child, item = running.pop(key)
             r = child.result
             if r is not None and r.status == "completed" and r.output is not None:
                 out[key] = (True, r.output)
             elif tries[key] < attempts:
-                waiting.append((key, next(i for k, i in zip(keys, items, strict=True) if k == key)))
+                waiting.append((key, item))
             else:
                 why = "no result" if r is None else f"{r.status}: {r.reason}"
                 out[key] = (False, f"(failed: {why})")

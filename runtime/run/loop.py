@@ -477,7 +477,7 @@ class AgentRun:
         points = self.stage.interaction_points
         if not points:
             return None
-        if self.points is None or self.points.points is not points:
+        if self.points is None:  # (entering a stage clears it)
             person = None if self.session.unattended else self.ctx.prompter
             self.points = Checkpoints(
                 points,

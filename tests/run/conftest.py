@@ -109,3 +109,45 @@ def _models_server_module() -> Any:
 @pytest.fixture
 def model_server() -> Iterator[Any]:
     yield from _models_server_module()._serve()
+
+
+@pytest.fixture
+def scripted_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[str], Any]:
+    """``scripted_model(script)``: ``charter run`` uses a recording scripted
+    model playing ``script`` (whatever ``--model`` says); returns the provider,
+    whose ``requests`` hold what the model was sent."""
+    from charter.runtime.models.script import ScriptProvider
+
+    def use(script: str) -> Any:
+        (tmp_path / "model.yaml").write_text(script, "utf-8")
+        provider = ScriptProvider.from_file(tmp_path / "model.yaml", record=True)
+        import charter.runtime.models as models
+
+        monkeypatch.setattr(models, "load_provider", lambda *a, **k: provider)
+        return provider
+
+    return use
+
+
+RecordedRun = Callable[..., tuple[Ran, Any]]
+
+
+@pytest.fixture
+def recorded_run(
+    charter_run: RunFn, scripted_model: Callable[[str], Any], tmp_path: Path
+) -> RecordedRun:
+    """``recorded_run(blueprint, script, agent, *args)``: write an
+    ``agent.leviath``, run ``charter run`` on it with ``scripted_model(script)``
+    and return the run and the provider."""
+
+    def run(blueprint: str, script: str, agent: str, *args: str) -> tuple[Ran, Any]:
+        home = tmp_path / "agent"
+        home.mkdir(exist_ok=True)
+        (home / "agent.leviath").write_text(blueprint, "utf-8")
+        provider = scripted_model(script)
+        work = tmp_path / "work"
+        work.mkdir(exist_ok=True)
+        ran = charter_run(home, "--agent", agent, "--model", "script:unused", *args, workdir=work)
+        return ran, provider
+
+    return run

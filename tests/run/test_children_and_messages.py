@@ -35,18 +35,14 @@ agents:
     - {stage: done, text: "child finished"}
 """
 
-SEND = """turns:
-  - stage: work
-    tool_calls: [{name: spawn_agent, arguments: {blueprint: boss, task: help}}]
-  - stage: work
-    tool_calls: [{name: send_to_agent, arguments: {agent_id: main/1, message: hurry}}]
-  - {stage: work, edge: done}
-  - {stage: done, text: "all done"}
-agents:
-  boss:
-    - {stage: work, delay_s: 0.6, edge: done}
-    - {stage: done, text: "child finished"}
-"""
+# the same, with a message to the child while it is in a stage that takes none
+SEND = SCRIPT.replace(
+    "  - {stage: work, edge: done}\n",
+    "  - stage: work\n"
+    "    tool_calls: [{name: send_to_agent, arguments: {agent_id: main/1, message: hurry}}]\n"
+    "  - {stage: work, edge: done}\n",
+    1,
+)
 
 
 def _run(charter_run: Any, tmp_path: Path, requires: str, script: str = SCRIPT) -> Any:

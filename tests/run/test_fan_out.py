@@ -6,12 +6,7 @@ cannot")."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-
-import pytest
-
-from charter.runtime.models.script import ScriptProvider
 
 BLUEPRINT = """[agent]
 name = "analyst"
@@ -53,33 +48,12 @@ agents:
 """
 
 
-def _run(
-    charter_run: Any,
-    monkeypatch: pytest.MonkeyPatch,
-    tmp_path: Path,
-    policy: str = "",
-    script: str = SCRIPT,
-) -> tuple[Any, ScriptProvider]:
-    agent = tmp_path / "agent"
-    agent.mkdir()
-    (agent / "agent.leviath").write_text(BLUEPRINT.replace("{policy}", policy), "utf-8")
-    (tmp_path / "model.yaml").write_text(script, "utf-8")
-    provider = ScriptProvider.from_file(tmp_path / "model.yaml", record=True)
-    import charter.runtime.models as models
-
-    monkeypatch.setattr(models, "load_provider", lambda *a, **k: provider)
-    work = tmp_path / "work"
-    work.mkdir()
-    ran = charter_run(
-        agent, "--agent", "analyst", "--model", "script:unused", "--yolo", workdir=work
-    )
-    return ran, provider
+def _run(recorded_run: Any, policy: str = "", script: str = SCRIPT) -> tuple[Any, Any]:
+    return recorded_run(BLUEPRINT.replace("{policy}", policy), script, "analyst", "--yolo")
 
 
-def test_workers_run_and_their_report_reaches_the_merge_stage(
-    charter_run: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    ran, provider = _run(charter_run, monkeypatch, tmp_path)
+def test_workers_run_and_their_report_reaches_the_merge_stage(recorded_run: Any) -> None:
+    ran, provider = _run(recorded_run)
     assert ran.code == 0, ran.finished
     assert ran.finished["output_text"] == "merged"
     workers = ran.of("fan_out_worker")
@@ -97,10 +71,8 @@ def test_workers_run_and_their_report_reaches_the_merge_stage(
     assert "## south\na row" in build.system
 
 
-def test_no_more_than_max_workers_run_at_once(
-    charter_run: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    ran, _ = _run(charter_run, monkeypatch, tmp_path)
+def test_no_more_than_max_workers_run_at_once(recorded_run: Any) -> None:
+    ran, _ = _run(recorded_run)
     order = [
         (e["kind"], e.get("worker") or e["agent"])
         for e in ran.events
@@ -113,14 +85,10 @@ def test_no_more_than_max_workers_run_at_once(
     assert peak == 2, order
 
 
-def test_fail_all_fails_the_call_when_a_worker_fails(
-    charter_run: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_fail_all_fails_the_call_when_a_worker_fails(recorded_run: Any) -> None:
     broken = SCRIPT.split("agents:")[0] + (
         "agents:\n  analyst:\n    - {stage: gather, fail: the provider is down}\n"
     )
-    ran, _ = _run(
-        charter_run, monkeypatch, tmp_path, policy='on_worker_failure = "fail_all"', script=broken
-    )
+    ran, _ = _run(recorded_run, policy='on_worker_failure = "fail_all"', script=broken)
     [report] = ran.tool_results("fan_out")
     assert "workers failed" in report and "stage fails them all" in report

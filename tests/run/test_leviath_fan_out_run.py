@@ -14,8 +14,6 @@ from typing import Any
 import pytest
 from _support.corpora import SKIP_REASON, leviath_root
 
-from charter.runtime.models.script import ScriptProvider
-
 SCRIPT = """turns:
   - {stage: scope, text: "Two slices, by region.", edge: split}
   - stage: scope
@@ -47,18 +45,14 @@ agents:
 
 
 def test_the_data_analyst_runs_its_workers_and_delivers(
-    charter_run: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    charter_run: Any, scripted_model: Any, tmp_path: Path
 ) -> None:
     leviath = leviath_root()
     if leviath is None:
         pytest.skip(SKIP_REASON)
     agent = tmp_path / "data-analyst"
     shutil.copytree(leviath / "agents" / "data-analyst", agent)
-    (tmp_path / "model.yaml").write_text(SCRIPT, "utf-8")
-    provider = ScriptProvider.from_file(tmp_path / "model.yaml", record=True)
-    import charter.runtime.models as models
-
-    monkeypatch.setattr(models, "load_provider", lambda *a, **k: provider)
+    provider = scripted_model(SCRIPT)
     work = tmp_path / "work"
     work.mkdir()
     ran = charter_run(

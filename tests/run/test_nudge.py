@@ -5,12 +5,7 @@ nudged."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
-
-import pytest
-
-from charter.runtime.models.script import ScriptProvider
 
 BLUEPRINT = """[agent]
 name = "lazy"
@@ -24,36 +19,20 @@ available_tools = ["list_dir"]
 DONE = "  - {stage: work, text: done}\n"
 
 
-def _run(
-    charter_run: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, nudge: str, turns: int
-) -> tuple[Any, ScriptProvider]:
-    agent = tmp_path / "agent"
-    agent.mkdir()
-    (agent / "agent.leviath").write_text(BLUEPRINT.replace("{nudge}", nudge), "utf-8")
-    (tmp_path / "model.yaml").write_text("turns:\n" + DONE * turns, "utf-8")
-    provider = ScriptProvider.from_file(tmp_path / "model.yaml", record=True)
-    import charter.runtime.models as models
-
-    monkeypatch.setattr(models, "load_provider", lambda *a, **k: provider)
-    work = tmp_path / "work"
-    work.mkdir()
-    ran = charter_run(agent, "--agent", "lazy", "--model", "script:unused", "--yolo", workdir=work)
-    return ran, provider
+def _run(recorded_run: Any, nudge: str, turns: int) -> tuple[Any, Any]:
+    blueprint = BLUEPRINT.replace("{nudge}", nudge)
+    return recorded_run(blueprint, "turns:\n" + DONE * turns, "lazy", "--yolo")
 
 
-def test_a_configured_nudge_is_given_at_most_max_times(
-    charter_run: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_a_configured_nudge_is_given_at_most_max_times(recorded_run: Any) -> None:
     nudge = '[stages.work.nudge]\nmax = 2\ntext = "Use your tools in {stage}."\n'
-    ran, provider = _run(charter_run, monkeypatch, tmp_path, nudge, 3)
+    ran, provider = _run(recorded_run, nudge, 3)
     assert ran.code == 0, ran.finished
     assert len(ran.of("nudged")) == 2
     last = provider.requests[-1]
     assert sum("[System] Use your tools in work." in (m.content or "") for m in last.messages) == 2
 
 
-def test_without_a_nudge_the_text_ends_the_stage(
-    charter_run: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    ran, _ = _run(charter_run, monkeypatch, tmp_path, "", 1)
+def test_without_a_nudge_the_text_ends_the_stage(recorded_run: Any) -> None:
+    ran, _ = _run(recorded_run, "", 1)
     assert ran.code == 0 and not ran.of("nudged")

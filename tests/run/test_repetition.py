@@ -8,9 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from charter.runtime.models.script import ScriptProvider
 from charter.runtime.plan import RepetitionPolicy
 from charter.runtime.run.repetition import RepetitionWatch
 
@@ -27,43 +24,26 @@ READ = "{stage: work, tool_calls: [{name: read_file, arguments: {path: a.txt}}]}
 SCRIPT = f"turns:\n  - {READ}\n  - {READ}\n  - {{stage: work, text: done}}\n"
 
 
-def _requests(
-    charter_run: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, table: str
-) -> list[Any]:
-    agent = tmp_path / "agent"
-    agent.mkdir()
-    (agent / "agent.leviath").write_text(BLUEPRINT.replace("{table}", table), "utf-8")
-    (tmp_path / "model.yaml").write_text(SCRIPT, "utf-8")
-    provider = ScriptProvider.from_file(tmp_path / "model.yaml", record=True)
-    import charter.runtime.models as models
-
-    monkeypatch.setattr(models, "load_provider", lambda *a, **k: provider)
-    work = tmp_path / "work"
-    work.mkdir()
-    (work / "a.txt").write_text("x")
-    ran = charter_run(
-        agent, "--agent", "looper", "--model", "script:unused", "--yolo", workdir=work
-    )
+def _requests(recorded_run: Any, tmp_path: Path, table: str) -> list[Any]:
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "a.txt").write_text("x")
+    ran, provider = recorded_run(BLUEPRINT.replace("{table}", table), SCRIPT, "looper", "--yolo")
     assert ran.code == 0, ran.finished
-    return provider.requests
+    return list(provider.requests)
 
 
 def _nudged(request: Any) -> bool:
     return any("[System] You have called read_file" in (m.content or "") for m in request.messages)
 
 
-def test_the_same_call_twice_is_nudged(
-    charter_run: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
+def test_the_same_call_twice_is_nudged(recorded_run: Any, tmp_path: Path) -> None:
     table = "\n[repetition_detection]\nmax_repeat_calls = 2\n"
-    first, second, third = _requests(charter_run, monkeypatch, tmp_path, table)
+    first, second, third = _requests(recorded_run, tmp_path, table)
     assert not _nudged(second) and _nudged(third)
 
 
-def test_without_the_table_nothing_is_counted(
-    charter_run: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    *_, last = _requests(charter_run, monkeypatch, tmp_path, "")
+def test_without_the_table_nothing_is_counted(recorded_run: Any, tmp_path: Path) -> None:
+    *_, last = _requests(recorded_run, tmp_path, "")
     assert not _nudged(last)
 
 
