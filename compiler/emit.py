@@ -131,6 +131,7 @@ def emit_agent(resolved: ResolvedAgent) -> AgentPlan:
         repetition=_repetition(bp),
         allowed_workdirs=tuple(cfg.security.allowed_workdirs) if cfg is not None else (),
         required_inputs=_required_inputs(bp),
+        allow_seed_commands=cfg is None or cfg.security.allow_seed_commands,
         sandbox=resolved.sandbox,
         origin=span_ref(ctx.agent_span()),
     )

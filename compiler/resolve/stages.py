@@ -17,6 +17,7 @@ from charter.compiler.frontends.stage_toml import StageEntry, stage_file_name
 from charter.compiler.frontends.validation import thaw
 from charter.compiler.permissions import Said, ScopeInputs, resolve_permission
 from charter.compiler.resolve.context import FAN_OUT, SUBMIT, AgentContext, span_ref, tool_enabled
+from charter.compiler.resolve.regions import stage_layout, stage_routing, stage_window
 from charter.compiler.resolve.schemas import ints_only
 from charter.compiler.resolve.scopes import (
     UserScopes,
@@ -220,6 +221,9 @@ def resolve_stage(
         interaction_points=_points(entry),
         requires_children=st.requires_children,
         required_regions=_required_regions(ctx, entry),
+        regions=(layout := stage_layout(ctx, entry, size := stage_window(ctx, st))),
+        context_window=size if layout else None,
+        tool_routing=stage_routing(st.tool_routing, table),
         nudge=_nudge(ctx, entry),
         accepts_messages=st.accepts_messages,
         origin=span_ref(entry.span()),

@@ -25,6 +25,7 @@ __all__ = [
     "ArgumentGuard",
     "AuthoredTool",
     "Clamp",
+    "ContextRegion",
     "Decision",
     "Edge",
     "FanOut",
@@ -37,7 +38,10 @@ __all__ = [
     "OutputSpec",
     "NudgePolicy",
     "RepetitionPolicy",
+    "RegionSeed",
     "RequiredRegion",
+    "ResultRouting",
+    "RouteRule",
     "PathArg",
     "Plan",
     "PlanBody",
@@ -52,6 +56,7 @@ __all__ = [
     "SourceDigest",
     "SourceRef",
     "ScriptSource",
+    "SeedCall",
     "Stage",
     "StageHook",
     "StageTool",
@@ -384,6 +389,80 @@ class RequiredRegion(_Frozen):
     message: str | None = None  # may name the region as {region}
 
 
+class SeedCall(_Frozen):
+    """One tool a ``tools`` seed calls at spawn, with its arguments (JSON)."""
+
+    name: str
+    args_json: str = "{}"
+
+
+class RegionSeed(_Frozen):
+    """What a region starts with. ``caller``: the caller's input named
+    ``key`` (``task`` is the run's task); ``parent``: a value a parent agent
+    passed under ``key``; ``files``/``glob``: workspace files, read confined;
+    ``literal``: ``text``; ``command``: ``text`` run through the shell guard
+    and the stage's sandbox (an ask is a refusal: nobody is there to answer);
+    ``tools``: ``calls`` through every gate. ``each_stage``: run again on
+    every stage entry."""
+
+    source: Literal["caller", "parent", "files", "glob", "literal", "command", "tools"]
+    key: str | None = None
+    paths: tuple[str, ...] = ()
+    text: str | None = None
+    calls: tuple[SeedCall, ...] = ()
+    each_stage: bool = False
+
+
+class ContextRegion(_Frozen):
+    """One region of a stage's context layout, as Leviath lays it out: what
+    it holds, how large it may grow (``max_tokens``, resolved from a
+    percentage of the stage model's window where the file gave one), and
+    what a write that does not fit does."""
+
+    name: str
+    kind: Literal[
+        "temporary",
+        "pinned",
+        "sliding_window",
+        "compacting",
+        "compact_history",
+        "clearable",
+        "hashmap",
+        "checklist",
+    ]
+    max_tokens: int
+    volatility: Literal["stable", "grows", "rewritten"] = "rewritten"
+    admission: Literal["evict", "reject"] = "evict"
+    description: str | None = None  # shown to the model only with describe_in_prompt
+    describe_in_prompt: bool = False
+    max_items: int | None = None  # sliding_window
+    strategy: Literal["per_item", "bulk", "compact"] = "per_item"
+    overflow: int = 0  # sliding_window, strategy = "bulk"
+    compact_count: int = 0  # sliding_window, strategy = "compact"
+    max_entries: int | None = None  # hashmap
+    required: bool = False
+    required_message: str | None = None  # may name the region as {region}
+    seed: RegionSeed | None = None
+    origin: SourceRef | None = None
+
+
+class RouteRule(_Frozen):
+    """Where one tool's results go (``region``), and how much of one is kept."""
+
+    tool: str
+    region: str | None = None
+    max_result_tokens: int | None = None
+
+
+class ResultRouting(_Frozen):
+    """A stage's ``tool_routing``: results go to a region, and a pointer to
+    it stays in the conversation; a result past its token cap is cut."""
+
+    default_region: str | None = None
+    max_result_tokens: int | None = None
+    rules: tuple[RouteRule, ...] = ()  # sorted by tool
+
+
 class RepetitionPolicy(_Frozen):
     """``[repetition_detection]``: when the model is nudged out of a loop."""
 
@@ -441,6 +520,12 @@ class Stage(_Frozen):
     # sections the agent must have written before the stage ends (Leviath's
     # required regions; the stage is sent back up to max_revisits times)
     required_regions: tuple[RequiredRegion, ...] = ()
+    # The stage's context layout (its own, else the blueprint's), in the order
+    # the file declares it; empty: the agent keeps free-form context sections.
+    regions: tuple[ContextRegion, ...] = ()
+    # the window the budgets were resolved against, and the model it is of
+    context_window: int | None = None
+    tool_routing: ResultRouting | None = None
     nudge: NudgePolicy | None = None  # set when the stage, agent or config configures one
     # whether the agent's parent may send it messages while it is here
     accepts_messages: bool = True
@@ -564,6 +649,8 @@ class AgentPlan(_Frozen):
     # caller inputs a run may not start without (required regions seeded from
     # the caller: "task", or a key given as --input KEY=VALUE)
     required_inputs: tuple[str, ...] = ()
+    # the user's [security] allow_seed_commands: whether command seeds run at all
+    allow_seed_commands: bool = True
     # The agent-wide sandbox (MCP servers run under it; stages may tighten it).
     sandbox: SandboxProfile | None = None
     origin: SourceRef | None = None
