@@ -40,6 +40,7 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
         SandboxError (sandbox.launcher)
         SandboxUnavailable (sandbox.launcher)
         SedError (shell.programs.sed)
+        SeedFailed (run.seeds)
         SessionError (session)
         SessionStoreError (run.sessions)
         ShellSyntaxError (shell.tree)

@@ -176,18 +176,30 @@ def _default_model(project: Path | None, plan_path: Path, agent_root: str) -> st
     return None
 
 
-def _task(args: argparse.Namespace) -> str | None:
-    parts: list[str] = []
-    if args.task:
-        parts.append(args.task)
-    inputs: list[str] = []
+def _inputs(args: argparse.Namespace) -> dict[str, str] | str:
+    """The caller's named inputs (``--input KEY=VALUE``; ``KEY=@FILE`` reads
+    the file), or why they are unusable. Caller-seeded regions are filled
+    from these, as Leviath fills them from ``--<region> TEXT|@FILE``."""
+    out: dict[str, str] = {}
     for item in args.input:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            return None
-        inputs.append(f"{key.strip()}: {value}")
+            return "--input takes KEY=VALUE (or KEY=@FILE)"
+        if value.startswith("@"):
+            try:
+                value = Path(value[1:]).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                return f"--input {key.strip()}=@{value[1:]}: cannot read the file: {exc}"
+        out[key.strip()] = value
+    return out
+
+
+def _task(args: argparse.Namespace, inputs: dict[str, str]) -> str:
+    parts: list[str] = []
+    if args.task:
+        parts.append(args.task)
     if inputs:
-        parts.append("Inputs:\n" + "\n".join(inputs))
+        parts.append("Inputs:\n" + "\n".join(f"{k}: {v}" for k, v in inputs.items()))
     return "\n\n".join(parts) if parts else "No task was given: follow the stage instructions."
 
 
@@ -250,12 +262,12 @@ def run(args: argparse.Namespace) -> int:
         return 128 + exc.signum
     if isinstance(prepared, int):
         return prepared
-    plan, project, found, provider, spec, task, workspace = prepared
+    plan, project, found, provider, spec, ask, workspace = prepared
     from charter.runtime.prepared import prepare
     from charter.runtime.session import SessionError
 
     try:
-        return _run(args, plan, project, found, provider, spec, task, workspace, prepare)
+        return _run(args, plan, project, found, provider, spec, ask, workspace, prepare)
     except SessionError as exc:
         return _refuse(str(exc))
     finally:
@@ -267,6 +279,23 @@ def _missing_inputs(args: argparse.Namespace, required: Sequence[str]) -> list[s
     if args.task:
         given.add("task")
     return [key for key in required if key not in given]
+
+
+def _required_messages(found: Any, missing: Sequence[str]) -> list[str]:
+    """What the blueprint says when a required region's caller input is
+    missing (its ``required_message``, ``{region}`` filled in), as Leviath
+    says it at spawn."""
+    out: dict[str, str] = {}
+    for stage in found.stages:
+        for region in stage.regions:
+            seed = region.seed
+            if not (region.required and region.required_message and seed is not None):
+                continue
+            if seed.source == "caller" and seed.key in missing:
+                said = region.required_message.replace("{region}", region.name)
+                how = "a task" if seed.key == "task" else f"--input {seed.key}=VALUE (or =@FILE)"
+                out.setdefault(seed.key, f"{said.rstrip()} [in charter run: {how}]")
+    return list(out.values())
 
 
 def _workdir_refusal(
@@ -302,9 +331,10 @@ def _prepare_run(args: argparse.Namespace) -> tuple[Any, ...] | int:
     workspace = (args.workspace or Path.cwd()).resolve()
     if not workspace.is_dir():
         return _refuse(f"{workspace}: the workspace is not a directory")
-    task = _task(args)
-    if task is None:
-        return _refuse("--input takes KEY=VALUE")
+    inputs = _inputs(args)
+    if isinstance(inputs, str):
+        return _refuse(inputs)
+    task = _task(args, inputs)
     loaded = _load(args)
     if isinstance(loaded, str):
         return _refuse(loaded)
@@ -317,6 +347,9 @@ def _prepare_run(args: argparse.Namespace) -> tuple[Any, ...] | int:
     if refused is not None:
         return refused
     missing = _missing_inputs(args, found.required_inputs)
+    said = _required_messages(found, missing)
+    if said:
+        return _refuse("; ".join(said))
     if missing:
         return _refuse(
             f"agent {found.name!r} needs "
@@ -348,7 +381,7 @@ def _prepare_run(args: argparse.Namespace) -> tuple[Any, ...] | int:
         )
     except (ValueError, ModelError) as exc:
         return _refuse(str(exc))
-    return plan, project, found, provider, spec, task, workspace
+    return plan, project, found, provider, spec, (task, inputs), workspace
 
 
 def _run(
@@ -358,10 +391,11 @@ def _run(
     found: Any,
     provider: Any,
     spec: str,
-    task: str,
+    ask: tuple[str, dict[str, str]],
     workspace: Path,
     prepare: Any,
 ) -> int:
+    task, inputs = ask
     from charter.runtime.audit import AuditLog
     from charter.runtime.env import build_env
     from charter.runtime.redact import Redactor
@@ -447,6 +481,7 @@ def _run(
                 prepared=prepare(plan),
                 agent=found.name,
                 task=task,
+                inputs=inputs,
                 workspace=workspace,
                 run_dir=run_dir,
                 run_id=run_id,

@@ -68,7 +68,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,13 +103,18 @@ from charter.runtime.run.edges import (
     unwritten_required,
 )
 from charter.runtime.run.hooks import HookFailed, HookOutcome
+from charter.runtime.run.layout import assemble, trim_conversation
 from charter.runtime.run.progress import Meter
 from charter.runtime.run.prompt import hinted_edges, offered_specs, system_prompt
 from charter.runtime.run.repetition import RepetitionWatch
+from charter.runtime.run.seeds import SeedDoors, SeedFailed, seed_stage
 from charter.runtime.run.shape import is_output_stage, output_spec
 from charter.runtime.session import Session, open_session
 from charter.runtime.tools.context import fold_sections, validate_output
+from charter.runtime.tools.files import run_read
+from charter.runtime.tools.regions import fill_region, layout_of, note_report, route_result
 from charter.runtime.tools.registry import IMPLEMENTATIONS, Registry, RunStore, ToolRuntime
+from charter.runtime.tools.shell import unattended_shell
 from charter.runtime.tools.tasks import cancel_tasks
 from charter.runtime.tools.web import web_config_for
 
@@ -149,12 +154,17 @@ class AgentRun:
         parent: str | None = None,
         narrow: frozenset[str] | None = None,
         start_stage: str | None = None,
+        inputs: Mapping[str, str] | None = None,
     ) -> None:
         self.ctx = ctx
         self.world = world
         self.id = agent_id
         self.name = agent_name
         self.task = task
+        # what caller-seeded regions are filled from: the task and --input values
+        self.inputs = {"task": task, **(inputs or {})}
+        self.seeded: set[str] = set()  # regions seeded so far in this run
+        self.seeding = False  # the stage just entered has seeds to run
         self.depth_budget = depth_budget
         self.parent = parent
         self.provider = provider
@@ -281,13 +291,19 @@ class AgentRun:
         return output_spec(stage, self.output_override)
 
     def _system_prompt(self, stage: Stage) -> str:
+        if stage.regions:
+            laid = assemble(self.rt.store, stage)
+            memory, inside = laid.text, laid.holds_instructions
+        else:
+            memory, inside = fold_sections(self.rt.store), False
         return system_prompt(
             self.session.agent.agent.name,
             self.parent,
             stage,
             self._output_spec(stage),
-            fold_sections(self.rt.store),
+            memory,
             self.session.agent.agent.soul,
+            instructions_in_memory=inside,
         )
 
     def _refresh_system_prompt(self) -> None:
@@ -316,6 +332,9 @@ class AgentRun:
                 return
         self.session.enter_stage(stage_name)
         stage = self.stage
+        with self.rt.store.lock:
+            self.rt.store.layout = layout_of(stage.regions)
+        self.seeding = True  # seeds run before the stage's first turn
         self.rt = dataclasses.replace(self.rt, output=self._output_spec(stage))
         self._contain(stage_name)
         self.visits[stage_name] = self.visits.get(stage_name, 0) + 1
@@ -361,6 +380,74 @@ class AgentRun:
             self._region_hook("on_stage_enter")
         except HookFailed as exc:
             self.stopped = ("failed", str(exc))
+
+    async def _seed(self) -> AgentResult | None:
+        """Fill the entered stage's seeded regions (see
+        :mod:`charter.runtime.run.seeds`); a result when the run must stop."""
+        self.seeding = False
+        stage = self.stage
+        if not any(r.seed is not None for r in stage.regions):
+            return None
+        doors = SeedDoors(
+            read=lambda path: run_read({"path": path}, self.rt, "read_file", False),
+            shell=lambda command: unattended_shell(self.session, self.rt, command),
+            call=self._seed_call,
+            workspace=str(self.ctx.workspace),
+            inputs=self.inputs,
+            commands_allowed=self.session.agent.agent.allow_seed_commands,
+            warn=lambda message: self.emit("notice", message=message),
+        )
+        try:
+            done, got = await self.ctx.in_thread(lambda: seed_stage(stage, self.seeded, doors))
+        except SeedFailed as exc:
+            return self._result("failed", f"the run cannot start stage '{stage.name}': {exc}")
+        if not done:
+            return self.partial("cancelled", "the run was stopped while seeding")
+        layout = {r.name: r for r in stage.regions}
+        for name, text in got.items():
+            kept = fill_region(self.rt.store, layout[name], text)
+            self.emit("region_seeded", region=name, stage=stage.name, tokens=kept)
+        self._refresh_system_prompt()
+        return None
+
+    def _report(self, region: str, text: str) -> None:
+        """A note for the next stage: in ``region`` when the layout has it,
+        else in the conversation (as Leviath falls back to its own). A stage
+        without a layout is Charter's own, which takes no such note."""
+        if self.stage.regions and not note_report(self.rt.store, region, text):
+            self.messages.append(Message.user(text))
+
+    def _routed(self, call: ModelToolCall, result: ToolResult) -> str:
+        """What the conversation keeps of a result: the stage's tool_routing
+        may send it to a region (a pointer stays) and cap its size."""
+        routing = self.stage.tool_routing
+        if routing is None or not result.ok:
+            return result.content
+        name = self._canonical(call)
+        rule = next((r for r in routing.rules if r.tool == name), None)
+        cap = routing.max_result_tokens
+        region = routing.default_region
+        if rule is not None:
+            cap = rule.max_result_tokens if rule.max_result_tokens is not None else cap
+            region = rule.region or region
+        return route_result(self.rt.store, name, call.id, result.content, region=region, cap=cap)
+
+    def _seed_call(self, name: str, args: dict[str, Any]) -> ToolResult:
+        """A tool call a seed makes: every gate, and an ask is a refusal
+        (a seed runs before anyone could answer)."""
+        call = ToolCall(name, args, f"seed-{self.calls}")
+        outcome = decide(self.session, call)
+        if outcome.decision != "allow":
+            return refusal(
+                "denied",
+                outcome.gate or "approval",
+                outcome.rule or "seed-needs-allow",
+                f"the plan answers {outcome.decision} for '{name}', and a seed runs "
+                "before anyone could answer",
+            )
+        return execute(
+            self.session, call, self.registry, self.ctx.approvals, self.ctx.audit, runtime=self.rt
+        )
 
     def _hook(self, name: str, ctx: dict[str, Any]) -> HookOutcome | None:
         """Run the current stage's ``name`` hook (see :mod:`.hooks`); raises
@@ -467,8 +554,6 @@ class AgentRun:
                 + "; moving on",
             )
         return self._checkpoints()
-
-
 
     def _checkpoints(self) -> bool | AgentResult | None:
         """The stage's interaction points before it moves on (see
@@ -805,6 +890,11 @@ class AgentRun:
             if self.visit.iteration >= limit:
                 index = self._edge_index("max_iterations")
                 if index is not None:
+                    self._report(
+                        "error_report",
+                        f"[Iteration cap in stage '{stage.name}'] the stage used all {limit} "
+                        "of its iterations and was cut off before it finished.",
+                    )
                     self._enter(
                         stage.edges[index].to,
                         condition="max_iterations",
@@ -816,12 +906,19 @@ class AgentRun:
                     f"stage '{stage.name}' used all {limit} of its iterations without finishing",
                 )
             await self._attach_mcp()
+            if self.seeding:
+                failed = await self._seed()
+                if failed is not None:
+                    return failed
             self._drain_inbox()
             try:
                 self._region_hook("before_inference")
             except HookFailed as exc:
                 return self._result("failed", str(exc))
             self._refresh_system_prompt()
+            self.messages, dropped = trim_conversation(self.messages, stage)
+            if dropped:
+                self.emit("conversation_trimmed", stage=stage.name, messages=dropped)
             specs = self._offered_specs()
             edges = hinted_edges(stage)
             self.emit("thinking", stage=stage.name, iteration=self.visit.iteration + 1)
@@ -854,6 +951,11 @@ class AgentRun:
                 # Error edges between stages whose model keeps failing would
                 # otherwise go round for ever.
                 if index is not None and self.model_failures < _MAX_MODEL_FAILURES:
+                    self._report(
+                        "error_report",
+                        f"[Inference error in stage '{stage.name}'] {exc}. Diagnose this "
+                        "failure from the error text before retrying or working around it.",
+                    )
                     self._enter(
                         stage.edges[index].to,
                         condition=stage.edges[index].condition,
@@ -881,7 +983,7 @@ class AgentRun:
             for call in turn.tool_calls:
                 result = await self._call(call)
                 results.append(result)
-                self.messages.append(Message.tool(call, result.content))
+                self.messages.append(Message.tool(call, self._routed(call, result)))
                 if (
                     result.ok
                     and is_output_stage(stage)
@@ -1065,5 +1167,10 @@ class AgentRun:
             why = stuck_reason(self.stage.edges[stuck], self.visit)
             if why is not None:
                 self.emit("notice", message=f"{why}: stuck")
+                self._report(
+                    "stuck_report",
+                    f"[Stuck detected in stage '{stage.name}'] {why}. Stop repeating what you "
+                    "have been doing; re-read the task and take a different approach.",
+                )
                 return self._try_edge(stuck, "stuck")
         return False

@@ -29,19 +29,23 @@ def system_prompt(
     spec: OutputSpec | None,
     memory: str | None,
     soul: str | None = None,
+    *,
+    instructions_in_memory: bool = False,
 ) -> str:
     """The system prompt for a turn in ``stage``: who the agent is, the
     stage's own prompt and shell hint, the answer shape ``spec`` (when the
     stage ends with an answer), the edges it may choose, and last the
     agent's folded context sections (``memory``). A Demiurge core's
-    ``soul`` (its SOUL.md) comes first, where its own host puts it."""
+    ``soul`` (its SOUL.md) comes first, where its own host puts it. With
+    ``instructions_in_memory`` the stage's prompt is inside ``memory`` (a
+    region of its layout holds it) and is not said twice."""
     who = f"You are the agent '{agent_name}'"
     if parent is not None:
         who += f", a sub-agent started by agent {parent}; nobody is watching this run"
     parts = [who + ".", f"You are in stage '{stage.name}' ({stage.mode})."]
     if soul:
         parts.insert(0, soul.strip())
-    if stage.system_prompt:
+    if stage.system_prompt and not instructions_in_memory:
         parts.append(stage.system_prompt.strip())
     if stage.shell_hint:
         parts.append(stage.shell_hint.strip())

@@ -21,7 +21,8 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -48,6 +49,8 @@ class RunOptions(RunSettings):
 
     agent: str
     task: str
+    # named caller inputs (--input KEY=VALUE), which caller-seeded regions read
+    inputs: Mapping[str, str] = field(default_factory=dict)
     handle_signals: bool = True
 
 
@@ -81,6 +84,7 @@ async def _main(o: RunOptions) -> RunReport:
             agent_id="main",
             agent_name=o.agent,
             task=o.task,
+            inputs=o.inputs,
             depth_budget=found.agent.limits.max_child_depth,
             unattended=o.yolo,
             provider=o.provider,

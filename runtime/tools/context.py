@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from charter.runtime.results import ToolResult, refusal
 
 if TYPE_CHECKING:
-    from charter.runtime.plan import ScriptSource
+    from charter.runtime.plan import ContextRegion, ScriptSource
     from charter.runtime.tools.registry import ToolRuntime
 
 __all__ = [
@@ -50,6 +50,7 @@ FOLD_MAX_CHARS = 48_000
 class ContextEntry:
     content: str
     key: str | None = None
+    stamp: int = 0  # when it was last written (a hashmap evicts the least recent)
 
 
 @dataclass(slots=True)
@@ -70,8 +71,16 @@ class RunStore:
     todo: list[ChecklistItem] = field(default_factory=list)
     output: str | None = None
     output_count: int = 0
+    # The current stage's context layout by region name (None: the agent keeps
+    # free-form sections); charter.runtime.tools.regions says what it changes.
+    layout: Mapping[str, ContextRegion] | None = None
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _next_id: int = 0
+    _clock: int = 0
+
+    def tick(self) -> int:
+        self._clock += 1
+        return self._clock
 
     def next_item_id(self) -> int:
         n = self._next_id
@@ -111,10 +120,30 @@ def _known(names: Mapping[str, object]) -> str:
 # -- context sections ----------------------------------------------------------
 
 
+def _undeclared(store: RunStore, region: str) -> ToolResult | None:
+    """The refusal for a region the stage's layout does not have, if it has
+    a layout (the runtime's own regions are always there)."""
+    from charter.runtime.tools.regions import RUNTIME_REGIONS, not_found
+
+    if store.layout is None or region in store.layout or region in RUNTIME_REGIONS:
+        return None
+    return not_found(store, region)
+
+
 def _context_write(args: Mapping[str, Any], store: RunStore, append: bool) -> ToolResult:
     region, content, key = args["region"], args["content"], args.get("key")
     if len(content) > MAX_ENTRY_CHARS:
         return _error("context-too-large", f"an entry holds at most {MAX_ENTRY_CHARS} characters")
+    refused = _undeclared(store, region)
+    if refused is not None:
+        return refused
+    declared = store.layout.get(region) if store.layout is not None else None
+    if declared is not None:
+        from charter.runtime.tools.regions import admit
+
+        if len(store.regions.get(region, ())) >= MAX_ENTRIES and declared.kind != "hashmap":
+            return _error("context-full", f"section {region!r} holds at most {MAX_ENTRIES} entries")
+        return admit(store, declared, content, key, replace=not append)
     entries = store.regions.get(region)
     if entries is None:
         if len(store.regions) >= MAX_REGIONS:
@@ -143,6 +172,11 @@ def _context_write(args: Mapping[str, Any], store: RunStore, append: bool) -> To
 
 def _context_read(args: Mapping[str, Any], store: RunStore) -> ToolResult:
     region, key = args["region"], args.get("key")
+    refused = _undeclared(store, region)
+    if refused is not None:
+        return refused
+    if store.layout is not None and region in store.layout:
+        store.regions.setdefault(region, [])
     entries = store.regions.get(region)
     if entries is None:
         return _error(
@@ -163,6 +197,11 @@ def _context_read(args: Mapping[str, Any], store: RunStore) -> ToolResult:
 
 def _context_delete(args: Mapping[str, Any], store: RunStore) -> ToolResult:
     region = args["region"]
+    refused = _undeclared(store, region)
+    if refused is not None:
+        return refused
+    if store.layout is not None and region in store.layout:
+        store.regions.setdefault(region, [])
     entries = store.regions.get(region)
     if entries is None:
         return _error(
@@ -194,6 +233,22 @@ def _context_delete(args: Mapping[str, Any], store: RunStore) -> ToolResult:
 
 def _context_list(args: Mapping[str, Any], store: RunStore) -> ToolResult:
     region = args.get("region")
+    if region is None and store.layout is not None:
+        from charter.runtime.tools.regions import region_tokens
+
+        lines = [
+            f"{name} ({r.kind}): {len(store.regions.get(name, ()))} entries, "
+            f"~{region_tokens(store.regions.get(name, []))} of {r.max_tokens} tokens"
+            for name, r in store.layout.items()
+            if name != "conversation"
+        ]
+        return _ok("\n".join(lines) if lines else "(no context sections)")
+    if region is not None:
+        refused = _undeclared(store, region)
+        if refused is not None:
+            return refused
+        if store.layout is not None and region in store.layout:
+            store.regions.setdefault(region, [])
     if region is None:
         if not store.regions:
             return _ok("(no context sections)")
@@ -392,6 +447,18 @@ def run_checklist(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None) ->
         if tool == "todo":
             return _seed_todo(args, store)
         region = args["region"]
+        if store.layout is not None:
+            declared = store.layout.get(region)
+            if declared is None:
+                from charter.runtime.tools.regions import not_found
+
+                return not_found(store, region)
+            if declared.kind != "checklist":
+                return _error(
+                    "todo-not-a-checklist",
+                    f"region {region!r} is not a checklist; declare it as "
+                    'kind = "checklist" to track items in it',
+                )
         if tool == "todo_add":
             items = store.checklists.get(region)
             if items is None:

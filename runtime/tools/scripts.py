@@ -252,31 +252,11 @@ class _Host:
 
     def shell(self, command: str) -> str:
         from charter.runtime.rhai import HostError
-        from charter.runtime.shell import evaluate
-        from charter.runtime.tools.shell import run_shell
+        from charter.runtime.tools.shell import unattended_shell
 
-        agent = self.session.agent.agent
-        verdict = evaluate(
-            command,
-            cwd=self.session.workspace,
-            workspace=self.session.workspace,
-            policy=agent.shell,
+        result = unattended_shell(
+            self.session, self.rt, command, may_write=self.allowed["write_file"]
         )
-        if self.session.contained:
-            from charter.runtime.sandbox.contained import allow_contained
-
-            verdict = allow_contained(verdict, self.session.contained)
-        if verdict.decision != "allow":
-            raise HostError(
-                f"[denied] the shell guard answers {verdict.decision} for this command "
-                f"({verdict.rule}: {verdict.message}); a script has no person to ask"
-            )
-        if verdict.writes and not self.allowed["write_file"]:
-            raise HostError(
-                "[denied] script host function 'write_file' (a shell redirect writes a file) "
-                "is denied"
-            )
-        result = run_shell({"command": command}, self.rt, "shell", False)
         if result.status != "ok":
             raise HostError(result.content)
         return result.content

@@ -49,6 +49,7 @@ from charter.runtime.results import ToolResult, refusal
 from charter.runtime.workspace import confine
 
 if TYPE_CHECKING:
+    from charter.runtime.session import Session
     from charter.runtime.tools.registry import ToolRuntime
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "resolve_executable",
     "run_shell",
     "shell_argv",
+    "unattended_shell",
 ]
 
 TERMINAL_DEFAULT_TIMEOUT = 30
@@ -425,3 +427,40 @@ def run_shell(
         display=display,
         data=data,
     )
+
+
+def unattended_shell(
+    session: Session, rt: ToolRuntime, command: str, *, may_write: bool = True
+) -> ToolResult:
+    """Run ``command`` for a caller with nobody to ask (a script's ``shell``,
+    a region's command seed): only the shell guard's allow runs it (in the
+    stage's sandbox when the run has one, whose own asks it answers); an ask
+    is a refusal. ``may_write``: whether a redirect may write a file."""
+    from charter.runtime.shell import evaluate
+
+    verdict = evaluate(
+        command,
+        cwd=session.workspace,
+        workspace=session.workspace,
+        policy=session.agent.agent.shell,
+    )
+    if session.contained:
+        from charter.runtime.sandbox.contained import allow_contained
+
+        verdict = allow_contained(verdict, session.contained)
+    if verdict.decision != "allow":
+        return refusal(
+            "denied",
+            "shell",
+            verdict.rule,
+            f"the shell guard answers {verdict.decision} for this command "
+            f"({verdict.rule}: {verdict.message}); there is no person to ask",
+        )
+    if verdict.writes and not may_write:
+        return refusal(
+            "denied",
+            "shell",
+            "script-write-denied",
+            "script host function 'write_file' (a shell redirect writes a file) is denied",
+        )
+    return run_shell({"command": command}, rt, "shell", False)
