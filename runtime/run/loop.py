@@ -106,15 +106,13 @@ from charter.runtime.run.hooks import HookFailed, HookOutcome
 from charter.runtime.run.layout import assemble, trim_conversation
 from charter.runtime.run.progress import Meter
 from charter.runtime.run.prompt import hinted_edges, offered_specs, system_prompt
+from charter.runtime.run.regionwork import report, routed, seed_entered_stage
 from charter.runtime.run.repetition import RepetitionWatch
-from charter.runtime.run.seeds import SeedDoors, SeedFailed, seed_stage
 from charter.runtime.run.shape import is_output_stage, output_spec
 from charter.runtime.session import Session, open_session
 from charter.runtime.tools.context import fold_sections, validate_output
-from charter.runtime.tools.files import run_read
-from charter.runtime.tools.regions import fill_region, layout_of, note_report, route_result
+from charter.runtime.tools.regions import layout_of
 from charter.runtime.tools.registry import IMPLEMENTATIONS, Registry, RunStore, ToolRuntime
-from charter.runtime.tools.shell import unattended_shell
 from charter.runtime.tools.tasks import cancel_tasks
 from charter.runtime.tools.web import web_config_for
 
@@ -306,7 +304,7 @@ class AgentRun:
             instructions_in_memory=inside,
         )
 
-    def _refresh_system_prompt(self) -> None:
+    def refresh_system_prompt(self) -> None:
         """Rebuild the system prompt before a turn: the context sections and
         checklists it shows change as the agent (or its parent) writes them."""
         if self.messages and self.messages[0].role == "system":
@@ -380,74 +378,6 @@ class AgentRun:
             self._region_hook("on_stage_enter")
         except HookFailed as exc:
             self.stopped = ("failed", str(exc))
-
-    async def _seed(self) -> AgentResult | None:
-        """Fill the entered stage's seeded regions (see
-        :mod:`charter.runtime.run.seeds`); a result when the run must stop."""
-        self.seeding = False
-        stage = self.stage
-        if not any(r.seed is not None for r in stage.regions):
-            return None
-        doors = SeedDoors(
-            read=lambda path: run_read({"path": path}, self.rt, "read_file", False),
-            shell=lambda command: unattended_shell(self.session, self.rt, command),
-            call=self._seed_call,
-            workspace=str(self.ctx.workspace),
-            inputs=self.inputs,
-            commands_allowed=self.session.agent.agent.allow_seed_commands,
-            warn=lambda message: self.emit("notice", message=message),
-        )
-        try:
-            done, got = await self.ctx.in_thread(lambda: seed_stage(stage, self.seeded, doors))
-        except SeedFailed as exc:
-            return self._result("failed", f"the run cannot start stage '{stage.name}': {exc}")
-        if not done:
-            return self.partial("cancelled", "the run was stopped while seeding")
-        layout = {r.name: r for r in stage.regions}
-        for name, text in got.items():
-            kept = fill_region(self.rt.store, layout[name], text)
-            self.emit("region_seeded", region=name, stage=stage.name, tokens=kept)
-        self._refresh_system_prompt()
-        return None
-
-    def _report(self, region: str, text: str) -> None:
-        """A note for the next stage: in ``region`` when the layout has it,
-        else in the conversation (as Leviath falls back to its own). A stage
-        without a layout is Charter's own, which takes no such note."""
-        if self.stage.regions and not note_report(self.rt.store, region, text):
-            self.messages.append(Message.user(text))
-
-    def _routed(self, call: ModelToolCall, result: ToolResult) -> str:
-        """What the conversation keeps of a result: the stage's tool_routing
-        may send it to a region (a pointer stays) and cap its size."""
-        routing = self.stage.tool_routing
-        if routing is None or not result.ok:
-            return result.content
-        name = self._canonical(call)
-        rule = next((r for r in routing.rules if r.tool == name), None)
-        cap = routing.max_result_tokens
-        region = routing.default_region
-        if rule is not None:
-            cap = rule.max_result_tokens if rule.max_result_tokens is not None else cap
-            region = rule.region or region
-        return route_result(self.rt.store, name, call.id, result.content, region=region, cap=cap)
-
-    def _seed_call(self, name: str, args: dict[str, Any]) -> ToolResult:
-        """A tool call a seed makes: every gate, and an ask is a refusal
-        (a seed runs before anyone could answer)."""
-        call = ToolCall(name, args, f"seed-{self.calls}")
-        outcome = decide(self.session, call)
-        if outcome.decision != "allow":
-            return refusal(
-                "denied",
-                outcome.gate or "approval",
-                outcome.rule or "seed-needs-allow",
-                f"the plan answers {outcome.decision} for '{name}', and a seed runs "
-                "before anyone could answer",
-            )
-        return execute(
-            self.session, call, self.registry, self.ctx.approvals, self.ctx.audit, runtime=self.rt
-        )
 
     def _hook(self, name: str, ctx: dict[str, Any]) -> HookOutcome | None:
         """Run the current stage's ``name`` hook (see :mod:`.hooks`); raises
@@ -578,7 +508,7 @@ class AgentRun:
         if step == "stay":
             return False
         self._audit("checkpoint", stage=self.stage.name, status=step[0], reason=step[1])
-        return self._result(*step)
+        return self.finish(*step)
 
     def _try_edge(self, index: int, condition: str) -> bool:
         """Take edge ``index`` of the current stage if its gate and the target's
@@ -668,7 +598,7 @@ class AgentRun:
                     transform=stage.edges[index].transform,
                 )
                 return True
-        return self._result("failed", message)
+        return self.finish("failed", message)
 
     def _edge_index(self, condition: str) -> int | None:
         for n, edge in enumerate(self.stage.edges):
@@ -750,7 +680,7 @@ class AgentRun:
 
     # -- the loop ------------------------------------------------------------------
 
-    def _result(self, status: AgentStatus, reason: str, output: str | None = None) -> AgentResult:
+    def finish(self, status: AgentStatus, reason: str, output: str | None = None) -> AgentResult:
         """The agent's result, after the stage's terminal hook (on_completion
         for a completed run, on_error for a failed one; a cancelled run fires
         neither, as in Leviath)."""
@@ -805,7 +735,7 @@ class AgentRun:
         """What this agent has to show when it is stopped from outside."""
         with self.rt.store.lock:
             output = self.rt.store.output
-        return self._result(status, reason, output if status == "completed" else None)
+        return self.finish(status, reason, output if status == "completed" else None)
 
     def _earlier_sessions(self, query: str | None, limit: int) -> list[tuple[str, int, str, str]]:
         """This agent's other stored sessions, for session_search."""
@@ -890,7 +820,8 @@ class AgentRun:
             if self.visit.iteration >= limit:
                 index = self._edge_index("max_iterations")
                 if index is not None:
-                    self._report(
+                    report(
+                        self,
                         "error_report",
                         f"[Iteration cap in stage '{stage.name}'] the stage used all {limit} "
                         "of its iterations and was cut off before it finished.",
@@ -901,21 +832,21 @@ class AgentRun:
                         transform=stage.edges[index].transform,
                     )
                     continue
-                return self._result(
+                return self.finish(
                     "no_output",
                     f"stage '{stage.name}' used all {limit} of its iterations without finishing",
                 )
             await self._attach_mcp()
             if self.seeding:
-                failed = await self._seed()
+                failed = await seed_entered_stage(self)
                 if failed is not None:
                     return failed
             self._drain_inbox()
             try:
                 self._region_hook("before_inference")
             except HookFailed as exc:
-                return self._result("failed", str(exc))
-            self._refresh_system_prompt()
+                return self.finish("failed", str(exc))
+            self.refresh_system_prompt()
             self.messages, dropped = trim_conversation(self.messages, stage)
             if dropped:
                 self.emit("conversation_trimmed", stage=stage.name, messages=dropped)
@@ -938,7 +869,7 @@ class AgentRun:
             except (ScriptExpectationError, ScriptExhaustedError) as exc:
                 # The script, not the model, is wrong: no edge can fix that.
                 self.emit("model_error", message=str(exc), stage=stage.name)
-                return self._result("failed", str(exc))
+                return self.finish("failed", str(exc))
             except ModelError as exc:
                 self.emit("model_error", message=str(exc), stage=stage.name)
                 self._audit("model_error", stage=stage.name, reason=str(exc))
@@ -951,7 +882,8 @@ class AgentRun:
                 # Error edges between stages whose model keeps failing would
                 # otherwise go round for ever.
                 if index is not None and self.model_failures < _MAX_MODEL_FAILURES:
-                    self._report(
+                    report(
+                        self,
                         "error_report",
                         f"[Inference error in stage '{stage.name}'] {exc}. Diagnose this "
                         "failure from the error text before retrying or working around it.",
@@ -962,14 +894,14 @@ class AgentRun:
                         transform=stage.edges[index].transform,
                     )
                     continue
-                return self._result("failed", f"the model failed: {exc}")
+                return self.finish("failed", f"the model failed: {exc}")
             self.visit.iteration += 1
             self.turns += 1
             self.model_failures = 0
             try:
                 turn = self._turn_hooks(turn)
             except HookFailed as exc:
-                return self._result("failed", str(exc))
+                return self.finish("failed", str(exc))
             self.emit(
                 "model_turn",
                 stage=stage.name,
@@ -983,20 +915,16 @@ class AgentRun:
             for call in turn.tool_calls:
                 result = await self._call(call)
                 results.append(result)
-                self.messages.append(Message.tool(call, self._routed(call, result)))
-                if (
-                    result.ok
-                    and is_output_stage(stage)
-                    and self._canonical(call) == "submit_output"
-                ):
+                self.messages.append(Message.tool(call, routed(self, call, result)))
+                if result.ok and is_output_stage(stage) and self.canonical(call) == "submit_output":
                     # Answer the remaining calls so the history stays well formed.
                     with self.rt.store.lock:
                         output = self.rt.store.output
                     self.emit("output_submitted", stage=stage.name, chars=len(output or ""))
-                    return self._result("completed", "the output was submitted", output)
+                    return self.finish("completed", "the output was submitted", output)
             if self.repetition is not None:
                 for call in turn.tool_calls:
-                    nudge = self.repetition.record(self._canonical(call), call.arguments)
+                    nudge = self.repetition.record(self.canonical(call), call.arguments)
                     if nudge is not None:
                         self.messages.append(Message.user(f"[System] {nudge}"))
             moved = await self._after_turn(turn.edge, turn.text, turn.tool_calls, results)
@@ -1066,7 +994,7 @@ class AgentRun:
             reason=self._shown(notice.reason),
         )
 
-    def _canonical(self, call: ModelToolCall) -> str:
+    def canonical(self, call: ModelToolCall) -> str:
         return self.session.agent.resolve_name(call.name, self.session.offered()) or call.name
 
     async def _after_turn(
@@ -1119,10 +1047,10 @@ class AgentRun:
                     held = await self._before_leaving()
                     if held is not None:
                         return held
-                    return self._result("completed", "the agent submitted its output", submitted)
+                    return self.finish("completed", "the agent submitted its output", submitted)
                 answer = (text or "").strip()
                 if not answer:
-                    return self._result("no_output", "the agent stopped without an answer")
+                    return self.finish("no_output", "the agent stopped without an answer")
                 spec = self.rt.output
                 problem = (
                     None
@@ -1141,7 +1069,7 @@ class AgentRun:
                 held = await self._before_leaving()
                 if held is not None:
                     return held
-                return self._result("completed", "the agent answered", answer)
+                return self.finish("completed", "the agent answered", answer)
             self.visit.idle_turns += 1
             ordinary = [e for e in stage.edges if e.condition in ("always", "llm_choice")]
             if ordinary and all(self._spent(e.to) for e in ordinary):
@@ -1155,7 +1083,7 @@ class AgentRun:
             )
             return False
         if stage.fan_out is not None and any(
-            r.ok and self._canonical(c) == "fan_out" for c, r in zip(calls, results, strict=True)
+            r.ok and self.canonical(c) == "fan_out" for c, r in zip(calls, results, strict=True)
         ):
             # the workers' report is in; a fan_out stage hands over to its merge stage
             always = self._edge_index("always")
@@ -1167,7 +1095,8 @@ class AgentRun:
             why = stuck_reason(self.stage.edges[stuck], self.visit)
             if why is not None:
                 self.emit("notice", message=f"{why}: stuck")
-                self._report(
+                report(
+                    self,
                     "stuck_report",
                     f"[Stuck detected in stage '{stage.name}'] {why}. Stop repeating what you "
                     "have been doing; re-read the task and take a different approach.",
