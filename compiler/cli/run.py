@@ -281,6 +281,26 @@ def _missing_inputs(args: argparse.Namespace, required: Sequence[str]) -> list[s
     return [key for key in required if key not in given]
 
 
+def _task_refusal(args: argparse.Namespace, found: Any) -> str | None:
+    """A task given to an agent whose context layout has no region for it
+    would be ignored, so it is refused, as Leviath refuses it (an agent
+    without a layout reads the task from the conversation)."""
+    if not args.task:
+        return None
+    regions = [r for stage in found.stages for r in stage.regions]
+    if not regions:
+        return None
+    caller = [r.seed.key for r in regions if r.seed is not None and r.seed.source == "caller"]
+    if "task" in caller:
+        return None
+    takes = ", ".join(f"--input {k}=..." for k in dict.fromkeys(caller)) or "no caller input"
+    return (
+        f"agent {found.name!r} was given a task, but no context region of it is seeded from "
+        f"the task, so it would be ignored; it takes {takes}. Leave out --task, or add a "
+        'region such as task = { kind = "pinned", seed = "task" } to its [context.regions]'
+    )
+
+
 def _required_messages(found: Any, missing: Sequence[str]) -> list[str]:
     """What the blueprint says when a required region's caller input is
     missing (its ``required_message``, ``{region}`` filled in), as Leviath
@@ -346,6 +366,9 @@ def _prepare_run(args: argparse.Namespace) -> tuple[Any, ...] | int:
     refused = _workdir_refusal(args, workspace, found.allowed_workdirs)
     if refused is not None:
         return refused
+    refused = _task_refusal(args, found)
+    if refused is not None:
+        return _refuse(refused)
     missing = _missing_inputs(args, found.required_inputs)
     said = _required_messages(found, missing)
     if said:
