@@ -23,6 +23,7 @@ from charter.runtime.plan import (
     PlanBody,
     RepetitionPolicy,
     SourceDigest,
+    SummaryPolicy,
     TaintPolicy,
 )
 from charter.runtime.version import VERSION
@@ -73,6 +74,20 @@ def _repetition(bp: Blueprint | None) -> RepetitionPolicy | None:
         enabled=d.enabled if cfg.enabled is None else cfg.enabled,
         max_repeat_calls=cfg.max_repeat_calls or d.max_repeat_calls,
         max_readonly_streak=cfg.max_readonly_streak or d.max_readonly_streak,
+    )
+
+
+def _compaction(bp: Blueprint | None) -> SummaryPolicy | None:
+    """The blueprint's ``[compaction]``, as the summaries on its compact
+    edges are asked for."""
+    c = bp.compaction if bp is not None else None
+    if c is None:
+        return None
+    return SummaryPolicy(
+        provider=c.provider,
+        model=c.model,
+        system_prompt=c.system_prompt,
+        max_summary_tokens=c.max_summary_tokens or SummaryPolicy().max_summary_tokens,
     )
 
 
@@ -132,6 +147,7 @@ def emit_agent(resolved: ResolvedAgent) -> AgentPlan:
         allowed_workdirs=tuple(cfg.security.allowed_workdirs) if cfg is not None else (),
         required_inputs=_required_inputs(bp),
         allow_seed_commands=cfg is None or cfg.security.allow_seed_commands,
+        compaction=_compaction(bp),
         sandbox=resolved.sandbox,
         origin=span_ref(ctx.agent_span()),
     )

@@ -93,6 +93,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--model",
         help="script:FILE or openai:MODEL (default: the blueprint's demo.script.yaml)",
     )
+    p.add_argument(
+        "--stage-models",
+        metavar="PROVIDERS",
+        default="",
+        help="comma-separated providers the --model endpoint serves (e.g. openrouter): a "
+        "stage whose model list names one runs on that model, falling back along its list",
+    )
     p.add_argument("--base-url", help="the OpenAI-compatible endpoint (openai: models)")
     p.add_argument(
         "--api-key-env",
@@ -366,9 +373,9 @@ def _prepare_run(args: argparse.Namespace) -> tuple[Any, ...] | int:
     refused = _workdir_refusal(args, workspace, found.allowed_workdirs)
     if refused is not None:
         return refused
-    refused = _task_refusal(args, found)
-    if refused is not None:
-        return _refuse(refused)
+    unread = _task_refusal(args, found)
+    if unread is not None:
+        return _refuse(unread)
     missing = _missing_inputs(args, found.required_inputs)
     said = _required_messages(found, missing)
     if said:
@@ -522,6 +529,9 @@ def _run(
                 project_root=project.resolve() if project is not None else None,
                 containment=containment,
                 session=book,
+                stage_providers=tuple(
+                    x.strip() for x in args.stage_models.split(",") if x.strip()
+                ),
             )
             return _execute(args, options, plan, found, spec, guard, execute_run)
         finally:

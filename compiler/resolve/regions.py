@@ -30,14 +30,30 @@ from charter.runtime.plan import (
     RouteRule,
     SeedCall,
     SourceRef,
+    StageModel,
 )
 
-__all__ = ["DEFAULT_WINDOW", "stage_layout", "stage_routing", "stage_window"]
+__all__ = ["DEFAULT_WINDOW", "stage_layout", "stage_models", "stage_routing", "stage_window"]
 
 # Leviath's window when the stage's model is not one it knows.
 DEFAULT_WINDOW = 8192
 # Leviath's ceiling for a region that gives neither a percentage nor max_tokens.
 DEFAULT_MAX_TOKENS = 5000
+
+
+def stage_models(st: StageTable) -> tuple[StageModel, ...]:
+    """The stage's models in the order Leviath tries them: ``models``, else
+    ``provider``/``model`` and then ``fallbacks``."""
+    m = st.model
+    if m is None:
+        return ()
+    if m.models:
+        return tuple(StageModel(provider=e.provider, model=e.model) for e in m.models)
+    out: list[StageModel] = []
+    if m.provider is not None and m.model:
+        out.append(StageModel(provider=m.provider, model=m.model))
+    out += [StageModel(provider=e.provider, model=e.model) for e in m.fallbacks]
+    return tuple(out)
 
 
 def stage_window(ctx: AgentContext, st: StageTable) -> int:
@@ -143,6 +159,7 @@ def stage_layout(ctx: AgentContext, entry: StageEntry, size: int) -> tuple[Conte
                 compact_count=region.compact_count or 10,
                 max_entries=region.max_entries,
                 required=region.is_required,
+                summarizable=region.can_be_summarized,
                 required_message=region.required_message,
                 seed=_seed(name, region),
                 origin=origin,

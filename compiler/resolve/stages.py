@@ -17,7 +17,12 @@ from charter.compiler.frontends.stage_toml import StageEntry, stage_file_name
 from charter.compiler.frontends.validation import thaw
 from charter.compiler.permissions import Said, ScopeInputs, resolve_permission
 from charter.compiler.resolve.context import FAN_OUT, SUBMIT, AgentContext, span_ref, tool_enabled
-from charter.compiler.resolve.regions import stage_layout, stage_routing, stage_window
+from charter.compiler.resolve.regions import (
+    stage_layout,
+    stage_models,
+    stage_routing,
+    stage_window,
+)
 from charter.compiler.resolve.schemas import ints_only
 from charter.compiler.resolve.scopes import (
     UserScopes,
@@ -34,6 +39,7 @@ from charter.compiler.tooltable import ToolTable, all_builtin_names
 from charter.runtime.naming import mcp_safe_name
 from charter.runtime.plan import (
     Edge,
+    EdgeTransform,
     FanOut,
     Gate,
     InteractionPoint,
@@ -224,6 +230,7 @@ def resolve_stage(
         regions=(layout := stage_layout(ctx, entry, size := stage_window(ctx, st))),
         context_window=size if layout else None,
         tool_routing=stage_routing(st.tool_routing, table),
+        models=stage_models(st),
         nudge=_nudge(ctx, entry),
         accepts_messages=st.accepts_messages,
         origin=span_ref(entry.span()),
@@ -431,6 +438,14 @@ def _edge(
         condition=condition,
         hint=e.hint,
         transform=e.transform,
+        transform_config=None
+        if e.transform_config is None
+        else EdgeTransform(
+            carry=e.transform_config.carry,
+            compact=e.transform_config.compact,
+            clear=e.transform_config.clear,
+            compact_prompt=e.transform_config.compact_prompt,
+        ),
         gate=gate,
         stuck_after_iterations=e.stuck_after_iterations,
         stuck_after_minutes=e.stuck_after_minutes,

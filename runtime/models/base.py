@@ -285,9 +285,10 @@ class ModelProvider(Protocol):
     a worker thread when it must stay responsive) and is safe to call from
     several threads. A provider that retries failed requests tells
     ``on_retry`` about each retry before waiting for it, so that a person
-    watching sees why nothing is happening. ``for_agent`` returns the
-    provider a sub-agent of that name talks to; ``close`` releases what the
-    provider owns and is idempotent.
+    watching sees why nothing is happening. ``model`` names the model to ask
+    for this turn (a stage's own, from its list) instead of the provider's
+    own. ``for_agent`` returns the provider a sub-agent of that name talks
+    to; ``close`` releases what the provider owns and is idempotent.
     """
 
     def complete(
@@ -298,6 +299,7 @@ class ModelProvider(Protocol):
         tools: Sequence[ToolSpec],
         edges: Sequence[EdgeChoice],
         on_retry: RetryObserver | None = None,
+        model: str | None = None,
     ) -> ModelTurn: ...
 
     def for_agent(self, name: str) -> ModelProvider: ...

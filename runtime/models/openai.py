@@ -207,6 +207,7 @@ class OpenAIProvider:
         tools: Sequence[ToolSpec],
         edges: Sequence[EdgeChoice],
         on_retry: RetryObserver | None = None,
+        model: str | None = None,
     ) -> ModelTurn:
         if self._closed:
             raise ModelError("the model provider was already closed")
@@ -220,7 +221,7 @@ class OpenAIProvider:
             offered.append(edge_tool_spec(edges))
         body: dict[str, Any] = {
             **self._extra_body,
-            "model": self._model,
+            "model": model or self._model,
             "messages": [_message_json(m) for m in messages],
         }
         if offered:

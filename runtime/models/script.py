@@ -375,6 +375,7 @@ class ScriptRequest:
     messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...]
     edges: tuple[EdgeChoice, ...]
+    model: str | None = None  # the stage model the run asked for, if any
 
     @property
     def system(self) -> str:
@@ -484,6 +485,7 @@ class ScriptProvider:
         tools: Sequence[ToolSpec],
         edges: Sequence[EdgeChoice],
         on_retry: RetryObserver | None = None,  # a script never retries
+        model: str | None = None,
     ) -> ModelTurn:
         with self._lock:
             if self._closed:
@@ -493,7 +495,13 @@ class ScriptProvider:
                 # Recorded before the script is consulted, so a request that
                 # fails an expectation or finds the script exhausted is kept too.
                 request = ScriptRequest(
-                    self._agent, self._copy, stage, tuple(messages), tuple(tools), tuple(edges)
+                    self._agent,
+                    self._copy,
+                    stage,
+                    tuple(messages),
+                    tuple(tools),
+                    tuple(edges),
+                    model,
                 )
                 with self._recorder.lock:
                     self._recorder.requests.append(request)

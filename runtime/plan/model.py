@@ -28,6 +28,7 @@ __all__ = [
     "ContextRegion",
     "Decision",
     "Edge",
+    "EdgeTransform",
     "FanOut",
     "Gate",
     "Grant",
@@ -59,6 +60,8 @@ __all__ = [
     "SeedCall",
     "Stage",
     "StageHook",
+    "StageModel",
+    "SummaryPolicy",
     "StageTool",
     "TaintPolicy",
     "ToolEntry",
@@ -226,11 +229,31 @@ class Gate(_Frozen):
     max_attempts: int = 3
 
 
+class EdgeTransform(_Frozen):
+    """A ``custom`` edge's ``transform_config``: the regions (``conversation``
+    among them) it carries over as they are, summarizes, or clears."""
+
+    carry: tuple[str, ...] = ()
+    compact: tuple[str, ...] = ()
+    clear: tuple[str, ...] = ()
+    compact_prompt: str | None = None
+
+
+class SummaryPolicy(_Frozen):
+    """``[compaction]``: who summarizes on a compact edge, and how."""
+
+    provider: str | None = None
+    model: str | None = None
+    system_prompt: str | None = None
+    max_summary_tokens: int = 2000
+
+
 class Edge(_Frozen):
     to: str
     condition: str = "llm_choice"
     hint: str | None = None
     transform: str | None = None
+    transform_config: EdgeTransform | None = None
     gate: Gate | None = None
     # Thresholds of a ``stuck`` edge (any one reached fires it).
     stuck_after_iterations: int | None = None
@@ -389,6 +412,14 @@ class RequiredRegion(_Frozen):
     message: str | None = None  # may name the region as {region}
 
 
+class StageModel(_Frozen):
+    """One entry of a stage's model list: a provider and the model name sent
+    to it, in the order Leviath tries them."""
+
+    provider: str
+    model: str
+
+
 class SeedCall(_Frozen):
     """One tool a ``tools`` seed calls at spawn, with its arguments (JSON)."""
 
@@ -441,6 +472,7 @@ class ContextRegion(_Frozen):
     compact_count: int = 0  # sliding_window, strategy = "compact"
     max_entries: int | None = None  # hashmap
     required: bool = False
+    summarizable: bool = True  # a compact edge may rewrite it
     required_message: str | None = None  # may name the region as {region}
     seed: RegionSeed | None = None
     origin: SourceRef | None = None
@@ -526,6 +558,8 @@ class Stage(_Frozen):
     # the window the budgets were resolved against, and the model it is of
     context_window: int | None = None
     tool_routing: ResultRouting | None = None
+    # the stage's own models, best first (charter run --stage-models uses them)
+    models: tuple[StageModel, ...] = ()
     nudge: NudgePolicy | None = None  # set when the stage, agent or config configures one
     # whether the agent's parent may send it messages while it is here
     accepts_messages: bool = True
@@ -649,6 +683,8 @@ class AgentPlan(_Frozen):
     # caller inputs a run may not start without (required regions seeded from
     # the caller: "task", or a key given as --input KEY=VALUE)
     required_inputs: tuple[str, ...] = ()
+    # [compaction]: the summaries a compact edge asks the model for
+    compaction: SummaryPolicy | None = None
     # the user's [security] allow_seed_commands: whether command seeds run at all
     allow_seed_commands: bool = True
     # The agent-wide sandbox (MCP servers run under it; stages may tighten it).

@@ -76,6 +76,10 @@ class RunSettings:
     # The named session the root agent's conversation is kept in (and resumed
     # from); None: the run keeps its conversation only in memory.
     session: SessionBook | None = None
+    # The providers the run's model endpoint serves (--stage-models): a stage
+    # whose model list names one of them runs on that entry, falling back
+    # along its list; empty: every stage runs on the run's own model.
+    stage_providers: tuple[str, ...] = ()
 
 
 @dataclass(slots=True, kw_only=True)

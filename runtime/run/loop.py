@@ -77,9 +77,11 @@ import anyio.to_thread
 
 from charter.runtime.gates import decide, execute
 from charter.runtime.models import (
+    EdgeChoice,
     Message,
     ModelError,
     ModelProvider,
+    ModelRequestError,
     ModelToolCall,
     ModelTurn,
     RetryNotice,
@@ -106,9 +108,17 @@ from charter.runtime.run.hooks import HookFailed, HookOutcome
 from charter.runtime.run.layout import assemble, trim_conversation
 from charter.runtime.run.progress import Meter
 from charter.runtime.run.prompt import hinted_edges, offered_specs, system_prompt
-from charter.runtime.run.regionwork import report, routed, seed_entered_stage
+from charter.runtime.run.regionwork import (
+    apply_transform,
+    report,
+    routed,
+    seed_entered_stage,
+    summarize_pending,
+)
 from charter.runtime.run.repetition import RepetitionWatch
 from charter.runtime.run.shape import is_output_stage, output_spec
+from charter.runtime.run.stagemodels import candidates, falls_over
+from charter.runtime.run.transforms import plan_transform
 from charter.runtime.session import Session, open_session
 from charter.runtime.tools.context import fold_sections, validate_output
 from charter.runtime.tools.regions import layout_of
@@ -163,6 +173,9 @@ class AgentRun:
         self.inputs = {"task": task, **(inputs or {})}
         self.seeded: set[str] = set()  # regions seeded so far in this run
         self.seeding = False  # the stage just entered has seeds to run
+        # what a compact edge left for the model to summarize:
+        # (region or "conversation", its text, compact_prompt, the fallback note)
+        self.pending_summaries: list[tuple[str, str, str | None, str | None]] = []
         self.depth_budget = depth_budget
         self.parent = parent
         self.provider = provider
@@ -212,6 +225,8 @@ class AgentRun:
         self.visits: dict[str, int] = {}
         self.gate_attempts: dict[tuple[str, int], int] = {}
         self.model_failures = 0
+        self.model_at: dict[str, int] = {}  # each stage's place in its model list
+        self.last_model: str | None = None  # the stage model the last turn ran on
         # What the current visit of a stage counts (a new one on each entry).
         self.visit = StageVisit()
 
@@ -350,24 +365,18 @@ class AgentRun:
         kind = transform or "direct"
         if not self.messages:
             self.messages = [system, task]
-        elif kind == "direct":
-            self.messages[0] = system
-            self.messages.append(Message.user(f"[stage] You are now in stage '{stage_name}'."))
-        elif kind == "clear":
-            self.messages = [system, task]
         else:
-            # compact / summarize / custom: a lightweight runtime cannot ask the
-            # model to summarise, so the new stage starts from the task and the
-            # runtime's own record of what the previous stage did.
-            digest = "\n".join(log[-40:]) or "(no tool calls)"
-            last = next(
-                (m.content for m in reversed(self.messages) if m.role == "assistant" and m.content),
+            left = self.session.agent.agent.stage(previous)
+            edge = next(
+                (
+                    e
+                    for e in (left.edges if left else ())
+                    if e.to == stage_name and e.transform == transform
+                ),
                 None,
             )
-            note = f"[stage] You are now in stage '{stage_name}'. In stage '{previous}':\n{digest}"
-            if last:
-                note += f"\nYour last words there: {last[:2000]}"
-            self.messages = [system, task, Message.user(note)]
+            how = plan_transform(edge, kind, left.regions if left else (), self.rt.store)
+            apply_transform(self, how, previous, stage_name, log, system, task)
         if condition != "start":
             self.emit(
                 "edge_taken", frm=previous, to=stage_name, condition=condition, transform=kind
@@ -837,6 +846,8 @@ class AgentRun:
                     f"stage '{stage.name}' used all {limit} of its iterations without finishing",
                 )
             await self._attach_mcp()
+            if self.pending_summaries:
+                await summarize_pending(self)
             if self.seeding:
                 failed = await seed_entered_stage(self)
                 if failed is not None:
@@ -853,19 +864,8 @@ class AgentRun:
             specs = self._offered_specs()
             edges = hinted_edges(stage)
             self.emit("thinking", stage=stage.name, iteration=self.visit.iteration + 1)
-            complete = functools.partial(
-                self.provider.complete,
-                stage=stage.name,
-                messages=tuple(self.messages),
-                tools=specs,
-                edges=edges,
-                on_retry=functools.partial(self._retrying, stage.name),
-            )
-
             try:
-                turn = await anyio.to_thread.run_sync(
-                    complete, abandon_on_cancel=True, limiter=self.ctx.limiter
-                )
+                turn = await self._complete(stage, specs, edges)
             except (ScriptExpectationError, ScriptExhaustedError) as exc:
                 # The script, not the model, is wrong: no edge can fix that.
                 self.emit("model_error", message=str(exc), stage=stage.name)
@@ -909,6 +909,7 @@ class AgentRun:
                 text=self._shown(turn.text) if turn.text else turn.text,
                 tool_calls=[c.name for c in turn.tool_calls],
                 edge=turn.edge,
+                **({"model": self.last_model} if self.last_model is not None else {}),
             )
             self.messages.append(turn.message())
             results: list[ToolResult] = []
@@ -931,6 +932,41 @@ class AgentRun:
             self._record_session()
             if isinstance(moved, AgentResult):
                 return moved
+
+    async def _complete(
+        self, stage: Stage, specs: list[ToolSpec], edges: list[EdgeChoice]
+    ) -> ModelTurn:
+        """One model turn, on the stage's own model when the run serves its
+        provider (see :mod:`charter.runtime.run.stagemodels`), moving along
+        the stage's list when the model in use stops being usable."""
+        models = candidates(stage, self.ctx.stage_providers)
+        while True:
+            at = self.model_at.get(stage.name, 0)
+            model = models[at] if at < len(models) else None
+            complete = functools.partial(
+                self.provider.complete,
+                stage=stage.name,
+                messages=tuple(self.messages),
+                tools=specs,
+                edges=edges,
+                on_retry=functools.partial(self._retrying, stage.name),
+                model=model,
+            )
+            try:
+                turn = await anyio.to_thread.run_sync(
+                    complete, abandon_on_cancel=True, limiter=self.ctx.limiter
+                )
+            except ModelRequestError as exc:
+                if model is None or not falls_over(exc):
+                    raise
+                self.model_at[stage.name] = at + 1
+                after = models[at + 1] if at + 1 < len(models) else "the run's own model"
+                self.emit(
+                    "model_fallback", stage=stage.name, model=model, to=after, reason=str(exc)
+                )
+                continue
+            self.last_model = model
+            return turn
 
     def _turn_hooks(self, turn: ModelTurn) -> ModelTurn:
         """after_inference (may replace the text) and on_tool_call (may veto

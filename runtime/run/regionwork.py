@@ -9,10 +9,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
+
 from charter.runtime.gates import decide, execute
-from charter.runtime.models import Message, ModelToolCall
+from charter.runtime.models import Message, ModelError, ModelToolCall
 from charter.runtime.results import ToolCall, ToolResult, refusal
 from charter.runtime.run.seeds import SeedDoors, SeedFailed, seed_stage
+from charter.runtime.run.transforms import (
+    Transform,
+    conversation_text,
+    cut_summary,
+    summary_request,
+)
+from charter.runtime.tools.context import ContextEntry
 from charter.runtime.tools.files import run_read
 from charter.runtime.tools.regions import fill_region, note_report, route_result
 from charter.runtime.tools.shell import unattended_shell
@@ -21,7 +30,7 @@ if TYPE_CHECKING:
     from charter.runtime.run.context import AgentResult
     from charter.runtime.run.loop import AgentRun
 
-__all__ = ["report", "routed", "seed_entered_stage"]
+__all__ = ["apply_transform", "report", "routed", "seed_entered_stage", "summarize_pending"]
 
 
 async def seed_entered_stage(run: AgentRun) -> AgentResult | None:
@@ -95,3 +104,89 @@ def routed(run: AgentRun, call: ModelToolCall, result: ToolResult) -> str:
         cap = rule.max_result_tokens if rule.max_result_tokens is not None else cap
         region = rule.region or region
     return route_result(run.rt.store, name, call.id, result.content, region=region, cap=cap)
+
+
+def apply_transform(
+    run: AgentRun,
+    how: Transform,
+    previous: str,
+    stage_name: str,
+    log: list[str],
+    system: Message,
+    task: Message,
+) -> None:
+    """Carry the context over the edge into ``stage_name`` as ``how`` says;
+    the summaries it needs are asked for before the stage's first turn
+    (:func:`summarize_pending`)."""
+    old = run.messages
+    if how.keep_conversation:
+        run.messages[0] = system
+        run.messages.append(Message.user(f"[stage] You are now in stage '{stage_name}'."))
+    else:
+        run.messages = [system, task]
+        if how.summarize_conversation:
+            # the runtime's own record, in case the model cannot summarize
+            digest = "\n".join(log[-40:]) or "(no tool calls)"
+            last = next(
+                (m.content for m in reversed(old) if m.role == "assistant" and m.content), None
+            )
+            record = (
+                f"[stage] You are now in stage '{stage_name}'. In stage '{previous}':\n{digest}"
+            )
+            if last:
+                record += f"\nYour last words there: {last[:2000]}"
+            text = conversation_text(old[2:])
+            run.pending_summaries.append(("conversation", text or record, how.prompt, record))
+    with run.rt.store.lock:
+        for name in how.clear:
+            run.rt.store.regions.pop(name, None)
+            run.rt.store.checklists.pop(name, None)
+        for name in how.summarize:
+            entries = run.rt.store.regions.get(name, [])
+            text = "\n\n".join(e.content for e in entries)
+            run.pending_summaries.append((name, text, how.prompt, None))
+
+
+async def summarize_pending(run: AgentRun) -> None:
+    """Ask the model for the summaries a compact edge left (the conversation
+    of the stage left, and each region it rewrites), before the new stage's
+    first turn; a summary the model cannot write leaves the runtime's own
+    record (a region as it was)."""
+    pending, run.pending_summaries = run.pending_summaries, []
+    compaction = run.session.agent.agent.compaction
+    served = compaction is not None and compaction.provider in run.ctx.stage_providers
+    model = compaction.model if served and compaction is not None else None
+    stage = run.stage.name
+    for what, text, prompt, record in pending:
+        messages = summary_request(what, text, prompt, compaction)
+
+        def ask(messages: list[Message] = messages) -> str | None:
+            turn = run.provider.complete(
+                stage=stage, messages=messages, tools=(), edges=(), model=model
+            )
+            return turn.text
+
+        try:
+            summary = await anyio.to_thread.run_sync(
+                ask, abandon_on_cancel=True, limiter=run.ctx.limiter
+            )
+        except ModelError as exc:
+            run.emit("notice", message=f"no summary of '{what}' could be made: {exc}")
+            summary = None
+        if summary is not None and summary.strip():
+            summary = cut_summary(summary.strip(), compaction)
+            run.emit("context_compacted", stage=stage, what=what, chars=len(summary))
+        if what == "conversation":
+            note = (
+                f"[stage] You are now in stage '{stage}'. What happened before, "
+                f"summarized:\n{summary}"
+                if summary
+                else record or ""
+            )
+            run.messages.append(Message.user(note))
+        elif summary:
+            with run.rt.store.lock:
+                run.rt.store.regions[what] = [
+                    ContextEntry(summary, None, stamp=run.rt.store.tick())
+                ]
+    run.refresh_system_prompt()

@@ -2,10 +2,11 @@
 each stage, does what the stage asks (writes the regions it requires and the
 ones its edges' gates wait on, writes a file when a gate wants work done,
 hands out two items in a fan_out stage, submits an answer in the declared
-format) and then takes the edge that leads to a stage it has not seen,
-the farthest from the end first, else the one nearest the end. With ``errors`` it also fails once in a stage
-whose ``error`` edge leads somewhere unseen, at the last stage on its way
-from which that edge can still be taken, so recovery stages run too.
+format) and then takes the edge that leads to a stage it has not seen (the
+farthest from the end first), else the one nearest the end. With ``errors``
+it also fails once in a stage whose ``error`` edge leads somewhere unseen,
+at the last stage on its way from which that edge can still be taken, so
+recovery stages run too.
 
 It is a test driver, not a model: it plays whatever agent the plan holds, so
 a run of every bundled agent exercises Charter's runtime on the real files.
@@ -192,7 +193,11 @@ class WalkingProvider:
         tools: Sequence[ToolSpec],
         edges: Sequence[EdgeChoice],
         on_retry: Any = None,
+        model: str | None = None,
     ) -> ModelTurn:
+        if not tools and not edges:
+            # a summary a compact edge asks for: it is no step of the walk
+            return ModelTurn(text=f"Summary: the walk went through {stage} and before.")
         with self.lock:
             action = self.walker.next(stage, [t.name for t in tools], [e.target for e in edges])
             if action.fail:
@@ -223,10 +228,12 @@ def openai_reply(plan: Plan, completion: Callable[..., Any]) -> Callable[[Any], 
     def reply(body: dict[str, Any]) -> Any:
         messages = body["messages"]
         system = messages[0]["content"]
+        tools = [t["function"]["name"] for t in body.get("tools", [])]
+        if not tools:  # a summary a compact edge asks for
+            return completion(content="Summary: the walk went on.")
         who, where = _WHO.search(system), _WHERE.search(system)
         assert who is not None and where is not None, system[:300]
         task = next(m["content"] for m in messages if m["role"] == "user")
-        tools = [t["function"]["name"] for t in body.get("tools", [])]
         edges: list[str] = []
         for t in body.get("tools", []):
             if t["function"]["name"] == "choose_edge":

@@ -32,7 +32,9 @@ name = "b"
 [context.regions]
 {lines}
 task = {{ kind = "pinned", seed = "task_input" }}
-notes = {{ kind = "hash_map", seed = {{ tools = ["current_time", {{ name = "read_file", args = {{ path = "a" }} }}] }} }}
+notes = {{ kind = "hash_map", seed = {{ tools = [
+  "current_time", {{ name = "read_file", args = {{ path = "a" }} }}
+] }} }}
 
 [stages.s]
 mode = "autonomous"

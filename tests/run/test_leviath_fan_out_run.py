@@ -1,6 +1,7 @@
 """Leviath's data-analyst, unmodified, runs end to end under a scripted model
 that walks every stage: scope, the fan_out split with its gather_worker
-workers in parallel, build, present (issue 25: it stranded at its split
+workers in parallel, build, present (entered over a compact edge, so the model
+summarizes the build stage first) (issue 25: it stranded at its split
 stage with exit 4). The workers' rows reach the build stage. Its scope stage
 may not end before the required schema and sources_index sections are
 written: the first try is sent back, as Leviath sends it back."""
@@ -33,6 +34,8 @@ SCRIPT = """turns:
       - name: write_file
         arguments: {path: data/dataset.csv, content: "region,value,source_ref\\nnorth,1,a\\n"}
   - {stage: build, text: "Written and checked.", edge: present}
+  - {stage: present, text: "Built data/dataset.csv from two regions' rows."}
+  - {stage: present, text: "Rows for north and south."}
   - stage: present
     tool_calls:
       - {name: submit_output, arguments: {content: "## Findings\\n- one row per region"}}
@@ -78,4 +81,13 @@ def test_the_data_analyst_runs_its_workers_and_delivers(
     } == {"gather_worker"}
     build = next(r for r in provider.requests if r.stage == "build")
     assert "## south\nregion,value,source_ref" in build.system
+    # the compact edge into present: the model summarized the build stage's
+    # conversation and the workers' rows (a region that is not pinned), and
+    # present starts from those summaries
+    talk, rows, final = [r for r in provider.requests if r.stage == "present"]
+    assert not talk.tools and "write_file" in talk.messages[-1].content
+    assert not rows.tools and "'worker_rows'" in rows.messages[-1].content
+    assert "summarized:\nBuilt data/dataset.csv" in final.messages[-1].content
+    assert "## worker_rows\nRows for north and south." in final.system
+    assert [e["what"] for e in ran.of("context_compacted")] == ["conversation", "worker_rows"]
     assert (work / "data" / "dataset.csv").is_file()
