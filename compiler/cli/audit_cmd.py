@@ -18,6 +18,8 @@ import json
 import sys
 from typing import Any
 
+from charter.compiler.cli._options import add_format
+
 __all__ = ["add_arguments", "run"]
 
 _COLUMNS = ("time", "event", "agent", "stage", "tool", "decision", "gate", "rule", "status", "ms")
@@ -25,7 +27,7 @@ _COLUMNS = ("time", "event", "agent", "stage", "tool", "decision", "gate", "rule
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("log", help="audit log (JSON lines)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    add_format(p)
     p.add_argument(
         "--verify",
         action="store_true",

@@ -6,9 +6,9 @@ never allow. Claude Code's fail-closed answer is ``ask`` where a person is
 asked and ``deny`` where nobody is; Gemini CLI's is ``deny``, since Gemini CLI
 lets a call through when a hook exits 1 or times out. A decision not reached
 within ``--time-limit`` seconds is answered ``deny``: both clients run the
-call when the hook is slower than their timeout. ``--plan`` names a plan
-file or a project directory (compiled first); given a plan file it imports
-only ``charter.runtime``.
+call when the hook is slower than their timeout. The plan (``PLAN_OR_PROJECT``,
+or the older ``--plan PLAN``) is a plan file or a project directory (compiled
+first); given a plan file it imports only ``charter.runtime``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from charter.compiler.cli._options import add_hidden_alias
 from charter.compiler.cli._plan_arg import (
     add_hook_scope_options,
     add_project_options,
@@ -44,11 +45,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "agent_kind", choices=("claude-code", "gemini-cli"), help="which agent's hook to answer"
     )
     p.add_argument(
-        "--plan",
-        required=True,
+        "plan",
+        nargs="?",
         metavar="PLAN_OR_PROJECT",
         help="a compiled plan (plan.json) or a project directory (compiled first)",
     )
+    # The plan was an option before it was a positional as in every other
+    # verb; hooks that `charter init` wrote then still say `--plan PLAN`.
+    add_hidden_alias(p, "--plan", dest="plan_option", metavar="PLAN_OR_PROJECT")
     add_hook_scope_options(p)
     p.add_argument(
         "--ask",
@@ -77,6 +81,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     kind = args.agent_kind
+    given = [x for x in (args.plan, args.plan_option) if x is not None]
+    if len(given) != 1:
+        # Exit 2 blocks the call in both clients, with this on stderr as the reason.
+        problem = "give one plan" if given else "give the plan"
+        print(
+            f"charter hook: {problem}: charter hook {kind} PLAN_OR_PROJECT [--agent A]",
+            file=sys.stderr,
+        )
+        return 2
+    args.plan = given[0]
     if kind == "claude-code" and args.ask is not None:
         print("charter hook: --ask applies to gemini-cli only", file=sys.stderr)
         return 2

@@ -206,9 +206,9 @@ def hook_entry(
         except ValueError:
             where = shlex.quote(str(plan))
         args = shlex.join(["--agent", agent])
-        command = f"{program} hook {client} --plan {where} {args}" + FAIL_CLOSED
+        command = f"{program} hook {client} {where} {args}" + FAIL_CLOSED
     else:
-        argv = [*charter_command(), "hook", client, "--plan", str(plan), "--agent", agent]
+        argv = [*charter_command(), "hook", client, str(plan), "--agent", agent]
         command = shlex.join(argv) + FAIL_CLOSED
     if client == "claude-code":
         return {"type": "command", "command": command, "timeout": CLAUDE_TIMEOUT}

@@ -15,6 +15,7 @@ import json
 import sys
 from typing import Any
 
+from charter.compiler.cli._options import add_format
 from charter.compiler.cli._plan_arg import (
     add_plan_operand,
     add_project_options,
@@ -25,9 +26,7 @@ from charter.compiler.cli._plan_arg import (
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_plan_operand(p, "plan")
     p.add_argument("--agent", help="only this agent")
-    p.add_argument(
-        "--format", choices=("table", "text", "json"), help="default: table on a terminal"
-    )
+    add_format(p, extra=("table",), default=None, help="default: table on a terminal, else text")
     add_project_options(p)
 
 
