@@ -22,7 +22,6 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from charter.compiler.cli._options import add_hidden_alias
 from charter.compiler.cli._plan_arg import (
     add_hook_scope_options,
     add_project_options,
@@ -32,12 +31,36 @@ from charter.compiler.cli._plan_arg import (
 if TYPE_CHECKING:
     from charter.runtime.hooks.common import HookOptions
 
-__all__ = ["TIME_LIMITS", "add_arguments", "run"]
+__all__ = ["TIME_LIMITS", "add_arguments", "plan_operand", "run"]
 
 # Seconds to the watchdog's deny, well below the client's own hook timeout
 # (Gemini CLI: 60 s by default; Claude Code: what settings.json says, 10 s in
 # what `charter init` writes). A decision takes a fraction of a second.
 TIME_LIMITS = {"claude-code": 8.0, "gemini-cli": 20.0}
+
+
+def plan_operand(argv: list[str]) -> list[str]:
+    """``argv`` with the older ``--plan PLAN`` (or ``--plan=PLAN``) moved to
+    the end as the positional plan every other verb takes. Hooks an older
+    ``charter init`` wrote into settings files say ``--plan``; read before
+    parsing, it fills the one required operand, so a command line with no
+    plan, or with two, is still a usage error (exit 2, which blocks the call
+    in both clients)."""
+    kept: list[str] = []
+    moved: list[str] = []
+    words = iter(argv)
+    for word in words:
+        if word == "--plan":
+            value = next(words, None)
+            if value is None:
+                kept.append(word)  # argparse reports the missing value
+            else:
+                moved.append(value)
+        elif word.startswith("--plan="):
+            moved.append(word.removeprefix("--plan="))
+        else:
+            kept.append(word)
+    return kept + moved
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,13 +69,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "plan",
-        nargs="?",
         metavar="PLAN_OR_PROJECT",
         help="a compiled plan (plan.json) or a project directory (compiled first)",
     )
-    # The plan was an option before it was a positional as in every other
-    # verb; hooks that `charter init` wrote then still say `--plan PLAN`.
-    add_hidden_alias(p, "--plan", dest="plan_option", metavar="PLAN_OR_PROJECT")
     add_hook_scope_options(p)
     p.add_argument(
         "--ask",
@@ -81,16 +100,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     kind = args.agent_kind
-    given = [x for x in (args.plan, args.plan_option) if x is not None]
-    if len(given) != 1:
-        # Exit 2 blocks the call in both clients, with this on stderr as the reason.
-        problem = "give one plan" if given else "give the plan"
-        print(
-            f"charter hook: {problem}: charter hook {kind} PLAN_OR_PROJECT [--agent A]",
-            file=sys.stderr,
-        )
-        return 2
-    args.plan = given[0]
     if kind == "claude-code" and args.ask is not None:
         print("charter hook: --ask applies to gemini-cli only", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ import pytest
 
 from charter.compiler.cli import VERBS, main, verb_parser
 from charter.compiler.cli.doctor import _plan_of
+from charter.compiler.cli.hook import plan_operand
 
 REPO = Path(__file__).resolve().parents[2]
 CODER = REPO / "blueprints" / "coder"
@@ -74,8 +75,8 @@ def test_one_name_per_concept_and_old_spellings_are_hidden() -> None:
         ("run", ["X", "--agent", "a", "--format", "json"], "format", "json"),
         ("validate", ["--format", "full"], "format", "text"),
         ("rules", ["--format", "table"], "format", "text"),
-        ("hook", ["claude-code", "--plan", "p.json"], "plan_option", "p.json"),
         ("hook", ["claude-code", "p.json"], "plan", "p.json"),
+        ("hook", ["claude-code", "--agent", "a", "p.json"], "plan", "p.json"),
     ],
 )
 def test_old_and_new_spellings_parse_to_the_same_setting(
@@ -126,16 +127,34 @@ def _hook(argv: list[str], monkeypatch: pytest.MonkeyPatch, ws: Path) -> None:
 def test_hook_takes_the_plan_as_every_verb_does_and_still_as_an_option(
     capsys: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    for argv in ([str(CODER)], ["--plan", str(CODER)]):
+    for argv in ([str(CODER)], ["--plan", str(CODER)], [f"--plan={CODER}"]):
         _hook(argv, monkeypatch, tmp_path)
         answer = json.loads(capsys.readouterr().out)
         assert answer["hookSpecificOutput"]["permissionDecision"] == "allow", argv
-    # none, or two different ones: a usage error, which blocks the call
+    # the plan after the options, as every verb takes its operand
+    event = {"hook_event_name": "PreToolUse", "tool_name": "Read", "cwd": str(tmp_path),
+             "tool_input": {"file_path": str(tmp_path / "README.md")}}  # fmt: skip
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(event).encode())))
+    argv = ["hook", "claude-code", "--agent", "coder", "--no-user-config", str(CODER)]
+    assert main(argv) == 0
+    assert (
+        json.loads(capsys.readouterr().out)["hookSpecificOutput"]["permissionDecision"] == "allow"
+    )
+    # none, or two: a usage error, which blocks the call in both clients
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"{}")))
     assert main(["hook", "claude-code"]) == 2
-    assert "give the plan" in capsys.readouterr().err
+    assert "required: PLAN_OR_PROJECT" in capsys.readouterr().err
     assert main(["hook", "claude-code", "a.json", "--plan", "b.json"]) == 2
-    assert "give one plan" in capsys.readouterr().err
+    assert "unrecognized arguments" in capsys.readouterr().err
+    assert "--plan" not in verb_parser("hook").format_help()
+
+
+def test_plan_operand_moves_the_older_option_to_the_operand() -> None:
+    assert plan_operand(["hook", "gemini-cli", "--plan", "p", "--agent", "a"]) == [
+        "hook", "gemini-cli", "--agent", "a", "p"
+    ]  # fmt: skip
+    assert plan_operand(["hook", "claude-code", "--plan=p"]) == ["hook", "claude-code", "p"]
+    assert plan_operand(["hook", "claude-code", "--plan"]) == ["hook", "claude-code", "--plan"]
 
 
 @pytest.mark.parametrize(
