@@ -204,20 +204,25 @@ def _plan_of(words: list[str]) -> str | None:
         return words[words.index("--plan") + 1]
     for i, word in enumerate(words[:-2]):
         if word == "hook" and words[i + 1] in ("claude-code", "gemini-cli"):
+            flags = _hook_flags()
             rest = iter(words[i + 2 :])
             for w in rest:
                 if w in ("||", "&&", ";", "|"):
                     return None
                 if w.startswith("-"):
-                    if "=" not in w and w not in _HOOK_FLAGS:
+                    if "=" not in w and w not in flags:
                         next(rest, None)  # the option's value
                     continue
                 return w
     return None
 
 
-# The hook's options that take no value (every other option takes one).
-_HOOK_FLAGS = frozenset({"--no-user-config", "-h", "--help"})
+def _hook_flags() -> frozenset[str]:
+    """The hook's options that take no value, read from its own parser."""
+    from charter.compiler.cli import verb_parser
+
+    actions = verb_parser("hook")._actions
+    return frozenset(s for a in actions if a.nargs == 0 for s in a.option_strings)
 
 
 def _check_fresh(plan: Path, root: Path, rep: Report) -> None:
