@@ -60,14 +60,28 @@ def render_table(
     lead: int = 1,
     styles: dict[int, Style] | None = None,
     header_style: Style | None = None,
+    title: str | None = None,
 ) -> list[str]:
     """The table's lines, none wider than ``width`` (at least :data:`MIN_WIDTH`).
 
     ``lead`` is how many leading columns head a row's block when the table
     cannot fit; ``styles`` colours a column's cells after they are laid out
-    (so colour codes never count toward a width)."""
+    (so colour codes never count toward a width); ``title`` is a line above
+    it, wrapped like the cells."""
     width = max(width, MIN_WIDTH)
     styles = styles or {}
+    head = _wrap(title, width) if title else []
+    return head + _lay_out(headers, rows, width, lead, styles, header_style)
+
+
+def _lay_out(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    width: int,
+    lead: int,
+    styles: dict[int, Style],
+    header_style: Style | None,
+) -> list[str]:
     cells = [list(headers), *[list(r) for r in rows]]
     columns = len(headers)
     minimum = [max(_longest_word(row[i]) for row in cells) for i in range(columns)]

@@ -203,10 +203,10 @@ def _print_tables(
     import shutil
 
     from charter.compiler.cli._table import render_table
-    from charter.compiler.render import want_color
+    from charter.runtime.terminal import wants_colour
 
     width = shutil.get_terminal_size(fallback=(100, 24)).columns
-    colour = want_color(sys.stdout)
+    colour = wants_colour(sys.stdout)
 
     def paint(code: str) -> Callable[[str], str]:
         return lambda text: f"\x1b[{code}m{text}\x1b[0m" if colour else text
@@ -214,7 +214,6 @@ def _print_tables(
     def decision(text: str) -> str:
         return paint(_COLOURS.get(text, "0"))(text)
 
-    lines = [f"plan {digest[:19]}…"]
     headers = ("agent", "stage", "tool", "source", "capability", "decision", "liftable", "why")
     cells = [
         (
@@ -229,14 +228,24 @@ def _print_tables(
         )
         for r in data
     ]
-    lines += render_table(
-        headers, cells, width, lead=3, styles={5: decision}, header_style=paint("1")
+    lines = render_table(
+        headers,
+        cells,
+        width,
+        lead=3,
+        styles={5: decision},
+        header_style=paint("1"),
+        title=f"plan {digest[:19]}…",
     )
     lines += _script_lines(scripts)
     if boxes:
-        lines += ["", "where commands run (sandbox)"]
         box_cells = [(b["agent"], b["stage"], b["summary"]) for b in boxes]
-        lines += render_table(
-            ("agent", "stage", "sandbox"), box_cells, width, lead=2, header_style=paint("1")
+        lines += [""] + render_table(
+            ("agent", "stage", "sandbox"),
+            box_cells,
+            width,
+            lead=2,
+            header_style=paint("1"),
+            title="where commands run (sandbox)",
         )
     sys.stdout.write("\n".join(lines) + "\n")

@@ -68,6 +68,7 @@ _CLI_HELPERS = (
     "charter.compiler.cli._plan_arg",
     "charter.compiler.cli._jsonl",
     "charter.compiler.cli._options",
+    "charter.compiler.cli._table",
 )
 
 
