@@ -3,9 +3,10 @@
 Each column is at least as wide as its longest word, so a word is never cut
 while the table fits; the room left over goes to the columns whose text is
 longest. When even the longest words side by side do not fit, each row is
-printed as a short block instead (its leading cells on one line, then one
-``name: value`` line per other cell, wrapped to the width), so no line is
-wider than the terminal. Only a word longer than the whole width is cut.
+printed as a short block instead (its leading cells on one line, then its
+other cells as ``name: value``, wrapped to the width), so no line is wider
+than the terminal. Only a word longer than the whole width is cut. Colour is
+applied after the layout, so its codes never count toward a width.
 """
 
 from __future__ import annotations
@@ -125,18 +126,16 @@ def _blocks(
         long: list[str] = []
         for i in range(lead, len(headers)):
             value = " ".join(row[i].split())
-            # Colour is applied to whole words after wrapping, so it never
-            # counts toward the width.
             (long if " " in value else short).append(f"{headers[i]}: {value}")
         paragraphs = ([GAP.join(short)] if short else []) + long
         for text in paragraphs:
             out += _wrap(text, width, indent="  ", later="    ")
-    return [_paint(line, headers, rows, styles) for line in out] if styles else out
+    return [_paint(line, headers, styles) for line in out] if styles else out
 
 
-def _paint(
-    line: str, headers: Sequence[str], rows: Sequence[Sequence[str]], styles: dict[int, Style]
-) -> str:
+def _paint(line: str, headers: Sequence[str], styles: dict[int, Style]) -> str:
+    """A block line with each styled cell's value (the word after its
+    ``name: ``) coloured."""
     for i, style in styles.items():
         label = f"{headers[i]}: "
         at = line.find(label)
