@@ -341,18 +341,19 @@ def _report_user_overridden(
     if stricter(mine.value, decision.permission) == mine.value:
         return  # the user's value applies (or is the stricter one)
     policy = said.get("stage") or said.get("agent")
+    clamp = next((c for c in decision.clamps if c.after == decision.permission), None)
     if policy is not None and policy.value is not None and policy.value != mine.value:
         by = policy.source
-        what = (
-            f"the policy sets {policy.value} at {{by}}, which wins: a policy may tighten your "
-            "config, never loosen it"
-        )
-    else:
-        clamp = next((c for c in decision.clamps if c.after == decision.permission), None)
-        if clamp is None:
+        if by is None:
             return
-        by, what = clamp.source, f"{{by}} overrides it: {clamp.reason}"
-    if by is None:
+        what = (
+            f"the policy sets {policy.value} at {_where(by)}, which wins: a policy may tighten "
+            "your config, never loosen it"
+        )
+    elif clamp is not None and clamp.source is not None:
+        by = clamp.source
+        what = f"{_where(by)} overrides it: {clamp.reason}"
+    else:
         return
     key = (str(mine.source), str(by))
     if key in seen:
@@ -363,8 +364,7 @@ def _report_user_overridden(
         diag(
             "user-permission-overridden",
             f"your config's {scope} sets '{tool}' = {mine.value} ({_where(mine.source)}), but "
-            + what.format(by=_where(by))
-            + f" ('{tool}' is {decision.permission} in stage '{stage}')",
+            f"{what} ('{tool}' is {decision.permission} in stage '{stage}')",
             Span(mine.source.path, mine.source.line, mine.source.col),
             key_path=mine.detail,
             data={

@@ -80,3 +80,18 @@ def test_the_starter_policys_advice_lets_the_users_allow_apply(
     capsys.readouterr()
     assert main(["validate", str(policy.parent), "--config", str(config), "--format", "json"]) == 0
     assert not [f for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "CH415"]
+
+
+def test_an_agent_cores_approval_that_overrides_the_users_allow_is_named(
+    tmp_path: Path, capsys: Any
+) -> None:
+    core = Path(__file__).resolve().parents[2] / "blueprints" / "notes-core"
+    config = tmp_path / "config.toml"
+    config.write_text('[agent_tool_permissions.notes-core]\nread_file = "allow"\n')
+    capsys.readouterr()
+    assert main(["validate", str(core), "--config", str(config), "--format", "json"]) == 0
+    findings = json.loads(capsys.readouterr().out)["findings"]
+    (found,) = [f for f in findings if f["code"] == "CH415"]
+    assert Path(found["path"]).resolve() == config.resolve() and found["line"] == 2
+    assert re.search(r"agent\.yaml:\d+ overrides it: the agent core's approval", found["message"])
+    assert found["data"]["permission"] == "ask"
