@@ -46,6 +46,7 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
         ShellSyntaxError (shell.tree)
             ShellTooLong (shell.tree)
         TaskStoreError (tools.tasks.store), also OSError
+        TooDeep (jsonbound), also ValueError
         TooManySecrets (redact)
         UrlError (net.urlpolicy), also ValueError
         UrlRefused (net.urlpolicy)

@@ -232,6 +232,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if _chosen_verb(args_list) == "sandbox" and "--" in args_list:
         cut = args_list.index("--")
         args_list, tail = args_list[:cut], args_list[cut + 1 :]
+    if _chosen_verb(args_list) == "hook":
+        # The hook's plan was an option (--plan) before it was the positional
+        # every verb takes; settings files written then still say so.
+        from charter.compiler.cli.hook import plan_operand
+
+        args_list = plan_operand(args_list)
     unknown = _unknown_verb(args_list)
     if unknown:
         sys.stderr.write(

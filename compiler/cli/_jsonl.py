@@ -42,6 +42,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import IO, TYPE_CHECKING, Any
 
+from charter.compiler.cli._options import add_format
+
 if TYPE_CHECKING:
     from charter.runtime.plan.vocabulary import Permission
 
@@ -88,7 +90,7 @@ def exit_code(decision: str) -> int:
 def add_batch_options(p: argparse.ArgumentParser, lines: str) -> None:
     """``--format`` for one answer and ``--jsonl`` for a batch; ``lines`` says
     what the batch's lines hold and what each answer holds."""
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    add_format(p)
     p.add_argument("--jsonl", action="store_true", help=lines)
 
 
@@ -155,6 +157,7 @@ def answer_lines(
     verb's fields, without ``id``, or raises :class:`BadLine`); write each
     answer to ``out``; return the exit code described above. ``malformed``
     adds fields to the answer for a bad line (``check``'s ``gate``)."""
+    from charter.runtime import jsonbound
     from charter.runtime.plan.vocabulary import stricter
 
     worst: Permission = "allow"
@@ -165,7 +168,7 @@ def answer_lines(
         ident: Any = None
         try:
             try:
-                obj = json.loads(raw)
+                obj = jsonbound.loads(raw)
             except (ValueError, RecursionError) as exc:
                 detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
                 raise BadLine(f"not JSON ({detail})") from None

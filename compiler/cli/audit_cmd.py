@@ -1,6 +1,7 @@
 """``charter audit LOG``: show an audit log as a table, or check it.
 
-A rich table on a terminal, aligned plain text otherwise, or ``--format
+A table as wide as the terminal on one (wrapped between words), aligned plain
+text otherwise, or ``--format
 json`` (one JSON array of the events). Unreadable lines (a torn last line of
 a killed run) are reported on stderr and skipped. Exit 0, or 2 when the log
 cannot be read.
@@ -18,6 +19,8 @@ import json
 import sys
 from typing import Any
 
+from charter.compiler.cli._options import add_format
+
 __all__ = ["add_arguments", "run"]
 
 _COLUMNS = ("time", "event", "agent", "stage", "tool", "decision", "gate", "rule", "status", "ms")
@@ -25,7 +28,7 @@ _COLUMNS = ("time", "event", "agent", "stage", "tool", "decision", "gate", "rule
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("log", help="audit log (JSON lines)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    add_format(p)
     p.add_argument(
         "--verify",
         action="store_true",
@@ -54,6 +57,26 @@ def _row(e: dict[str, Any]) -> tuple[str, ...]:
         str(e.get("status", "")),
         ms,
     )
+
+
+def _print_table(title: str, rows: list[tuple[str, ...]]) -> None:
+    """The events as a table as wide as the terminal, wrapped between words,
+    a deny in red and an ask in yellow."""
+    import shutil
+
+    from charter.compiler.cli._table import render_table
+    from charter.runtime.terminal import wants_colour
+
+    colour = wants_colour(sys.stdout)
+    codes = {"deny": "31", "ask": "33", "allow": "32"}
+
+    def decision(text: str) -> str:
+        code = codes.get(text)
+        return f"\x1b[{code}m{text}\x1b[0m" if colour and code else text
+
+    width = shutil.get_terminal_size(fallback=(100, 24)).columns
+    lines = render_table(_COLUMNS, rows, width, lead=2, styles={5: decision}, title=title)
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -102,16 +125,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     rows = [_row(e) for e in found.events]
     if sys.stdout.isatty():
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(title=f"{args.log}: {len(rows)} events")
-        for c in _COLUMNS:
-            table.add_column(c, justify="right" if c == "ms" else "left")
-        for r in rows:
-            style = {"deny": "red", "ask": "yellow"}.get(r[5])
-            table.add_row(*r, style=style)
-        Console().print(table)
+        _print_table(f"{args.log}: {len(rows)} events", rows)
         return 0
     widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(_COLUMNS)]
     print("  ".join(c.ljust(w) for c, w in zip(_COLUMNS, widths, strict=True)).rstrip())

@@ -160,8 +160,10 @@ def run(args: argparse.Namespace) -> int:
         return decide(session, call).to_json()
 
     def one(tool: str) -> int:
+        from charter.runtime import jsonbound
+
         try:
-            call_args = json.loads(args.args_json)
+            call_args = jsonbound.loads(args.args_json)
         except json.JSONDecodeError as exc:
             print(
                 f"charter check: ARGS_JSON is not JSON (column {exc.colno}: {exc.msg})",

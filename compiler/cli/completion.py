@@ -31,7 +31,7 @@ SHELLS = ("bash", "zsh", "fish")
 
 @dataclass(frozen=True, slots=True)
 class Option:
-    names: tuple[str, ...]  # --workspace, --workdir
+    names: tuple[str, ...]  # its long spellings (--quiet)
     help: str
     takes_value: bool
     choices: tuple[str, ...] = ()
@@ -57,6 +57,7 @@ def _help(text: str | None) -> str:
 def describe() -> list[Verb]:
     """Every verb with its options, read from the verbs' own parsers."""
     from charter.compiler.cli import VERBS, verb_parser
+    from charter.compiler.cli._options import is_hidden
 
     verbs: list[Verb] = []
     for name, (_module, help_text) in VERBS.items():
@@ -64,8 +65,8 @@ def describe() -> list[Verb]:
         options: list[Option] = []
         first: tuple[str, ...] = ()
         for action in parser._actions:
-            if isinstance(action, argparse._HelpAction):
-                continue
+            if isinstance(action, argparse._HelpAction) or is_hidden(action):
+                continue  # an old spelling kept as a hidden alias is not offered
             choices = tuple(str(c) for c in action.choices or ()) if action.choices else ()
             if action.option_strings:
                 names = tuple(s for s in action.option_strings if s.startswith("--"))

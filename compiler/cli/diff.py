@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from charter.compiler.cli._options import add_format
 from charter.compiler.cli._plan_arg import add_project_options, load_plan_or_project
 from charter.compiler.cli.show import explain
 from charter.runtime.plan.vocabulary import RANK
@@ -26,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("old", type=Path, metavar="OLD", help="a plan file or a project directory")
     p.add_argument("new", type=Path, metavar="NEW", help="a plan file or a project directory")
     add_project_options(p)
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    add_format(p)
     p.add_argument("--fail-on-loosen", action="store_true", help="exit 1 if anything loosened")
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from charter.compiler.cli._options import add_hidden_alias
 from charter.runtime.plan.vocabulary import PERMISSIONS
 
 __all__ = ["add_arguments", "run"]
@@ -45,8 +46,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", nargs="?", type=Path, default=Path("."), help="the workspace (default .)")
     p.add_argument("--client", choices=("claude-code", "gemini-cli"), help="check only this one")
     p.add_argument(
-        "--timeout", type=float, default=20.0, metavar="SECONDS", help="for running each hook"
+        "--time-limit",
+        dest="time_limit",
+        type=float,
+        default=20.0,
+        metavar="SECONDS",
+        help="stop each hook that has not answered after this long (default 20)",
     )
+    add_hidden_alias(p, "--timeout", dest="time_limit", type=float, metavar="SECONDS")
 
 
 @dataclass
@@ -183,11 +190,39 @@ def _check_command(client: str, hook: dict[str, Any], root: Path, rep: Report) -
         if url is not None:
             _check_health(url, {}, rep)
         return
-    if "--plan" in words[:-1]:
-        plan = words[words.index("--plan") + 1]
+    plan = _plan_of(words)
+    if plan is not None:
         agent = words[words.index("--agent") + 1] if "--agent" in words[:-1] else None
         _check_plan(plan, agent, rep)
         _check_fresh(Path(plan), root, rep)
+
+
+def _plan_of(words: list[str]) -> str | None:
+    """The plan a hook command names: the positional after ``hook CLIENT``,
+    or the older ``--plan PLAN`` that hooks written before still carry."""
+    if "--plan" in words[:-1]:
+        return words[words.index("--plan") + 1]
+    for i, word in enumerate(words[:-2]):
+        if word == "hook" and words[i + 1] in ("claude-code", "gemini-cli"):
+            flags = _hook_flags()
+            rest = iter(words[i + 2 :])
+            for w in rest:
+                if w in ("||", "&&", ";", "|"):
+                    return None
+                if w.startswith("-"):
+                    if "=" not in w and w not in flags:
+                        next(rest, None)  # the option's value
+                    continue
+                return w
+    return None
+
+
+def _hook_flags() -> frozenset[str]:
+    """The hook's options that take no value, read from its own parser."""
+    from charter.compiler.cli import verb_parser
+
+    actions = verb_parser("hook")._actions
+    return frozenset(s for a in actions if a.nargs == 0 for s in a.option_strings)
 
 
 def _check_fresh(plan: Path, root: Path, rep: Report) -> None:
@@ -359,7 +394,7 @@ def run(args: argparse.Namespace) -> int:
     total = 0
     failed = False
     for client in clients:
-        rep, hooks = _check_client(client, root, args.timeout)
+        rep, hooks = _check_client(client, root, args.time_limit)
         total += hooks
         name = "Claude Code" if client == "claude-code" else "Gemini CLI"
         if hooks == 0 and (args.client or rep.lines):

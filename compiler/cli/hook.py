@@ -6,9 +6,9 @@ never allow. Claude Code's fail-closed answer is ``ask`` where a person is
 asked and ``deny`` where nobody is; Gemini CLI's is ``deny``, since Gemini CLI
 lets a call through when a hook exits 1 or times out. A decision not reached
 within ``--time-limit`` seconds is answered ``deny``: both clients run the
-call when the hook is slower than their timeout. ``--plan`` names a plan
-file or a project directory (compiled first); given a plan file it imports
-only ``charter.runtime``.
+call when the hook is slower than their timeout. The plan (``PLAN_OR_PROJECT``,
+or the older ``--plan PLAN``) is a plan file or a project directory (compiled
+first); given a plan file it imports only ``charter.runtime``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from charter.compiler.cli._plan_arg import (
 if TYPE_CHECKING:
     from charter.runtime.hooks.common import HookOptions
 
-__all__ = ["TIME_LIMITS", "add_arguments", "run"]
+__all__ = ["TIME_LIMITS", "add_arguments", "plan_operand", "run"]
 
 # Seconds to the watchdog's deny, well below the client's own hook timeout
 # (Gemini CLI: 60 s by default; Claude Code: what settings.json says, 10 s in
@@ -39,13 +39,36 @@ __all__ = ["TIME_LIMITS", "add_arguments", "run"]
 TIME_LIMITS = {"claude-code": 8.0, "gemini-cli": 20.0}
 
 
+def plan_operand(argv: list[str]) -> list[str]:
+    """``argv`` with the older ``--plan PLAN`` (or ``--plan=PLAN``) moved to
+    the end as the positional plan every other verb takes. Hooks an older
+    ``charter init`` wrote into settings files say ``--plan``; read before
+    parsing, it fills the one required operand, so a command line with no
+    plan, or with two, is still a usage error (exit 2, which blocks the call
+    in both clients)."""
+    kept: list[str] = []
+    moved: list[str] = []
+    words = iter(argv)
+    for word in words:
+        if word == "--plan":
+            value = next(words, None)
+            if value is None:
+                kept.append(word)  # argparse reports the missing value
+            else:
+                moved.append(value)
+        elif word.startswith("--plan="):
+            moved.append(word.removeprefix("--plan="))
+        else:
+            kept.append(word)
+    return kept + moved
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "agent_kind", choices=("claude-code", "gemini-cli"), help="which agent's hook to answer"
     )
     p.add_argument(
-        "--plan",
-        required=True,
+        "plan",
         metavar="PLAN_OR_PROJECT",
         help="a compiled plan (plan.json) or a project directory (compiled first)",
     )

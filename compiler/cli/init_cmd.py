@@ -64,9 +64,12 @@ STARTER_POLICY = """\
 #   charter compile .charter/policy/{agent} -o .charter/plan.json
 #
 # (`charter serve .charter/policy/{agent}` compiles it by itself on change.)
-# A blueprint may not set a tool looser than Charter's built-in default; to
-# let {client} keep its todo list or search without asking, allow those tools
-# for this agent in your own config.toml ([agent_tool_permissions.{agent}]).
+# This file may not set a tool looser than Charter's built-in default, and
+# your own config.toml may tighten it but never loosen it: a tool set to "ask"
+# here keeps asking whatever your config says (charter validate warns, CH415).
+# To let {client} keep its todo list or search without asking, delete their
+# lines below, then allow those tools for this agent in your config.toml
+# ([agent_tool_permissions.{agent}]).
 
 [agent]
 name = "{agent}"
@@ -206,9 +209,9 @@ def hook_entry(
         except ValueError:
             where = shlex.quote(str(plan))
         args = shlex.join(["--agent", agent])
-        command = f"{program} hook {client} --plan {where} {args}" + FAIL_CLOSED
+        command = f"{program} hook {client} {where} {args}" + FAIL_CLOSED
     else:
-        argv = [*charter_command(), "hook", client, "--plan", str(plan), "--agent", agent]
+        argv = [*charter_command(), "hook", client, str(plan), "--agent", agent]
         command = shlex.join(argv) + FAIL_CLOSED
     if client == "claude-code":
         return {"type": "command", "command": command, "timeout": CLAUDE_TIMEOUT}

@@ -13,6 +13,8 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from charter.compiler.cli._options import add_format
+
 if TYPE_CHECKING:
     from charter.compiler.rules import Rule
 
@@ -23,19 +25,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     # One module serves both verbs; argparse names the sub-parser after its verb.
     if p.prog.rsplit(" ", 1)[-1] == "rule":
         p.add_argument("rule", metavar="CODE_OR_NAME", help="a rule code (CH201) or name")
-        p.add_argument(
-            "--format",
-            choices=("text", "markdown", "json"),
-            default="text",
-            help="output format (default: text)",
-        )
+        add_format(p, extra=("markdown",))
     else:
-        p.add_argument(
-            "--format",
-            choices=("table", "json"),
-            default="table",
-            help="output format (default: table)",
-        )
+        # The list is aligned plain text: the shared `text` (once `table`).
+        add_format(p, aliases={"table": "text"})
 
 
 def run(args: argparse.Namespace) -> int:

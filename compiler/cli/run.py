@@ -7,7 +7,7 @@ Given a project directory the project is compiled first; given a plan file
 log (``audit.jsonl``, a hash chain sealed by ``run_finished``), the event
 stream (``events.jsonl``) and the answer (``output.<ext>``).
 
-Model requests are bounded: ``--model-timeout`` (else the config's
+Model requests are bounded: ``--model-time-limit`` (else the config's
 ``request_timeout_secs``, else 120 s) per attempt and ``--model-retries``
 retries (default 3); each retry is an event with its reason.
 
@@ -36,6 +36,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
+
+from charter.compiler.cli._options import add_format, add_hidden_alias, add_workspace
 
 EXIT_OK = 0
 EXIT_NO_OUTPUT = 4
@@ -108,12 +110,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the environment variable holding the API key (default OPENAI_API_KEY)",
     )
     p.add_argument(
-        "--model-timeout",
+        "--model-time-limit",
+        dest="model_timeout",
         type=_seconds,
         metavar="SECONDS",
         help="give up on one model request after this long (default: the config's "
         "request_timeout_secs, else 120)",
     )
+    add_hidden_alias(p, "--model-timeout", dest="model_timeout", type=_seconds)
     p.add_argument(
         "--model-retries",
         type=_retries,
@@ -129,12 +133,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--allow", action="append", default=[], metavar="TOOL", help="lift this tool's ask"
     )
-    p.add_argument(
-        "--workspace",
-        "--workdir",
-        dest="workspace",
+    add_workspace(
+        p,
         type=Path,
-        metavar="DIR",
         help="the workspace the tools are confined to (default: the current directory)",
     )
     p.add_argument("--output", type=Path, metavar="FILE", help="also write the answer here")
@@ -146,11 +147,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--resume", action="store_true", help="continue session NAME where it stopped")
     p.add_argument("--config", type=Path, help="the user config.toml used to compile a project")
     p.add_argument("--no-user-config", action="store_true", help="ignore the user's config")
-    view = p.add_mutually_exclusive_group()
-    view.add_argument(
-        "-q", "--quiet", action="store_true", help="print only the answer and problems"
-    )
-    view.add_argument("--json", action="store_true", help="print one JSON event per line")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only the answer and problems")
+    add_format(p, help="text: the live view (default); json: one JSON event per line")
+    add_hidden_alias(p, "--json", dest="format", action="store_const", const="json")
 
 
 def _refuse(message: str) -> int:
@@ -355,6 +354,8 @@ def _workdir_refusal(
 
 
 def _prepare_run(args: argparse.Namespace) -> tuple[Any, ...] | int:
+    if args.quiet and args.format == "json":
+        return _refuse("-q and --format json are two views of a run: choose one")
     workspace = (args.workspace or Path.cwd()).resolve()
     if not workspace.is_dir():
         return _refuse(f"{workspace}: the workspace is not a directory")
@@ -404,7 +405,7 @@ def _prepare_run(args: argparse.Namespace) -> tuple[Any, ...] | int:
         retries = DEFAULT_MODEL_RETRIES if args.model_retries is None else args.model_retries
         options["retry"] = RetryPolicy(attempts=retries + 1)
     elif args.model_timeout is not None or args.model_retries is not None:
-        return _refuse("--model-timeout and --model-retries apply to openai: models only")
+        return _refuse("--model-time-limit and --model-retries apply to openai: models only")
     try:
         provider = load_provider(
             spec, base_url=args.base_url, api_key_env=args.api_key_env, **options
@@ -478,7 +479,7 @@ def _run(
             run_dir / "audit.jsonl", redact=lambda text: redactor.redact(text, "stored")
         )
         bus = EventBus([JsonLinesSink(events_file, owns=True)])
-        if args.json:
+        if args.format == "json":
             bus.add(JsonLinesSink(sys.stdout))
         elif args.quiet:
             bus.add(QuietView())
@@ -627,13 +628,13 @@ def _execute(
         tool_calls=calls,
         gates_forced=forced,
         output=str(output_path) if output_path else None,
-        output_text=output if args.json else None,
+        output_text=output if (args.format == "json") else None,
         audit=str(run_dir / "audit.jsonl"),
         audit_hash=audit.head,
         events=str(run_dir / "events.jsonl"),
         exit_code=code,
     )
-    if code == EXIT_OK and not args.json and output is not None:
+    if code == EXIT_OK and not (args.format == "json") and output is not None:
         sys.stdout.write(output if output.endswith("\n") else output + "\n")
         sys.stdout.flush()
     return code

@@ -24,6 +24,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from charter.compiler.cli._options import add_workspace
+
 EXIT_NOT_CONTAINED = 125
 
 
@@ -31,7 +33,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", type=Path, metavar="PLAN", help="a plan file or a project directory")
     p.add_argument("--agent", required=True, help="the agent whose profile applies")
     p.add_argument("--stage", help="the stage (default: the agent's entry stage)")
-    p.add_argument("--workdir", type=Path, help="the workspace (default: the current directory)")
+    add_workspace(p, type=Path, help="the workspace (default: the current directory)")
     p.add_argument("--config", type=Path, help="the user config.toml used to compile a project")
     p.add_argument("--no-user-config", action="store_true", help="ignore the user's config")
     p.add_argument("--describe", action="store_true", help="print what is contained, run nothing")
@@ -87,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
     profile = stage.sandbox or agent.sandbox
     if profile is None:
         return _fail("the plan has no sandbox profile (compiled by an older Charter)")
-    workdir = (args.workdir or Path.cwd()).resolve()
+    workdir = (args.workspace or Path.cwd()).resolve()
     if not workdir.is_dir():
         return _fail(f"{workdir}: the workdir is not a directory")
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
+from charter.compiler.cli._options import add_format
 from charter.compiler.cli._plan_arg import (
     add_plan_operand,
     add_project_options,
@@ -25,9 +27,7 @@ from charter.compiler.cli._plan_arg import (
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_plan_operand(p, "plan")
     p.add_argument("--agent", help="only this agent")
-    p.add_argument(
-        "--format", choices=("table", "text", "json"), help="default: table on a terminal"
-    )
+    add_format(p, extra=("table",), default=None, help="default: table on a terminal, else text")
     add_project_options(p)
 
 
@@ -185,33 +185,67 @@ def run(args: argparse.Namespace) -> int:
         for b in boxes:
             print(f"{b['agent']}/{b['stage']}\tsandbox\t{b['summary']}")
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    _print_tables(plan.digest, data, scripts, boxes)
+    return 0
 
-    table = Table(title=f"plan {plan.digest[:19]}…", show_lines=False)
-    for col in ("agent", "stage", "tool", "source", "capability", "decision", "liftable", "why"):
-        table.add_column(col, overflow="fold")
-    colours = {"allow": "green", "ask": "yellow", "deny": "red"}
-    for r in data:
-        table.add_row(
+
+_COLOURS = {"allow": "32", "ask": "33", "deny": "31"}  # green, yellow, red
+
+
+def _print_tables(
+    digest: str,
+    data: list[dict[str, Any]],
+    scripts: dict[str, dict[str, Any]],
+    boxes: list[dict[str, Any]],
+) -> None:
+    """The decisions and the sandboxes as tables that fit the terminal
+    (``COLUMNS`` when set), wrapped at word boundaries."""
+    import shutil
+
+    from charter.compiler.cli._table import render_table
+    from charter.runtime.terminal import wants_colour
+
+    width = shutil.get_terminal_size(fallback=(100, 24)).columns
+    colour = wants_colour(sys.stdout)
+
+    def paint(code: str) -> Callable[[str], str]:
+        return lambda text: f"\x1b[{code}m{text}\x1b[0m" if colour else text
+
+    def decision(text: str) -> str:
+        return paint(_COLOURS.get(text, "0"))(text)
+
+    headers = ("agent", "stage", "tool", "source", "capability", "decision", "liftable", "why")
+    cells = [
+        (
             r["agent"],
             r["stage"],
             r["tool"],
             r["source"],
             r["capability"] or "-",
-            f"[{colours[r['decision']]}]{r['decision']}[/]",
+            r["decision"],
             "yes" if r["liftable"] else "no",
             r["why"],
         )
-    console = Console()
-    console.print(table)
-    for line in _script_lines(scripts):
-        console.print(line, markup=False)
+        for r in data
+    ]
+    lines = render_table(
+        headers,
+        cells,
+        width,
+        lead=3,
+        styles={5: decision},
+        header_style=paint("1"),
+        title=f"plan {digest[:19]}…",
+    )
+    lines += _script_lines(scripts)
     if boxes:
-        sandboxes = Table(title="where commands run (sandbox)", show_lines=False)
-        for col in ("agent", "stage", "sandbox"):
-            sandboxes.add_column(col, overflow="fold")
-        for b in boxes:
-            sandboxes.add_row(b["agent"], b["stage"], b["summary"])
-        console.print(sandboxes)
-    return 0
+        box_cells = [(b["agent"], b["stage"], b["summary"]) for b in boxes]
+        lines += [""] + render_table(
+            ("agent", "stage", "sandbox"),
+            box_cells,
+            width,
+            lead=2,
+            header_style=paint("1"),
+            title="where commands run (sandbox)",
+        )
+    sys.stdout.write("\n".join(lines) + "\n")

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from charter.compiler.cli._options import add_format
+
 if TYPE_CHECKING:
     from charter.compiler.diagnostics import Diagnostic
 
@@ -20,10 +22,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="project directories")
     p.add_argument("--config", type=Path, help="the user config.toml (default: the user's own)")
     p.add_argument("--no-user-config", action="store_true", help="ignore the user's config")
-    p.add_argument(
-        "--format",
-        choices=("concise", "full", "json", "sarif", "github"),
-        help="output format (default: full on a terminal, concise otherwise)",
+    # `text` is the full form (source lines, caret, help), once called `full`.
+    add_format(
+        p,
+        extra=("concise", "sarif", "github"),
+        aliases={"full": "text"},
+        default=None,
+        help="output format (default: text on a terminal, concise otherwise; github in "
+        "GitHub Actions)",
     )
     p.add_argument("--deny-warnings", action="store_true", help="fail on warnings too")
     p.add_argument(
@@ -71,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
 
         kept = [d for d in kept if d.severity is not Severity.NOTE]
     fmt = args.format or default_format(sys.stdout)
+    if fmt == "text":
+        fmt = "full"  # the renderer's name for it
     color = want_color(sys.stdout)  # full only: on a terminal, NO_COLOR / FORCE_COLOR
     sys.stdout.write(render(kept, fmt, sources=sources, suppressed=suppressed, color=color))
     return exit_code(kept, deny_warnings=args.deny_warnings)

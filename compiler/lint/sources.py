@@ -20,7 +20,7 @@ from charter.compiler.rules import diag, diag_at
 from charter.compiler.tooltable import ToolTable
 from charter.runtime.capabilities import grant_covers
 from charter.runtime.catalog import resolve_builtin
-from charter.runtime.plan import Decision, Grant, Stage, ToolEntry, stricter
+from charter.runtime.plan import Decision, Grant, SourceRef, Stage, ToolEntry, stricter
 
 if TYPE_CHECKING:
     # Agent cores, MCP manifests and lock files are read only for agents
@@ -41,11 +41,13 @@ def lint_resolved(resolved: ResolvedAgent) -> None:
     _unused_grants(ctx, resolved.grants, resolved.entries, _mcp_caps(ctx))
     _inert_blueprint_safe_commands(ctx)
     stage_names = list(resolved.stages)
+    overridden: set[tuple[str, str]] = set()  # (the user's setting, what overrode it)
     # plan_sandboxes keeps the stages in order, one compiled per entry.
     for entry, stage in zip(resolved.stages.values(), resolved.compiled, strict=True):
         _orphan_permissions(ctx, entry, resolved.table, stage)
         for tool in stage.tools:
             _report_clamps(ctx, tool.decision, tool.name, entry.name)
+            _report_user_overridden(ctx, tool.decision, tool.name, entry.name, overridden)
         _fan_out_checks(ctx, entry, stage_names)
         _unexecuted_scripts(ctx, entry)
     _unexecuted_region_scripts(ctx)
@@ -302,16 +304,78 @@ def _report_clamps(ctx: AgentContext, decision: Decision, tool: str, stage: str)
         if scope is None or scope.source is None:
             continue
         src = scope.source
+        reason = clamp.reason
+        if clamp.rule == "blueprint-tighten-only" and clamp.source is not None:
+            reason += f" (your config, {_where(clamp.source)})"  # name both files
         ctx.diags.append(
             diag(
                 "blueprint-permission-clamped",
                 f"stage '{stage}': '{tool}' asked for {clamp.before} and became {clamp.after}: "
-                f"{clamp.reason}",
+                f"{reason}",
                 Span(src.path, src.line, src.col),
                 key_path=scope.detail,
                 data={"tool": tool, "stage": stage, "before": clamp.before, "after": clamp.after},
             )
         )
+
+
+def _where(source: SourceRef) -> str:
+    """A place for a message: the user's config (``<config>/NAME`` in the
+    plan, which names no machine path) by its file name, a policy file by its
+    path in the project."""
+    path = source.path.removeprefix("<config>/")
+    return f"{path}:{source.line}"
+
+
+def _report_user_overridden(
+    ctx: AgentContext, decision: Decision, tool: str, stage: str, seen: set[tuple[str, str]]
+) -> None:
+    """The user's config set this tool looser than the decision came out:
+    another layer (the policy's stricter entry, the agent core's approval, an
+    untrusted server) overrode it. Reported once per pair of settings, at the
+    user's, naming the other."""
+    said = {s.scope: s for s in decision.scopes if s.value is not None}
+    mine = said.get("agent_config") or said.get("config")
+    if mine is None or mine.source is None or mine.value is None:
+        return
+    if stricter(mine.value, decision.permission) == mine.value:
+        return  # the user's value applies (or is the stricter one)
+    policy = said.get("stage") or said.get("agent")
+    clamp = next((c for c in decision.clamps if c.after == decision.permission), None)
+    if policy is not None and policy.value is not None and policy.value != mine.value:
+        by = policy.source
+        if by is None:
+            return
+        what = (
+            f"the policy sets {policy.value} at {_where(by)}, which wins: a policy may tighten "
+            "your config, never loosen it"
+        )
+    elif clamp is not None and clamp.source is not None:
+        by = clamp.source
+        what = f"{_where(by)} overrides it: {clamp.reason}"
+    else:
+        return
+    key = (str(mine.source), str(by))
+    if key in seen:
+        return
+    seen.add(key)
+    scope = "[agent_tool_permissions]" if mine.scope == "agent_config" else "[tool_permissions]"
+    ctx.diags.append(
+        diag(
+            "user-permission-overridden",
+            f"your config's {scope} sets '{tool}' = {mine.value} ({_where(mine.source)}), but "
+            f"{what} ('{tool}' is {decision.permission} in stage '{stage}')",
+            Span(mine.source.path, mine.source.line, mine.source.col),
+            key_path=mine.detail,
+            data={
+                "tool": tool,
+                "stage": stage,
+                "config": str(mine.source),
+                "overridden_by": str(by),
+                "permission": decision.permission,
+            },
+        )
+    )
 
 
 def _fan_out_checks(ctx: AgentContext, entry: StageEntry, stage_names: list[str]) -> None:

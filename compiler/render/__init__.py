@@ -91,13 +91,11 @@ def default_format(stream: TextIO, environ: Mapping[str, str] | None = None) -> 
 
 def want_color(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
     """Colour for ``full``: on a terminal, unless ``NO_COLOR`` is set;
-    ``FORCE_COLOR`` turns it on anywhere (both per no-color.org conventions)."""
-    env = os.environ if environ is None else environ
-    if env.get("NO_COLOR"):
-        return False
-    if env.get("FORCE_COLOR"):
-        return True
-    return _isatty(stream) and env.get("TERM") != "dumb"
+    ``FORCE_COLOR`` turns it on anywhere (both per no-color.org conventions).
+    The one rule every verb follows, :func:`charter.runtime.terminal.wants_colour`."""
+    from charter.runtime.terminal import wants_colour
+
+    return wants_colour(stream, environ)
 
 
 def exit_code(diagnostics: Iterable[Diagnostic], *, deny_warnings: bool) -> int:

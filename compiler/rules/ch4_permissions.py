@@ -163,6 +163,19 @@ register(
     "Turn on data-flow tracking (taint_tracking = true in config.toml, or [security] "
     "taint_tracking = true in the blueprint) and allow the destinations the agent needs.",
 )
+register(
+    "CH415",
+    "user-permission-overridden",
+    W,
+    "Your config sets a tool's permission looser than the policy does, so your setting changes "
+    "nothing for this agent: the policy's stricter value (or the agent core's approval) wins.",
+    "A user's config may be tightened by a policy but never loosen it; the tool keeps asking (or "
+    "stays refused) although your config says otherwise, and nothing else tells you.",
+    '# your config.toml\n[agent_tool_permissions.assistant]\nsearch_files = "allow"\n'
+    '# the policy\'s agent.leviath\n[stages.work.tool_permissions]\nsearch_files = "ask"\n',
+    "Remove the tool's entry from the policy (your config then decides), or set the policy's "
+    "entry to the value you want; or drop the setting from your config if the policy is right.",
+)
 # --- CH45x: what a blueprint asks for beyond its tools -------------------------
 register(
     "CH450",

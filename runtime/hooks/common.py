@@ -11,12 +11,12 @@ into its own fail-closed answer.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from charter.runtime import jsonbound
 from charter.runtime.plan.vocabulary import RANK, Permission
 from charter.runtime.results import ToolCall
 
@@ -120,8 +120,10 @@ def read_event(raw: bytes, event_name: str) -> dict[str, Any] | str:
     if len(raw) > MAX_EVENT_BYTES:
         return f"the hook event is larger than {MAX_EVENT_BYTES} bytes"
     try:
-        event = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        # Charter's own nesting bound: what the interpreter's parser refuses
+        # by itself differs between Python versions.
+        event = jsonbound.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
         return f"the hook event is not JSON ({exc})"
     if not isinstance(event, dict):
         return "the hook event is not a JSON object"

@@ -629,7 +629,7 @@ class UrlPolicy:
         if parsed.address is not None:
             cls = classify_address(parsed.address)
             verdict, reason = self._judge(cls)
-            text = str(parsed.address)
+            text = address_text(parsed.address)
             return replace(
                 base,
                 verdict=verdict,

@@ -614,7 +614,7 @@ class Limits(_Frozen):
     interaction_timeout_secs: int = 3600  # 0 waits forever
     shell_timeout_secs: int = 60
     # How long one model request may take (the config's request_timeout_secs);
-    # None: the provider's default. `charter run --model-timeout` overrides it.
+    # None: the provider's default. `charter run --model-time-limit` overrides it.
     model_request_timeout_secs: int | None = None
     default_max_iterations: int = 50
     max_child_depth: int = 3

@@ -76,7 +76,7 @@ def test_init_writes_a_policy_a_plan_and_a_hook_that_answers(ws: Path, capsys: A
     assert hook["type"] == "command" and hook["timeout"] == 10
     command = hook["command"]
     assert command.endswith(FAIL_CLOSED)
-    assert '--plan "$CLAUDE_PROJECT_DIR"/.charter/plan.json' in command
+    assert ' claude-code "$CLAUDE_PROJECT_DIR"/.charter/plan.json --agent' in command
     assert str(ws) not in command  # the file teams commit names no path of this machine
     event = {
         "cwd": str(ws),
@@ -102,7 +102,7 @@ def test_init_names_charter_from_path_when_it_is_there(
     monkeypatch.setattr(sys, "argv", [str(bin_dir / "charter")])
     assert _init("gemini-cli", str(ws)) == 0
     command = _hook_of(ws / ".gemini" / "settings.json", "BeforeTool")["command"]
-    assert command.startswith("charter hook gemini-cli --plan ")
+    assert command.startswith("charter hook gemini-cli ")
     assert '"$GEMINI_PROJECT_DIR"/.charter/plan.json' in command
     assert str(ws) not in command and str(bin_dir) not in command
     assert "note: charter is not on PATH" not in capsys.readouterr().out

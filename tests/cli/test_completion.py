@@ -5,6 +5,7 @@ arguments. Bash is exercised for real; zsh and fish when they are installed
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -25,9 +26,13 @@ def test_every_verb_and_option_is_in_the_script(shell: str, capsys: Any) -> None
     text = _script(capsys, shell)
     for verb in VERBS:
         assert verb in text, verb
-    for option in ("--model-timeout", "--model-retries", "--workspace", "--workdir", "--jsonl"):
+    for option in ("--model-time-limit", "--model-retries", "--workspace", "--jsonl"):
         assert option.lstrip("-") in text, option
     assert "no-such-option" not in text
+    # Old spellings kept as hidden aliases still work but are not offered.
+    for hidden in ("workdir", "model-timeout", "--plan"):
+        assert hidden not in text, hidden
+    assert not re.search(r"--json(?![\w-])|-l json ", text)  # run's old --json
 
 
 def _bash_complete(script: Path, words: list[str]) -> list[str]:
@@ -43,8 +48,8 @@ def _bash_complete(script: Path, words: list[str]) -> list[str]:
 # words typed (the last one is being completed) -> what must be offered
 BASH_CASES = [
     (["charter", "ru"], ["rule", "rules", "run"]),
-    (["charter", "run", "--model-"], ["--model-retries", "--model-timeout"]),
-    (["charter", "validate", "--format", ""], ["concise", "full", "github", "json", "sarif"]),
+    (["charter", "run", "--model-"], ["--model-retries", "--model-time-limit"]),
+    (["charter", "validate", "--format", ""], ["concise", "github", "json", "sarif", "text"]),
     (["charter", "hook", ""], ["claude-code", "gemini-cli"]),
     (["charter", "completion", ""], ["bash", "fish", "zsh"]),
     (["charter", "check-url", "--js"], ["--jsonl"]),
@@ -83,7 +88,7 @@ def test_fish_completes(capsys: Any, tmp_path: Path) -> None:
 
     assert complete("charter ru") == ["rule", "rules", "run"]
     assert complete("charter hook ") == ["claude-code", "gemini-cli"]
-    assert "--model-timeout" in complete("charter run --model")
+    assert "--model-time-limit" in complete("charter run --model")
 
 
 def test_an_unknown_shell_is_a_usage_error(capsys: Any) -> None:

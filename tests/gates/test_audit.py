@@ -12,6 +12,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from charter.compiler.cli import main
 from charter.runtime.audit import AUDIT_VERSION, AuditLog, read_events
 from charter.runtime.redact import Redactor
@@ -140,3 +142,30 @@ def test_audit_cli_text_and_json(tmp_path: Path, capsys: Any) -> None:
     events = json.loads(capsys.readouterr().out)
     assert [e["event"] for e in events] == ["decision", "execution"]
     assert main(["audit", str(tmp_path / "missing.jsonl")]) == 2
+
+
+@pytest.mark.parametrize("width", [60, 80, 110, 200])
+def test_audit_on_a_terminal_fits_its_width_and_keeps_words_whole(
+    tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch, width: int
+) -> None:
+    log = tmp_path / "audit.jsonl"
+    call = {
+        "agent": "researcher-with-a-long-name",
+        "stage": "gather_sources_from_the_web",
+        "tool": "mcp_github__create_pull_request",
+        "decision": "ask",
+        "gate": "approval",
+        "rule": "approval-required-for-network-write",
+    }
+    with AuditLog(log) as a:
+        for _ in range(3):
+            a.write("decision", **call, timings={"decide_us": 31})
+    monkeypatch.setenv("COLUMNS", str(width))
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    assert main(["audit", str(log)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert all(len(line) <= width for line in lines), lines
+    words = set(" ".join(lines).split())
+    for value in call.values():
+        assert value in words, (value, lines)

@@ -278,7 +278,7 @@ def test_a_usage_error_blocks_with_a_reason_on_stderr() -> None:
     """Exit 2 is Gemini CLI's other way to block: stderr becomes the reason."""
     proc = _hook(stdin=b"{}")
     assert proc.returncode == 2
-    assert b"--plan" in proc.stderr
+    assert b"PLAN_OR_PROJECT" in proc.stderr
 
 
 def test_the_hook_imports_no_http_mcp_or_async_stack(

@@ -64,7 +64,12 @@ def test_deciding_never_imports_the_compiler(
 # CLI helpers the runtime-only verbs share; each imports only the standard
 # library at module level (_plan_arg loads the compiler only when it is given
 # a project directory to compile).
-_CLI_HELPERS = ("charter.compiler.cli._plan_arg", "charter.compiler.cli._jsonl")
+_CLI_HELPERS = (
+    "charter.compiler.cli._plan_arg",
+    "charter.compiler.cli._jsonl",
+    "charter.compiler.cli._options",
+    "charter.compiler.cli._table",
+)
 
 
 def _top_level_imports(path: Path) -> list[str]:
@@ -94,7 +99,8 @@ def test_cli_verbs_import_only_the_runtime() -> None:
     for helper in _CLI_HELPERS:
         path = REPO / "compiler" / "cli" / (helper.rsplit(".", 1)[1] + ".py")
         for m in _top_level_imports(path):
-            assert not m.startswith("charter"), (helper, m)
+            # another helper, held to the same rule, or the standard library
+            assert not m.startswith("charter") or m in _CLI_HELPERS, (helper, m)
 
 
 def test_check_with_a_plan_file_loads_no_compiler_module(

@@ -159,3 +159,28 @@ def test_jsonl_odd_ids_and_surrogates(
         ([1], "deny", "malformed-request"),
     ]
     assert code == 2
+
+
+@pytest.mark.parametrize(
+    ("url", "address", "allowed"),
+    [
+        ("http://[::ffff:7f00:1]/", "::ffff:127.0.0.1", False),
+        ("http://[::ffff:127.0.0.1]:8080/x", "::ffff:127.0.0.1", False),
+        ("http://[::ffff:808:808]/", "::ffff:8.8.8.8", True),
+    ],
+)
+def test_an_ipv4_mapped_address_prints_the_same_on_every_python(
+    capsys: pytest.CaptureFixture[str], url: str, address: str, allowed: bool
+) -> None:
+    # Python 3.11 writes these in hex (::ffff:7f00:1), 3.13 in mixed notation:
+    # every field Charter prints uses its own, mixed notation.
+    got, out, _ = _run(capsys, url, "--format", "json")
+    answer = json.loads(out)
+    assert got == (0 if allowed else 1)
+    assert answer["normalized"].startswith(f"http://[{address}]")
+    if allowed:
+        assert answer["addresses"] == [address] and answer["address"] is None
+    else:
+        assert answer["address"] == address and answer["addresses"] == []
+    assert answer["detail"].startswith(f"{address}: ")
+    assert "7f00" not in out and "808:808" not in out

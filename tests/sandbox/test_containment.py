@@ -13,7 +13,7 @@ from _support.sandbox import facts, need_full_sandbox, profile
 
 from charter.compiler.compile import CompileOptions, compile_project
 from charter.compiler.frontends.project import load_project
-from charter.runtime.sandbox.container import container_argv, engine_status
+from charter.runtime.sandbox.container import EngineStatus, container_argv, engine_status
 from charter.runtime.sandbox.containment import ContainmentRefused, prepare
 from charter.runtime.sandbox.spec import HostFacts
 
@@ -114,20 +114,72 @@ def test_a_stage_that_insists_refuses_even_with_the_users_warn(tmp_path: Path) -
         _prepare(tmp_path, agents, NOTHING, unattended=False)
 
 
-def test_a_container_without_an_engine_is_refused_with_the_engines_words(tmp_path: Path) -> None:
+def _engines_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **engines: tuple[int, str]
+) -> None:
+    """PATH holds only the engines named, each a script that answers
+    `ENGINE version` with (exit code, output): what this machine happens to
+    have installed, or running, never decides a test."""
+    bindir = tmp_path / "engines-bin"
+    bindir.mkdir(exist_ok=True)
+    for name, (code, said) in engines.items():
+        script = bindir / name
+        stream = ">&2" if code else ""
+        script.write_text(f"#!/bin/sh\necho '{said}' {stream}\nexit {code}\n")
+        script.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bindir))
+
+
+DOWN = (1, "Cannot connect to the Docker daemon. Is the docker daemon running?")
+
+
+def test_a_container_without_an_engine_is_refused_with_the_engines_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     agents = _agents(tmp_path, {"kind": "container", "image": "debian:stable"})
+    _engines_on_path(tmp_path, monkeypatch)
     with pytest.raises(ContainmentRefused, match="container engine") as err:
         _prepare(tmp_path, agents, NOTHING, unattended=False)
-    status = engine_status(None, timeout_s=10)
-    if not status.available:
-        assert status.reason.split(";")[0] in str(err.value)
+    assert "docker is not on PATH; podman is not on PATH" in str(err.value)
 
 
-def test_engine_status_tells_a_client_without_an_engine_from_a_missing_one() -> None:
+def test_a_client_whose_engine_does_not_answer_is_refused_with_its_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agents = _agents(tmp_path, {"kind": "container", "image": "debian:stable"})
+    _engines_on_path(tmp_path, monkeypatch, docker=DOWN)
+    with pytest.raises(ContainmentRefused, match="Cannot connect to the Docker daemon"):
+        _prepare(tmp_path, agents, NOTHING, unattended=False)
+
+
+def test_a_container_with_an_answering_engine_is_contained(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agents = _agents(tmp_path, {"kind": "container", "image": "debian:stable"})
+    _engines_on_path(tmp_path, monkeypatch, docker=DOWN, podman=(0, "5.0.1"))
+    c = _prepare(tmp_path, agents, NOTHING, unattended=True)
+    try:
+        where = c.stage("coder", "implement")
+        assert where.contained and not where.fallback
+        assert where.sandbox.engine == "podman"
+    finally:
+        c.close()
+
+
+def test_engine_status_tells_a_client_without_an_engine_from_a_missing_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _engines_on_path(tmp_path, monkeypatch, docker=DOWN)
     status = engine_status(None, timeout_s=10)
-    if shutil.which("docker") and not status.available:
-        assert "docker is installed but its engine does not answer" in status.reason
-    assert engine_status("podman-that-does-not-exist").reason.endswith("is not on PATH")
+    assert not status.available and status.engine is None
+    assert status.reason == (
+        "docker is installed but its engine does not answer: Cannot connect to the Docker "
+        "daemon. Is the docker daemon running?; podman is not on PATH"
+    )
+    assert engine_status("podman").reason == "podman is not on PATH"
+    _engines_on_path(tmp_path, monkeypatch, docker=DOWN, podman=(0, "5.0.1"))
+    assert engine_status(None) == EngineStatus("podman", True, "podman 5.0.1")
+    assert not engine_status("docker").available  # the user's choice is not swapped
 
 
 def test_the_container_command_line(tmp_path: Path) -> None:
