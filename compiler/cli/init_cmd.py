@@ -289,8 +289,11 @@ def run(args: argparse.Namespace) -> int:
     # kept unless --force; the plan is always compiled from it.
     kept = policy.exists() and not args.force
     backup: Path | None = None
+    carried: list[Any] = []
     if not kept:
         starter = STARTER_POLICY.format(client=name, agent=agent)
+        if client == "claude-code":
+            starter, carried = _with_client_rules(starter, root)
         backup = _back_up_edited(policy, starter)
         policy.parent.mkdir(parents=True, exist_ok=True)
         policy.write_text(starter, encoding="utf-8")
@@ -314,6 +317,8 @@ def run(args: argparse.Namespace) -> int:
             f"kept your edited policy as {backup} (it differed from the starter one; "
             f"see the difference with: diff {backup} {policy})"
         )
+    if client == "claude-code":
+        _report_client_rules(root, carried, kept=kept)
     print(f"wrote {plan} ({digest})")
     if ignore is not None:
         print(f"wrote {ignore} (commit the policy and the plan; run records stay private)")
@@ -336,6 +341,68 @@ def run(args: argparse.Namespace) -> int:
         )
     print(f"check it: charter doctor {root}")
     return 0
+
+
+def _with_client_rules(starter: str, root: Path) -> tuple[str, list[Any]]:
+    """The starter policy with the workspace's Claude Code permission rules
+    carried in (see :mod:`charter.compiler.client_rules`): a rule for a whole
+    tool sets that tool's permission in the stage (only ever stricter, but
+    for the web tools a blueprint may allow), an allowed command becomes a
+    ``[safe_commands]`` entry. Returns the text and every rule's fate."""
+    import re
+
+    from charter.compiler.client_rules import policy_additions, read_rules, translate
+    from charter.runtime.plan.vocabulary import RANK
+
+    rules, problems = read_rules(root)
+    found = [translate(r) for r in rules]
+    for problem in problems:
+        print(f"charter init: {problem}", file=sys.stderr)
+    text = starter
+    for t in found:
+        if t.fate != "carried" or t.decision is None:
+            continue
+        for tool in t.tools:
+            line = re.compile(rf'^{re.escape(tool)} = "(allow|ask|deny)"$', re.MULTILINE)
+            hit = line.search(text)
+            if hit is None:
+                continue
+            now = hit.group(1)
+            if t.decision == "allow":
+                if now != "ask":  # a deny stays a deny
+                    continue
+            elif RANK[t.decision] <= RANK[now]:
+                continue
+            note = f"  # {t.rule.kind} {t.rule.text} in {t.rule.source}"
+            text = text[: hit.start()] + f'{tool} = "{t.decision}"{note}' + text[hit.end() :]
+    return text + policy_additions(found), found
+
+
+def _report_client_rules(root: Path, carried: list[Any], *, kept: bool) -> None:
+    """Say what became of every Claude Code permission rule: carried into
+    the policy, already Charter's answer, kept by Claude Code itself, or not
+    carried (Charter's own answer stands); never silently dropped."""
+    if kept:
+        from charter.compiler.client_rules import read_rules
+
+        rules, _problems = read_rules(root)
+        if rules:
+            print(
+                f"note: {len(rules)} Claude Code permission rule(s) in .claude/ were not read "
+                "into the kept policy (--force writes the starter policy with them)"
+            )
+        return
+    if not carried:
+        return
+    labels = {
+        "carried": "carried",
+        "already": "already Charter's answer",
+        "client": "kept by Claude Code",
+        "not-carried": "NOT carried",
+    }
+    print(f"read {len(carried)} Claude Code permission rule(s):")
+    for t in carried:
+        print(f"  {t.rule.kind} {t.rule.text} ({t.rule.source}): {labels[t.fate]}: {t.why}")
 
 
 # What of .charter/ is private to one machine and one person: the run
