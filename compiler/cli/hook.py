@@ -52,10 +52,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_hook_scope_options(p)
     p.add_argument(
         "--ask",
-        choices=("deny", "ask", "defer"),
+        choices=("deny", "ask", "defer", "auto"),
         help="gemini-cli only: answer the plan's ask with deny (default), with Gemini CLI's "
-        "own ask (a person confirms; never in a headless run, which would wait), or defer to "
-        "Gemini CLI's confirmation settings",
+        "own ask (a person confirms; never in a headless run, which would wait), with auto: "
+        "ask when the Gemini CLI session running the hook is interactive, else deny (what "
+        "charter init writes), or defer to Gemini CLI's confirmation settings",
     )
     p.add_argument(
         "--time-limit",

@@ -205,14 +205,22 @@ def hook_entry(
             where = f'"${PROJECT_VAR[client]}"/{shlex.quote(plan.relative_to(root).as_posix())}'
         except ValueError:
             where = shlex.quote(str(plan))
-        args = shlex.join(["--agent", agent])
+        args = shlex.join(["--agent", agent, *_client_args(client)])
         command = f"{program} hook {client} --plan {where} {args}" + FAIL_CLOSED
     else:
-        argv = [*charter_command(), "hook", client, "--plan", str(plan), "--agent", agent]
+        argv = [*charter_command(), "hook", client, "--plan", str(plan), "--agent", agent,
+                *_client_args(client)]  # fmt: skip
         command = shlex.join(argv) + FAIL_CLOSED
     if client == "claude-code":
         return {"type": "command", "command": command, "timeout": CLAUDE_TIMEOUT}
     return {"name": "charter", "type": "command", "command": command, "timeout": GEMINI_TIMEOUT_MS}
+
+
+def _client_args(client: str) -> list[str]:
+    """What the hook command adds for ``client``: for Gemini CLI, put the
+    plan's ask to the person when the session has one at its terminal (a
+    headless run, where Gemini CLI's ask would wait forever, gets deny)."""
+    return ["--ask", "auto"] if client == "gemini-cli" else []
 
 
 def _is_charter_hook(hook: Any) -> bool:
