@@ -197,3 +197,23 @@ def test_init_keeping_a_policy_says_the_rules_were_not_read(ws: Path, capsys: An
     assert _init(ws, "--force") == 0
     assert "allow Bash(npm test) (.claude/settings.local.json): carried" in capsys.readouterr().out
     assert _ask_hook(ws, "npm test")[0] == "allow"
+
+
+def test_doctor_fails_a_plan_that_still_allows_a_rule_the_team_removed(
+    ws: Path, capsys: Any
+) -> None:
+    _settings(ws, allow=["Bash(npm test)"])
+    assert _init(ws, "--force") == 0
+    capsys.readouterr()
+    assert main(["doctor", str(ws), "--client", "claude-code"]) == 0
+    said = capsys.readouterr().out
+    assert "Claude Code allow rule(s) the policy carries are still allowed" in said
+    _settings(ws, allow=[])
+    assert main(["doctor", str(ws), "--client", "claude-code"]) == 1
+    said = capsys.readouterr().out
+    assert "the plan still allows Bash(npm test)" in said, said
+    policy = ws / ".charter" / "policy" / "assistant"
+    plan = ws / ".charter" / "plan.json"
+    assert main(["compile", str(policy), "-o", str(plan), "--no-user-config"]) == 0
+    capsys.readouterr()
+    assert main(["doctor", str(ws), "--client", "claude-code"]) == 0
