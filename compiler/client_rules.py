@@ -339,8 +339,9 @@ def vouched(blueprint: Path | None, safe: SafeCommands | None) -> set[tuple[str,
 
 
 def toml_string(text: str) -> str:
-    """``text`` as a TOML basic string (JSON's escapes, non-ASCII kept)."""
-    return json.dumps(text, ensure_ascii=False)
+    """``text`` as a TOML basic string (JSON's escapes, non-ASCII kept; DEL,
+    which JSON leaves bare and TOML refuses, escaped too)."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def policy_additions(found: Sequence[Translation]) -> str:

@@ -217,3 +217,14 @@ def test_doctor_fails_a_plan_that_still_allows_a_rule_the_team_removed(
     assert main(["compile", str(policy), "-o", str(plan), "--no-user-config"]) == 0
     capsys.readouterr()
     assert main(["doctor", str(ws), "--client", "claude-code"]) == 0
+
+
+@pytest.mark.parametrize(
+    "text", ["plain", 'q"uote\\back', "nl\nx", "tab\t", "del\x7f", "\x00z", "日本"]
+)
+def test_a_toml_string_reads_back_as_written(text: str) -> None:
+    import tomllib
+
+    from charter.compiler.client_rules import toml_string
+
+    assert tomllib.loads(f"k = {toml_string(text)}")["k"] == text
