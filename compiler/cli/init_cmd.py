@@ -139,6 +139,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="write the hook into the user's settings (~/.claude or ~/.gemini) instead of the "
         "workspace's (Gemini CLI loads no project hook with --skip-trust)",
     )
+    p.add_argument(
+        "--contain",
+        action="store_true",
+        help="claude-code hook command only: run every Bash command Charter allows inside the "
+        "stage's sandbox (charter hook claude-code --contain)",
+    )
     p.add_argument("--force", action="store_true", help="overwrite files that exist")
     p.add_argument("--config", type=Path, help="the user config.toml used to compile")
     p.add_argument("--no-user-config", action="store_true", help="ignore the user's config")
@@ -216,6 +222,14 @@ def hook_entry(
     return {"name": "charter", "type": "command", "command": command, "timeout": GEMINI_TIMEOUT_MS}
 
 
+def _contained(entry: dict[str, Any]) -> dict[str, Any]:
+    """Claude Code's hook command with ``--contain``: an allowed Bash command
+    runs inside the stage's sandbox (see charter.runtime.hooks.contain)."""
+    command = str(entry["command"])
+    at = command.index(" hook claude-code ") + len(" hook claude-code")
+    return {**entry, "command": command[:at] + " --contain" + command[at:]}
+
+
 def _client_args(client: str) -> list[str]:
     """What the hook command adds for ``client``: for Gemini CLI, put the
     plan's ask to the person when the session has one at its terminal (a
@@ -259,6 +273,10 @@ def run(args: argparse.Namespace) -> int:
     client: str = args.client
     if args.http and (client != "claude-code" or args.serve is None):
         print("charter init: --http needs claude-code and --serve", file=sys.stderr)
+        return 2
+    if args.contain and (client != "claude-code" or args.serve is not None):
+        print("charter init: --contain needs claude-code and the hook command (no --serve)",
+              file=sys.stderr)  # fmt: skip
         return 2
     root: Path = args.dir.resolve()
     if not root.is_dir():
@@ -312,6 +330,8 @@ def run(args: argparse.Namespace) -> int:
     entry = hook_entry(
         client, plan, agent, serve=args.serve, http=args.http, root=None if args.user else root
     )
+    if args.contain:
+        entry = _contained(entry)
     settings.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(_merged(current, client, entry), indent=2) + "\n"
     settings.write_text(text, encoding="utf-8")

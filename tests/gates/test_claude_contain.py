@@ -183,3 +183,18 @@ def test_the_rewritten_command_runs_in_the_sandbox(ws: Path, tmp_path: Path) -> 
     assert b"done" in proc.stdout
     assert (ws / "made.txt").read_text() == "in\n"
     assert not (outside / "evil.txt").exists()
+
+
+def test_init_writes_the_contained_hook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    assert main(["init", "claude-code", str(ws), "--no-user-config", "--contain"]) == 0
+    data = json.loads((ws / ".claude" / "settings.json").read_text())
+    command = data["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert " hook claude-code --contain --plan " in command
+    out = _hook(ws, "ls", "--contain")
+    assert "updatedInput" in out
+    assert main(["init", "gemini-cli", str(ws), "--no-user-config", "--contain"]) == 2
+    url = "http://127.0.0.1:1"
+    assert main(["init", "claude-code", str(ws), "--force", "--serve", url, "--contain"]) == 2
