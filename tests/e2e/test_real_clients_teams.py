@@ -241,7 +241,12 @@ def test_gemini_cli_shows_charters_ask_to_its_person(
                     time.sleep(0.5)
                     os.write(fd, b"\r")  # "Allow once", the first choice
         finally:
-            os.kill(pid, signal.SIGKILL)
+            # The child leads its own session: end Gemini CLI and the copy
+            # of itself it relaunches, both in that process group.
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             os.waitpid(pid, 0)
             os.close(fd)
     text = _strip(seen)
