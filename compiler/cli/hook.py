@@ -8,7 +8,9 @@ lets a call through when a hook exits 1 or times out. A decision not reached
 within ``--time-limit`` seconds is answered ``deny``: both clients run the
 call when the hook is slower than their timeout. ``--plan`` names a plan
 file or a project directory (compiled first); given a plan file it imports
-only ``charter.runtime``.
+only ``charter.runtime``. ``--contain`` (claude-code) rewrites an allowed
+shell command to run inside the stage's sandbox; ``--ask auto`` (gemini-cli)
+puts the plan's ask to the person only in an interactive session.
 """
 
 from __future__ import annotations
