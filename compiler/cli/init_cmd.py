@@ -431,6 +431,14 @@ def _report_client_rules(root: Path, carried: list[Any], *, kept: bool) -> None:
     print(f"read {len(carried)} Claude Code permission rule(s):")
     for t in carried:
         print(f"  {t.rule.kind} {t.rule.text} ({t.rule.source}): {labels[t.fate]}: {t.why}")
+    personal = [t for t in carried if t.command and t.rule.source.endswith("local.json")]
+    if personal:
+        print(
+            f"note: {len(personal)} carried allow rule(s) come from your own "
+            ".claude/settings.local.json: a plan compiled here and committed allows them for "
+            "everyone (charter doctor fails it where the settings do not hold them); move them "
+            "to .claude/settings.json to share them, or remove them from the policy"
+        )
 
 
 # What of .charter/ is private to one machine and one person: the run

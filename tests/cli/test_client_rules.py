@@ -195,7 +195,9 @@ def test_init_keeping_a_policy_says_the_rules_were_not_read(ws: Path, capsys: An
     assert _ask_hook(ws, "npm test")[0] == "ask"
     # with --force the starter policy is written again, carrying the person's own rule
     assert _init(ws, "--force") == 0
-    assert "allow Bash(npm test) (.claude/settings.local.json): carried" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert "allow Bash(npm test) (.claude/settings.local.json): carried" in said
+    assert "1 carried allow rule(s) come from your own .claude/settings.local.json" in said
     assert _ask_hook(ws, "npm test")[0] == "allow"
 
 
