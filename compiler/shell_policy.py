@@ -175,7 +175,10 @@ def compile_shell_policy(
             diags.append(diag(rule, f"safe command {text!r} is refused: {why}", sp, key_path=kp))
             continue
         compiled_entry = SafeShellCommand(
-            words=words, source=text, justification=entry.justification if entry else None
+            words=words,
+            source=text,
+            justification=entry.justification if entry else None,
+            exact=entry.exact if entry else False,
         )
         leftover = _cannot_lift(compiled_entry)
         if leftover is not None and leftover.startswith("writes"):

@@ -195,6 +195,7 @@ def _check_command(client: str, hook: dict[str, Any], root: Path, rep: Report) -
         agent = words[words.index("--agent") + 1] if "--agent" in words[:-1] else None
         _check_plan(plan, agent, rep)
         _check_fresh(Path(plan), root, rep)
+        _check_client_rules(Path(plan), agent, root, rep)
 
 
 def _plan_of(words: list[str]) -> str | None:
@@ -246,6 +247,48 @@ def _check_fresh(plan: Path, root: Path, rep: Report) -> None:
         )
     elif policy.is_dir():
         rep.ok("the plan is newer than every file of its policy")
+
+
+def _check_client_rules(plan: Path, agent: str | None, root: Path, rep: Report) -> None:
+    """The commands the plan allows because the team's Claude Code settings
+    allowed them (charter init carried them) must still be allowed there:
+    a rule the team removed keeps allowing until the plan is compiled again."""
+    from charter.compiler.client_rules import vouched
+    from charter.compiler.frontends.blueprint import load_blueprint
+    from charter.compiler.frontends.config_toml import SafeShellEntry
+    from charter.runtime.loader import PlanError, load_plan
+
+    if agent is None:
+        return
+    policy = root / ".charter" / "policy" / agent
+    loaded = load_blueprint(policy / "agent.leviath", "agent.leviath")
+    bp = loaded.model
+    if bp is None or bp.safe_commands is None:
+        return
+    carried = {
+        (e.command, e.exact): e.client_rule
+        for e in bp.safe_commands.shell
+        if isinstance(e, SafeShellEntry) and e.client_rule is not None
+    }
+    if not carried:
+        return
+    try:
+        body = load_plan(plan).body.agent(agent)
+    except PlanError:
+        return  # the plan check has said why
+    if body is None:
+        return
+    held = {(e.source, e.exact) for e in body.shell.safe}
+    ok = vouched(policy, bp.safe_commands)
+    gone = sorted(str(carried[k]) for k in carried if k in held and k not in ok)
+    if gone:
+        rep.fail(
+            f"the plan still allows {', '.join(gone)}, which .claude/settings.json (or "
+            "settings.local.json) no longer allows: compile again "
+            f"(charter compile {policy} -o {plan})"
+        )
+    else:
+        rep.ok(f"the {len(carried)} Claude Code allow rule(s) the policy carries are still allowed")
 
 
 def _check_plan(plan: str, agent: str | None, rep: Report) -> None:

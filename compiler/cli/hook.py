@@ -8,7 +8,10 @@ lets a call through when a hook exits 1 or times out. A decision not reached
 within ``--time-limit`` seconds is answered ``deny``: both clients run the
 call when the hook is slower than their timeout. The plan (``PLAN_OR_PROJECT``,
 or the older ``--plan PLAN``) is a plan file or a project directory (compiled
-first); given a plan file it imports only ``charter.runtime``.
+first); given a plan file it imports only ``charter.runtime``. ``--contain``
+(claude-code) rewrites an allowed shell command to run inside the stage's
+sandbox; ``--ask auto`` (gemini-cli) puts the plan's ask to the person only in
+an interactive session.
 """
 
 from __future__ import annotations
@@ -75,10 +78,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_hook_scope_options(p)
     p.add_argument(
         "--ask",
-        choices=("deny", "ask", "defer"),
+        choices=("deny", "ask", "defer", "auto"),
         help="gemini-cli only: answer the plan's ask with deny (default), with Gemini CLI's "
-        "own ask (a person confirms; never in a headless run, which would wait), or defer to "
-        "Gemini CLI's confirmation settings",
+        "own ask (a person confirms; never in a headless run, which would wait), with auto: "
+        "ask when the Gemini CLI session running the hook is interactive, else deny (what "
+        "charter init writes), or defer to Gemini CLI's confirmation settings",
+    )
+    p.add_argument(
+        "--contain",
+        action="store_true",
+        help="claude-code only: an allowed Bash or Monitor command is rewritten (updatedInput) "
+        "to run inside the stage's sandbox through `charter sandbox`, the profile charter run "
+        "uses",
     )
     p.add_argument(
         "--time-limit",
@@ -102,6 +113,9 @@ def _run(args: argparse.Namespace) -> int:
     kind = args.agent_kind
     if kind == "claude-code" and args.ask is not None:
         print("charter hook: --ask applies to gemini-cli only", file=sys.stderr)
+        return 2
+    if kind != "claude-code" and args.contain:
+        print("charter hook: --contain applies to claude-code only", file=sys.stderr)
         return 2
     limit = args.time_limit if args.time_limit is not None else TIME_LIMITS[kind]
     if kind == "gemini-cli":
@@ -156,7 +170,23 @@ def _decide_claude(args: argparse.Namespace) -> dict[str, Any]:
     from charter.runtime.hooks.claude_code import MAX_EVENT_BYTES, decide_event
 
     raw = sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
-    return decide_event(raw, **asdict(_options(args)))
+    return decide_event(raw, **asdict(_options(args)), contain=_sandbox_prefix(args))
+
+
+def _sandbox_prefix(args: argparse.Namespace) -> list[str] | None:
+    """With --contain, the argv that runs ``charter sandbox`` on this plan:
+    this very interpreter (the Charter that decided), and the plan or project
+    as given, made absolute (a project's plan compiled here is temporary)."""
+    if not args.contain:
+        return None
+    from pathlib import Path
+
+    prefix = [sys.executable, "-m", "charter.compiler", "sandbox", str(Path(args.plan).resolve())]
+    if args.config is not None:
+        prefix += ["--config", str(Path(args.config).resolve())]
+    if args.no_user_config:
+        prefix.append("--no-user-config")
+    return prefix
 
 
 def _decide_gemini(args: argparse.Namespace) -> dict[str, Any]:

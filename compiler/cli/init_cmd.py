@@ -142,6 +142,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="write the hook into the user's settings (~/.claude or ~/.gemini) instead of the "
         "workspace's (Gemini CLI loads no project hook with --skip-trust)",
     )
+    p.add_argument(
+        "--contain",
+        action="store_true",
+        help="claude-code hook command only: run every Bash command Charter allows inside the "
+        "stage's sandbox (charter hook claude-code --contain)",
+    )
     p.add_argument("--force", action="store_true", help="overwrite files that exist")
     p.add_argument("--config", type=Path, help="the user config.toml used to compile")
     p.add_argument("--no-user-config", action="store_true", help="ignore the user's config")
@@ -208,14 +214,30 @@ def hook_entry(
             where = f'"${PROJECT_VAR[client]}"/{shlex.quote(plan.relative_to(root).as_posix())}'
         except ValueError:
             where = shlex.quote(str(plan))
-        args = shlex.join(["--agent", agent])
+        args = shlex.join(["--agent", agent, *_client_args(client)])
         command = f"{program} hook {client} {where} {args}" + FAIL_CLOSED
     else:
-        argv = [*charter_command(), "hook", client, str(plan), "--agent", agent]
+        argv = [*charter_command(), "hook", client, str(plan), "--agent", agent,
+                *_client_args(client)]  # fmt: skip
         command = shlex.join(argv) + FAIL_CLOSED
     if client == "claude-code":
         return {"type": "command", "command": command, "timeout": CLAUDE_TIMEOUT}
     return {"name": "charter", "type": "command", "command": command, "timeout": GEMINI_TIMEOUT_MS}
+
+
+def _contained(entry: dict[str, Any]) -> dict[str, Any]:
+    """Claude Code's hook command with ``--contain``: an allowed Bash command
+    runs inside the stage's sandbox (see charter.runtime.hooks.contain)."""
+    command = str(entry["command"])
+    at = command.index(" hook claude-code ") + len(" hook claude-code")
+    return {**entry, "command": command[:at] + " --contain" + command[at:]}
+
+
+def _client_args(client: str) -> list[str]:
+    """What the hook command adds for ``client``: for Gemini CLI, put the
+    plan's ask to the person when the session has one at its terminal (a
+    headless run, where Gemini CLI's ask would wait forever, gets deny)."""
+    return ["--ask", "auto"] if client == "gemini-cli" else []
 
 
 def _is_charter_hook(hook: Any) -> bool:
@@ -255,6 +277,10 @@ def run(args: argparse.Namespace) -> int:
     if args.http and (client != "claude-code" or args.serve is None):
         print("charter init: --http needs claude-code and --serve", file=sys.stderr)
         return 2
+    if args.contain and (client != "claude-code" or args.serve is not None):
+        print("charter init: --contain needs claude-code and the hook command (no --serve)",
+              file=sys.stderr)  # fmt: skip
+        return 2
     root: Path = args.dir.resolve()
     if not root.is_dir():
         print(f"charter init: {root}: no such directory", file=sys.stderr)
@@ -292,8 +318,11 @@ def run(args: argparse.Namespace) -> int:
     # kept unless --force; the plan is always compiled from it.
     kept = policy.exists() and not args.force
     backup: Path | None = None
+    carried: list[Any] = []
     if not kept:
         starter = STARTER_POLICY.format(client=name, agent=agent)
+        if client == "claude-code":
+            starter, carried = _with_client_rules(starter, root)
         backup = _back_up_edited(policy, starter)
         policy.parent.mkdir(parents=True, exist_ok=True)
         policy.write_text(starter, encoding="utf-8")
@@ -304,6 +333,8 @@ def run(args: argparse.Namespace) -> int:
     entry = hook_entry(
         client, plan, agent, serve=args.serve, http=args.http, root=None if args.user else root
     )
+    if args.contain:
+        entry = _contained(entry)
     settings.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(_merged(current, client, entry), indent=2) + "\n"
     settings.write_text(text, encoding="utf-8")
@@ -317,6 +348,8 @@ def run(args: argparse.Namespace) -> int:
             f"kept your edited policy as {backup} (it differed from the starter one; "
             f"see the difference with: diff {backup} {policy})"
         )
+    if client == "claude-code":
+        _report_client_rules(root, carried, kept=kept)
     print(f"wrote {plan} ({digest})")
     if ignore is not None:
         print(f"wrote {ignore} (commit the policy and the plan; run records stay private)")
@@ -339,6 +372,76 @@ def run(args: argparse.Namespace) -> int:
         )
     print(f"check it: charter doctor {root}")
     return 0
+
+
+def _with_client_rules(starter: str, root: Path) -> tuple[str, list[Any]]:
+    """The starter policy with the workspace's Claude Code permission rules
+    carried in (see :mod:`charter.compiler.client_rules`): a rule for a whole
+    tool sets that tool's permission in the stage (only ever stricter, but
+    for the web tools a blueprint may allow), an allowed command becomes a
+    ``[safe_commands]`` entry. Returns the text and every rule's fate."""
+    import re
+
+    from charter.compiler.client_rules import policy_additions, read_rules, translate
+    from charter.runtime.plan.vocabulary import RANK
+
+    rules, problems = read_rules(root)
+    found = [translate(r) for r in rules]
+    for problem in problems:
+        print(f"charter init: {problem}", file=sys.stderr)
+    text = starter
+    for t in found:
+        if t.fate != "carried" or t.decision is None:
+            continue
+        for tool in t.tools:
+            line = re.compile(rf'^{re.escape(tool)} = "(allow|ask|deny)"$', re.MULTILINE)
+            hit = line.search(text)
+            if hit is None:
+                continue
+            now = hit.group(1)
+            if t.decision == "allow":
+                if now != "ask":  # a deny stays a deny
+                    continue
+            elif RANK[t.decision] <= RANK[now]:
+                continue
+            note = f"  # {t.rule.kind} {t.rule.text} in {t.rule.source}"
+            text = text[: hit.start()] + f'{tool} = "{t.decision}"{note}' + text[hit.end() :]
+    return text + policy_additions(found), found
+
+
+def _report_client_rules(root: Path, carried: list[Any], *, kept: bool) -> None:
+    """Say what became of every Claude Code permission rule: carried into
+    the policy, already Charter's answer, kept by Claude Code itself, or not
+    carried (Charter's own answer stands); never silently dropped."""
+    if kept:
+        from charter.compiler.client_rules import read_rules
+
+        rules, _problems = read_rules(root)
+        if rules:
+            print(
+                f"note: {len(rules)} Claude Code permission rule(s) in .claude/ were not read "
+                "into the kept policy (--force writes the starter policy with them)"
+            )
+        return
+    if not carried:
+        return
+    labels = {
+        "carried": "carried",
+        "already": "already Charter's answer",
+        "client": "kept by Claude Code",
+        "not-carried": "NOT carried",
+    }
+    print(f"read {len(carried)} Claude Code permission rule(s):")
+    for t in carried:
+        print(f"  {t.rule.kind} {t.rule.text} ({t.rule.source}): {labels[t.fate]}: {t.why}")
+    personal = [t for t in carried if t.command and t.rule.source.endswith("local.json")]
+    if personal:
+        print(
+            f"note: {len(personal)} carried allow rule(s) come from your own "
+            ".claude/settings.local.json: a plan compiled here and committed allows them for "
+            "everyone (charter doctor fails it where the settings do not hold them); move them "
+            "to .claude/settings.json to share them, or remove them from the policy"
+        )
 
 
 # What of .charter/ is private to one machine and one person: the run

@@ -62,6 +62,12 @@ class SafeShellEntry(InputModel):
     match: tuple[str, ...] = ()  # example commands the entry must cover (checked at compile time)
     not_match: tuple[str, ...] = ()  # example commands it must not cover
     justification: str | None = None
+    # Charter's own keys: ``exact`` covers the command with no further
+    # arguments; ``client_rule`` names the coding client's permission rule the
+    # entry carries (``charter init`` writes it), which lets a blueprint's
+    # entry take effect while that rule stays in the client's settings.
+    exact: bool = False
+    client_rule: str | None = None
 
 
 def _shell_item_kind(value: Any) -> str:

@@ -39,7 +39,7 @@ def lint_resolved(resolved: ResolvedAgent) -> None:
     _metadata_overrides(ctx, resolved.table)
     _builtin_grants(resolved)
     _unused_grants(ctx, resolved.grants, resolved.entries, _mcp_caps(ctx))
-    _inert_blueprint_safe_commands(ctx)
+    _inert_blueprint_safe_commands(ctx, resolved.project_root)
     stage_names = list(resolved.stages)
     overridden: set[tuple[str, str]] = set()  # (the user's setting, what overrode it)
     # plan_sandboxes keeps the stages in order, one compiled per entry.
@@ -268,7 +268,7 @@ def _unused_grants(
         )
 
 
-def _inert_blueprint_safe_commands(ctx: AgentContext) -> None:
+def _inert_blueprint_safe_commands(ctx: AgentContext, project_root: Path) -> None:
     bp, bsm = ctx.blueprint, ctx.bp_smap
     if bp is None or bsm is None or bp.safe_commands is None:
         return
@@ -280,17 +280,45 @@ def _inert_blueprint_safe_commands(ctx: AgentContext) -> None:
             and cfg.agent_safe_commands[bp.agent.name].allow_blueprint
         )
     )
-    if not trusted:
-        ctx.diags.append(
-            diag(
-                "blueprint-safe-commands-inert",
-                "this blueprint's [safe_commands] take no effect until your config trusts them "
-                f"([agent_safe_commands.{bp.agent.name}] allow_blueprint = true, or [security] "
-                "allow_blueprint_safe_commands = true)",
-                bsm.key_span(("safe_commands",)),
-                key_path="safe_commands",
-            )
+    if trusted:
+        return
+    from charter.compiler.client_rules import vouched
+    from charter.compiler.frontends.config_toml import SafeShellEntry
+    from charter.compiler.resolve.agent import agent_directory
+
+    # Entries the client's own settings vouch for take effect (charter init
+    # carried them from Claude Code's allow rules); name only the others.
+    ok = vouched(agent_directory(ctx, project_root), bp.safe_commands)
+    inert = [
+        e
+        for e in bp.safe_commands.shell
+        if not (isinstance(e, SafeShellEntry) and (e.command, e.exact) in ok)
+    ]
+    if ok and not inert and not bp.safe_commands.tools:
+        return
+    carried = [e for e in inert if isinstance(e, SafeShellEntry) and e.client_rule is not None]
+    extra = ""
+    if carried:
+        names = ", ".join(repr(e.client_rule) for e in carried[:3])
+        extra = (
+            f"; {names} carried a Claude Code allow rule that .claude/settings.json (or "
+            "settings.local.json) of this workspace no longer holds"
         )
+    which = (
+        f"{len(inert)} of this blueprint's [safe_commands] entries take"
+        if ok
+        else "this blueprint's [safe_commands] take"
+    )
+    ctx.diags.append(
+        diag(
+            "blueprint-safe-commands-inert",
+            f"{which} no effect until your config trusts them "
+            f"([agent_safe_commands.{bp.agent.name}] allow_blueprint = true, or [security] "
+            "allow_blueprint_safe_commands = true)" + extra,
+            bsm.key_span(("safe_commands",)),
+            key_path="safe_commands",
+        )
+    )
 
 
 def _report_clamps(ctx: AgentContext, decision: Decision, tool: str, stage: str) -> None:

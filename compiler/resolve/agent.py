@@ -27,10 +27,12 @@ from charter.compiler.tooltable import ToolTable
 from charter.runtime.plan import Grant, McpServerPlan, SandboxProfile, Stage, ToolEntry
 from charter.runtime.plan.shell import ShellPolicy
 
-__all__ = ["ResolvedAgent", "resolve_agent"]
+__all__ = ["ResolvedAgent", "agent_directory", "resolve_agent"]
 
 
-def resolve_shell_policy(ctx: AgentContext, agent_name: str) -> ShellPolicy:
+def resolve_shell_policy(
+    ctx: AgentContext, agent_name: str, project_root: Path | None = None
+) -> ShellPolicy:
     """The agent's shell policy: the user's [safe_commands], their
     [agent_safe_commands.<agent>] entries, and the blueprint's own
     [safe_commands] only when the user trusts them. Only the user's config
@@ -63,16 +65,32 @@ def resolve_shell_policy(ctx: AgentContext, agent_name: str) -> ShellPolicy:
         add(bp.safe_commands, ctx.bp_smap, ("safe_commands",))
     elif bp is not None and bp.safe_commands is not None:
         # Inert, but checked: an entry that cannot mean what it shows is an
-        # error whether or not anyone has trusted the block yet.
-        _, inert_diags = compile_shell_policy(
+        # error whether or not anyone has trusted the block yet. An entry
+        # carrying a coding client's allow rule takes effect while the
+        # client's settings in the policy's workspace still hold that rule
+        # (charter init writes them; see charter.compiler.client_rules).
+        from charter.compiler.client_rules import vouched
+
+        bp_policy, inert_diags = compile_shell_policy(
             bp.safe_commands,
             source=ctx.bp_smap.path if ctx.bp_smap else "<none>",
             smap=ctx.bp_smap,
             key_prefix=("safe_commands",),
         )
         ctx.diags.extend(inert_diags)
+        ok = vouched(agent_directory(ctx, project_root), bp.safe_commands)
+        kept = tuple(e for e in bp_policy.safe if (e.source, e.exact) in ok)
+        if kept:
+            parts.append(ShellPolicy(safe=kept))
     safe = tuple(dict.fromkeys(entry for p in parts for entry in p.safe))
     return ShellPolicy(defaults=parts[0].defaults, safe=safe)
+
+
+def agent_directory(ctx: AgentContext, project_root: Path | None) -> Path | None:
+    """The agent's directory on disk (where its blueprint is)."""
+    if project_root is None:
+        return None
+    return project_root / ctx.agent.directory
 
 
 # Mutable resolution state nothing compares by value: identity equality
@@ -220,7 +238,7 @@ def resolve_agent(ctx: AgentContext, project_root: Path, agent_name: str) -> Res
         sandbox=agent_sandbox,
         entry_stage=entry_stage,
         mcp=mcp,
-        shell=resolve_shell_policy(ctx, agent_name),
+        shell=resolve_shell_policy(ctx, agent_name, project_root),
     )
 
 

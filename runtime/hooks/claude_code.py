@@ -32,7 +32,7 @@ asked and ``deny`` otherwise, never ``allow``.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -552,16 +552,27 @@ def decide_event(
     workspace: str | Path | None = None,
     allow: Iterable[str] = (),
     prepared: PreparedPlan | None = None,
+    contain: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The hook answer for one raw event. ``prepared``: a plan already loaded
-    (the decision server), used instead of reading ``plan_path``. Never raises."""
+    (the decision server), used instead of reading ``plan_path``.
+    ``contain``: the ``charter sandbox`` argv (up to the plan) an allowed
+    shell command is rewritten to run under (see
+    :mod:`charter.runtime.hooks.contain`). Never raises."""
     options = common.HookOptions(plan_path, agent, stage, workspace, tuple(allow))
+
+    def decide(event: Mapping[str, Any], session: Session) -> dict[str, Any]:
+        answer = _decide(event, session)
+        if contain is None:
+            return answer
+        return _contained(answer, event, session, contain)
+
     return common.answer_event(
         raw,
         "PreToolUse",
         options,
         refuse=_refuse,
-        decide=_decide,
+        decide=decide,
         prepared=prepared,
         unattended=_is_subagent,
     )
@@ -574,6 +585,54 @@ def _decide(event: Mapping[str, Any], session: Session) -> dict[str, Any]:
     tool = str(event.get("tool_name"))
     outcomes = common.decide_translation(session, translation, tool)
     return _answer(outcomes, _mode(event), translation.note)
+
+
+def _contained(
+    answer: dict[str, Any], event: Mapping[str, Any], session: Session, prefix: Sequence[str]
+) -> dict[str, Any]:
+    """``answer`` with an allowed shell command rewritten to run inside the
+    stage's sandbox, or, when that cannot be done exactly, refused."""
+    import os
+
+    from charter.runtime.hooks.contain import (
+        CONTAINED_TOOLS,
+        client_rule_hit,
+        contained_command,
+        home_of,
+        settings_files,
+    )
+
+    out = answer["hookSpecificOutput"]
+    tool = event.get("tool_name")
+    if out["permissionDecision"] != "allow" or tool not in CONTAINED_TOOLS:
+        return answer
+    inp = event.get("tool_input")
+    command = inp.get("command") if isinstance(inp, dict) else None
+    if not isinstance(inp, dict) or not isinstance(command, str):
+        return answer  # a Monitor of a WebSocket runs no command
+    reason = str(out["permissionDecisionReason"])
+    project = Path(os.environ.get("CLAUDE_PROJECT_DIR") or str(session.workspace))
+    # Claude Code matches its own rules against the rewritten command, where
+    # the team's deny of this one would no longer match: apply it here.
+    hit = client_rule_hit(command, settings_files(project, home_of()))
+    if hit is not None:
+        kind, rule = hit
+        said = f"charter: Claude Code's {kind} rule {rule} covers this command, and --contain "
+        said += "rewrites it where Claude Code would not see the rule"
+        if kind == "ask" and _attended(_mode(event)):
+            return hook_output("ask", said)
+        return hook_output("deny", said)
+    rewritten = contained_command(
+        [*prefix, "--agent", session.agent.agent.name, "--stage", session.stage_name],
+        session.workspace,
+        command,
+    )
+    if rewritten is None:
+        return hook_output("deny", "charter: the command cannot be passed to the sandbox exactly")
+    where = f"{reason} (contained: it runs inside stage {session.stage_name!r}'s sandbox)"
+    result = hook_output("allow", where)
+    result["hookSpecificOutput"]["updatedInput"] = {**inp, "command": rewritten}
+    return result
 
 
 def _answer(outcomes: list[Outcome], mode: str | None, note: str) -> dict[str, Any]:

@@ -66,8 +66,8 @@ __all__ = [
 # What the plan's ask becomes: a deny naming the flag that lifts it, Gemini
 # CLI's own "ask" (a person confirms), or no opinion, leaving it to Gemini
 # CLI's own confirmation settings.
-AskMode = Literal["deny", "ask", "defer"]
-ASK_MODES: tuple[AskMode, ...] = ("deny", "ask", "defer")
+AskMode = Literal["deny", "ask", "defer", "auto"]
+ASK_MODES: tuple[AskMode, ...] = ("deny", "ask", "defer", "auto")
 
 # Gemini CLI renamed some tools; a hook sees whichever name the running
 # version uses.
@@ -663,6 +663,14 @@ def _answer(outcomes: list[Outcome], ask: AskMode, note: str) -> dict[str, Any]:
         return {"decision": "allow", "reason": f"charter: {said}"}
     if out.decision == "deny":
         return deny(said)
+    absent = ""
+    if ask == "auto":
+        # Gemini CLI's "ask" waits forever where nobody answers: ask only
+        # when the session is known to have a person at its terminal.
+        from charter.runtime.hooks.presence import gemini_session_is_attended
+
+        attended, absent = gemini_session_is_attended()
+        ask = "ask" if attended else "deny"
     if ask == "defer":
         return {
             "systemMessage": f"charter: the plan asks for approval: {said}; "
@@ -678,4 +686,7 @@ def _answer(outcomes: list[Outcome], ask: AskMode, note: str) -> dict[str, Any]:
         how = f"No launch flag lifts this ask; {defer}"
     else:
         how = f"To allow it, add {' '.join(sorted(flags))} to the hook command, or {defer}"
+    if absent:
+        why = f"nobody can be asked ({absent})"
+        return deny(f"the plan asks for approval, and {why}: {said}. {how}.")
     return deny(f"the plan asks for approval, and a Gemini CLI hook cannot ask: {said}. {how}.")

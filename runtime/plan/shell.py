@@ -21,6 +21,9 @@ class SafeShellCommand(BaseModel):
     words: tuple[str, ...]
     source: str  # the entry as the user wrote it, for messages
     justification: str | None = None
+    # True: the command must be these words and no more (Claude Code's
+    # ``Bash(npm test)``); False: these words and any arguments after them.
+    exact: bool = False
 
 
 class ShellPolicy(BaseModel):

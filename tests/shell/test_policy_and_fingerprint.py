@@ -16,8 +16,33 @@ def test_policy_round_trips_through_json() -> None:
     assert ShellPolicy.model_validate(data) == p
     assert data == {
         "defaults": False,
-        "safe": [{"words": ["cargo", "check"], "source": "cargo check", "justification": "fast"}],
+        "safe": [
+            {
+                "words": ["cargo", "check"],
+                "source": "cargo check",
+                "justification": "fast",
+                "exact": False,
+            }
+        ],
     }
+
+
+def test_an_exact_entry_covers_its_words_and_no_more() -> None:
+    """Claude Code's Bash(npm test) carried by charter init: `npm test`, not
+    `npm test --watch`; a prefix entry covers both."""
+    exact = ShellPolicy(
+        safe=(SafeShellCommand(words=("npm", "test"), source="npm test", exact=True),)
+    )
+    prefix = ShellPolicy(safe=(SafeShellCommand(words=("npm", "test"), source="npm test"),))
+    for command, with_exact, with_prefix in (
+        ("npm test", "allow", "allow"),
+        ("npm test --watch", "ask", "allow"),
+        ("npm", "ask", "ask"),
+        ("npm test && ls", "allow", "allow"),
+        ("ls; npm test x", "ask", "allow"),
+    ):
+        assert evaluate(command, cwd=WS, workspace=WS, policy=exact).decision == with_exact, command
+        assert evaluate(command, cwd=WS, workspace=WS, policy=prefix).decision == with_prefix
 
 
 def test_fingerprint_covers_every_part_of_the_execution_shape() -> None:

@@ -685,6 +685,8 @@ def _safe_match(
 ) -> SafeShellCommand | None:
     for e in entries:
         words = e.words
+        if e.exact and len(vals) != len(words) - 1:
+            continue
         if words[0] == name and len(vals) >= len(words) - 1:
             if all(vals[k] == words[k + 1] for k in range(len(words) - 1)):
                 return e
