@@ -87,7 +87,8 @@ def _init(ws: Path, client: str) -> str:
     event = "PreToolUse" if client == "claude-code" else "BeforeTool"
     data = json.loads((ws / folder / "settings.json").read_text())
     command: str = data["hooks"][event][0]["hooks"][0]["command"]
-    assert command.startswith(f"charter hook {client} --plan "), command
+    assert command.startswith(f"charter hook {client} "), command
+    assert "--plan" not in command  # the plan is the positional operand
     assert str(ws) not in command and "/tmp" not in command, command
     return command
 

@@ -192,7 +192,7 @@ def test_init_writes_the_contained_hook(tmp_path: Path, monkeypatch: pytest.Monk
     assert main(["init", "claude-code", str(ws), "--no-user-config", "--contain"]) == 0
     data = json.loads((ws / ".claude" / "settings.json").read_text())
     command = data["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
-    assert " hook claude-code --contain --plan " in command
+    assert " hook claude-code --contain " in command and "/.charter/plan.json" in command
     out = _hook(ws, "ls", "--contain")
     assert "updatedInput" in out
     assert main(["init", "gemini-cli", str(ws), "--no-user-config", "--contain"]) == 2
