@@ -33,6 +33,7 @@ __all__ = ["ProjectSource", "add_arguments", "run"]
 
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", "build", "target"})
 _MAX_FILES = 20_000
+_DECISION_THREADS = 16
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -86,7 +87,35 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(default deny; a hook URL's ?ask= overrides it)",
     )
     p.add_argument(
-        "--max-connections", type=int, default=64, metavar="N", help="connections served at once"
+        "--max-connections",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="connections open at once (default 1024); past it, the connection that has sent "
+        "least of a request for longest is closed to make room",
+    )
+    p.add_argument(
+        "--max-per-peer",
+        type=int,
+        default=None,
+        metavar="N",
+        help="connections open at once from one address (default: --max-connections; every "
+        "local process shares 127.0.0.1)",
+    )
+    p.add_argument(
+        "--read-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="a whole request must arrive within this (default 10); a hook request that does "
+        "not is answered deny",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="close a keep-alive connection idle this long (default 30)",
     )
     p.add_argument(
         "--reload-interval",
@@ -231,10 +260,19 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         log.close()
         return _refuse(problem)
-    decider = Decider(holder, options, log=log, workers=max(4, min(args.max_connections, 64)))
+    # Threads that run decisions (CPU-bound: more would not decide faster;
+    # enough that a few decisions hanging until the time limit leave room).
+    decider = Decider(holder, options, log=log, workers=_DECISION_THREADS)
     try:
         server = DecisionServer(
-            decider, host, port, token=token, max_connections=max(1, args.max_connections)
+            decider,
+            host,
+            port,
+            token=token,
+            max_connections=max(1, args.max_connections),
+            max_per_peer=args.max_per_peer,
+            read_timeout=max(0.1, args.read_timeout),
+            idle_timeout=max(0.1, args.idle_timeout),
         )
     except (ListenError, OSError) as exc:
         decider.close()

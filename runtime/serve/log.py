@@ -25,7 +25,7 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -44,18 +44,49 @@ CONTINUED = "log_continued"
 class _Line:
     """One queued line, and whether it reached the disk."""
 
-    __slots__ = ("args", "done", "event", "fields", "ok")
+    __slots__ = ("_callbacks", "_lock", "args", "done", "event", "fields", "later", "ok")
 
-    def __init__(self, event: str, fields: dict[str, Any], args: Any) -> None:
+    def __init__(
+        self,
+        event: str,
+        fields: dict[str, Any],
+        args: Any,
+        later: Callable[[], tuple[dict[str, Any], Any]] | None = None,
+    ) -> None:
         self.event = event
         self.fields = fields
         self.args = args
+        # fields and args worked out by the writer thread (reading an event
+        # costs time the caller's thread may not have to give)
+        self.later = later
         self.done = threading.Event()
         self.ok = False
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[bool], None]] = []
 
     def durable(self, timeout: float) -> bool:
         """Whether the line is on disk, waiting at most ``timeout`` seconds."""
         return self.done.wait(timeout) and self.ok
+
+    def add_done_callback(self, fn: Callable[[bool], None]) -> None:
+        """Call ``fn(on_disk)`` once the writer is done with the line (at once
+        when it already is), from the writer's thread."""
+        with self._lock:
+            if not self.done.is_set():
+                self._callbacks.append(fn)
+                return
+        fn(self.ok)
+
+    def finish(self, ok: bool) -> None:
+        with self._lock:
+            self.ok = ok
+            self.done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            try:
+                fn(ok)
+            except Exception as exc:  # noqa: BLE001 - the writer thread must go on
+                print(f"charter serve: a log callback failed: {exc!r}", file=sys.stderr)
 
 
 class DecisionLog:
@@ -105,6 +136,13 @@ class DecisionLog:
         self._queue.put(line)
         return line
 
+    def record_later(self, event: str, work: Callable[[], tuple[dict[str, Any], Any]]) -> _Line:
+        """:meth:`record`, with the fields and arguments worked out by
+        ``work()`` in the writer thread."""
+        line = _Line(event, {}, None, work)
+        self._queue.put(line)
+        return line
+
     def close(self) -> None:
         self._queue.put(None)
         self._thread.join(timeout=10)
@@ -132,20 +170,22 @@ class DecisionLog:
             written: list[_Line] = []
             for line in batch:
                 try:
+                    if line.later is not None:
+                        line.fields, line.args = line.later()
                     self._write(line.event, line.fields, line.args)
                     written.append(line)
                 except Exception as exc:  # noqa: BLE001 - a log failure must not stop the server
                     # ... but it must not pass unseen: the line's answer waits on it
                     print(f"charter serve: a decision log line was lost: {exc}", file=sys.stderr)
-                    line.done.set()
+                    line.finish(False)
+            synced = False
             try:
                 self._log.sync()
-                for line in written:
-                    line.ok = True
+                synced = True
             except OSError as exc:
                 print(f"charter serve: the decision log was not synced: {exc}", file=sys.stderr)
             for line in written:
-                line.done.set()
+                line.finish(synced)
             if written:
                 self._rotate_if_full()
             if stop:
