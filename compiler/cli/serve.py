@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from charter.runtime.prepared import PreparedPlan
     from charter.runtime.serve import PlanHolder, ServeOptions
 
-__all__ = ["ProjectSource", "add_arguments", "run"]
+__all__ = ["TOKEN_FILE", "ProjectSource", "add_arguments", "read_token", "run", "token_files"]
 
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", "build", "target"})
 _MAX_FILES = 20_000
@@ -55,7 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--token-file",
         type=Path,
         metavar="FILE",
-        help="file holding the bearer token requests must carry (or set CHARTER_SERVE_TOKEN)",
+        help="file holding the bearer token every request must carry (default: "
+        ".charter/serve/token of the workspace or of the plan's .charter folder, which "
+        "`charter init` writes, when it exists; else CHARTER_SERVE_TOKEN)",
     )
     p.add_argument(
         "--log",
@@ -185,17 +187,65 @@ class ProjectSource:
         return prepare(loaded.plan, eager=True)
 
 
-def _token(args: argparse.Namespace) -> str | None | int:
+# Where `charter init` keeps the workspace's token (private: .charter/serve/
+# is in the .gitignore init writes).
+TOKEN_FILE = Path(".charter") / "serve" / "token"
+
+
+def token_files(args: argparse.Namespace) -> list[Path]:
+    """The token files that apply when no --token-file is given: the
+    workspace's (``--workspace`` or the current directory), and the one of
+    the ``.charter`` folder the plan or project is in."""
+    out = [Path(args.workspace or ".") / TOKEN_FILE]
+    target: Path = args.target
+    for parent in (target.resolve(), *target.resolve().parents):
+        if parent.name == ".charter":
+            out.append(parent / "serve" / "token")
+            break
+    return out
+
+
+def read_token(path: Path) -> str:
+    """The token in ``path``: the token alone, or the header line
+    ``Authorization: Bearer TOKEN`` (the form init writes, which a curl hook
+    sends with ``-H @FILE``). Raises ValueError with the reason it cannot be used."""
+    try:
+        st = path.stat()
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from exc
+    if st.st_mode & 0o077:
+        raise ValueError(
+            f"{path}: the token file can be read by other users (mode "
+            f"{st.st_mode & 0o777:o}); make it private: chmod 600 {path}"
+        )
+    value = text.strip()
+    name, sep, rest = value.partition(":")
+    if sep and name.strip().lower() == "authorization":
+        value = rest.strip()
+    scheme, _, rest = value.partition(" ")
+    if scheme.lower() == "bearer":
+        value = rest.strip()
+    if not value or any(c.isspace() for c in value):
+        raise ValueError(f"{path}: expected a token, or the line 'Authorization: Bearer TOKEN'")
+    return value
+
+
+def _token(args: argparse.Namespace) -> tuple[str | None, str] | int:
+    """The token every request must carry and where it came from, or the
+    exit code of a refusal. A token file that exists is always used: a
+    server never quietly answers without the token its hooks send."""
     token_file: Path | None = args.token_file
-    if token_file is not None:
+    candidates = [token_file] if token_file is not None else token_files(args)
+    for path in candidates:
+        if token_file is None and not path.exists():
+            continue
         try:
-            text = token_file.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            return _refuse(f"{token_file}: {exc.strerror or exc}")
-        if not text:
-            return _refuse(f"{token_file}: the token file is empty")
-        return text
-    return os.environ.get("CHARTER_SERVE_TOKEN") or None
+            return read_token(path), str(path)
+        except ValueError as exc:
+            return _refuse(str(exc))
+    env = os.environ.get("CHARTER_SERVE_TOKEN")
+    return (env, "CHARTER_SERVE_TOKEN") if env else (None, "")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -216,9 +266,10 @@ def run(args: argparse.Namespace) -> int:
         host, port = parse_listen(args.listen)
     except ListenError as exc:
         return _refuse(str(exc))
-    token = _token(args)
-    if isinstance(token, int):
-        return token
+    found = _token(args)
+    if isinstance(found, int):
+        return found
+    token, token_source = found
     target: Path = args.target
     if args.config is not None and not args.config.is_file():
         return _refuse(f"{args.config}: config file not found")
@@ -291,9 +342,10 @@ def run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, stop_serving)
     signal.signal(signal.SIGINT, stop_serving)
     current = holder.current
+    access = f"token from {token_source}" if token else "no token: any local process may ask"
     print(
         f"charter serve: listening on {server.url} (plan {current.digest}, agents: "
-        f"{', '.join(current.agents)}; log: {log_path})",
+        f"{', '.join(current.agents)}; log: {log_path}; {access})",
         file=sys.stderr,
         flush=True,
     )

@@ -43,7 +43,7 @@ HookKind = Literal["claude-code", "gemini-cli"]
 AskMode = Literal["deny", "ask", "defer"]
 # How long an answer waits for its decision to reach the disk before it is
 # sent as a deny instead (a healthy disk takes milliseconds).
-LOG_WAIT_S = 10.0
+LOG_WAIT_S = 2.0
 _ABANDON_AFTER_S = 0.25
 
 

@@ -319,6 +319,8 @@ class DecisionServer:
             sock.close()
             raise
         self._sock = sock
+        # (asyncio closes the socket when the server stops)
+        self._address = sock.getsockname()[:2]
         total = max(1, min(max_connections, _fd_room()))
         self.limits = Limits(
             read_timeout=read_timeout,
@@ -338,7 +340,7 @@ class DecisionServer:
 
     @property
     def address(self) -> tuple[str, int]:
-        host, port = self._sock.getsockname()[:2]
+        host, port = self._address
         return str(host), int(port)
 
     @property
