@@ -120,6 +120,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="close a keep-alive connection idle this long (default 30)",
     )
     p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="worker processes deciding on one listening socket (default: one per core; "
+        "1 serves from this process)",
+    )
+    p.add_argument(
         "--reload-interval",
         type=float,
         default=1.0,
@@ -260,7 +268,11 @@ def run(args: argparse.Namespace) -> int:
         ServeOptions,
         parse_listen,
     )
+    from charter.runtime.serve.decisions import LineLog
+    from charter.runtime.serve.loglink import LogLink
     from charter.runtime.serve.plans import PlanSource
+    from charter.runtime.serve.server import is_loopback, listen_socket
+    from charter.runtime.serve.workers import default_count, prefork
 
     try:
         host, port = parse_listen(args.listen)
@@ -285,7 +297,8 @@ def run(args: argparse.Namespace) -> int:
         args.log or Path(args.workspace or ".") / ".charter" / "serve" / "decisions.jsonl"
     )
     try:
-        log = DecisionLog(log_path, max_bytes=max(1, args.log_max_mb) * 1024 * 1024)
+        # the writer starts once the workers are forked (see workers.py)
+        log = DecisionLog(log_path, max_bytes=max(1, args.log_max_mb) * 1024 * 1024, start=False)
     except OSError as exc:
         return _refuse(f"cannot open the decision log {log_path}: {exc.strerror or exc}")
 
@@ -311,10 +324,48 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         log.close()
         return _refuse(problem)
-    # Threads that run decisions (CPU-bound: more would not decide faster;
-    # enough that a few decisions hanging until the time limit leave room).
-    decider = Decider(holder, options, log=log, workers=_DECISION_THREADS)
+    workers = args.workers if args.workers is not None else default_count()
+    if not is_loopback(host) and not token:
+        log.close()
+        return _refuse(
+            f"cannot listen on {args.listen}: {host} is not a loopback address, so it needs a "
+            "bearer token (--token-file FILE or CHARTER_SERVE_TOKEN)"
+        )
     try:
+        listener = listen_socket(host, port)
+    except OSError as exc:
+        log.close()
+        return _refuse(f"cannot listen on {args.listen}: {exc.strerror or exc}")
+    # Decide once here, before any fork: the workers inherit the imports.
+    Decider(holder, options).warm(os.path.abspath(args.workspace or "."))
+    bound_host, bound_port = listener.getsockname()[:2]
+    url = f"http://[{bound_host}]:{bound_port}" if ":" in bound_host else (
+        f"http://{bound_host}:{bound_port}")  # fmt: skip
+    current = holder.current
+    access = f"token from {token_source}" if token else "no token: any local process may ask"
+    print(
+        f"charter serve: listening on {url} (plan {current.digest}, agents: "
+        f"{', '.join(current.agents)}; log: {log_path}; {access}; workers: {workers})",
+        file=sys.stderr,
+        flush=True,
+    )
+    started = {"url": url, "plan": current.digest, "source": current.source, "workers": workers}
+
+    def serve(decide_log: LineLog, number: int | None) -> int:
+        """Serve on ``listener`` until SIGTERM or SIGINT (in this process)."""
+        if number is not None:
+
+            def worker_note(event: str, fields: dict[str, Any]) -> None:
+                decide_log.record(event, {**fields, "worker": number})
+                shown = ", ".join(f"{k}={v}" for k, v in fields.items())
+                print(f"charter serve: worker {number}: {event.replace('_', ' ')}: {shown}",
+                      file=sys.stderr, flush=True)  # fmt: skip
+
+            holder.on_event = worker_note
+        # Threads that run decisions (CPU-bound: more would not decide
+        # faster; enough that a few decisions hanging until the time limit
+        # leave room).
+        decider = Decider(holder, options, log=decide_log, workers=_DECISION_THREADS)
         server = DecisionServer(
             decider,
             host,
@@ -324,44 +375,62 @@ def run(args: argparse.Namespace) -> int:
             max_per_peer=args.max_per_peer,
             read_timeout=max(0.1, args.read_timeout),
             idle_timeout=max(0.1, args.idle_timeout),
+            sock=listener,
         )
-    except (ListenError, OSError) as exc:
-        decider.close()
-        log.close()
-        return _refuse(f"cannot listen on {args.listen}: {exc}")
-    decider.warm(os.path.abspath(args.workspace or "."))
-    stop = threading.Event()
-    if not source.cheap:
-        holder.watch(max(0.1, args.reload_interval), stop)
+        stop = threading.Event()
+        if not source.cheap:
+            holder.watch(max(0.1, args.reload_interval), stop)
+
+        def stop_serving(signum: int, frame: Any) -> None:
+            threading.Thread(target=server.shutdown, daemon=True).start()
+
+        signal.signal(signal.SIGTERM, stop_serving)
+        signal.signal(signal.SIGINT, stop_serving)
+        try:
+            server.serve_forever()
+        finally:
+            stop.set()
+            server.close()
+        return 0
+
+    if workers <= 1:
+        log.start()
+        if args.port_file is not None:
+            _write_port(args.port_file, bound_port)
+        log.record("serve_started", started)
+        try:
+            serve(log, None)
+        finally:
+            log.record("serve_stopped", {"url": url})
+            log.close()
+            if args.port_file is not None:
+                args.port_file.unlink(missing_ok=True)
+        return 0
+
+    def worker(number: int, link: LogLink) -> int:
+        try:
+            return serve(link, number)
+        finally:
+            link.close()
+
+    running = prefork(workers, log, listener, worker)
+
+    def stop_workers(signum: int, frame: Any) -> None:
+        running.stop()
+
+    signal.signal(signal.SIGTERM, stop_workers)
+    signal.signal(signal.SIGINT, stop_workers)
+    log.record("serve_started", started)
     if args.port_file is not None:
-        _write_port(args.port_file, server.address[1])
-
-    def stop_serving(signum: int, frame: Any) -> None:
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop_serving)
-    signal.signal(signal.SIGINT, stop_serving)
-    current = holder.current
-    access = f"token from {token_source}" if token else "no token: any local process may ask"
-    print(
-        f"charter serve: listening on {server.url} (plan {current.digest}, agents: "
-        f"{', '.join(current.agents)}; log: {log_path}; {access})",
-        file=sys.stderr,
-        flush=True,
-    )
-    log.record(
-        "serve_started", {"url": server.url, "plan": current.digest, "source": current.source}
-    )
+        _write_port(args.port_file, bound_port)
     try:
-        server.serve_forever()
+        code = running.wait()
     finally:
-        stop.set()
-        server.close()
-        log.record("serve_stopped", {"url": server.url})
+        log.record("serve_stopped", {"url": url})
         log.close()
         if args.port_file is not None:
             args.port_file.unlink(missing_ok=True)
-    return 0
+    return code
 
 
 def _check_agent(holder: PlanHolder, options: ServeOptions) -> str:

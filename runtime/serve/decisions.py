@@ -29,15 +29,27 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from charter.runtime import deadline
 from charter.runtime.serve.plans import PlanHolder
 
 if TYPE_CHECKING:
-    from charter.runtime.serve.log import DecisionLog, _Line
+    from charter.runtime.serve.log import _Line
 
-__all__ = ["Answer", "Decider", "HookKind", "Job", "ServeOptions", "hook_deny"]
+
+class LineLog(Protocol):
+    """Where decisions are logged: the :class:`~.log.DecisionLog` itself, or
+    a worker's link to the process that owns it (:mod:`.loglink`)."""
+
+    def record(self, event: str, fields: dict[str, Any], *, args: Any = None) -> _Line: ...
+
+    def record_later(self, event: str, work: Callable[[], tuple[dict[str, Any], Any]]) -> _Line: ...
+
+    def close(self) -> None: ...
+
+
+__all__ = ["Answer", "Decider", "HookKind", "Job", "LineLog", "ServeOptions", "hook_deny"]
 
 HookKind = Literal["claude-code", "gemini-cli"]
 AskMode = Literal["deny", "ask", "defer"]
@@ -149,7 +161,7 @@ class Decider:
         holder: PlanHolder,
         options: ServeOptions,
         *,
-        log: DecisionLog | None = None,
+        log: LineLog | None = None,
         workers: int = 16,
     ) -> None:
         self.holder = holder
@@ -169,7 +181,13 @@ class Decider:
             ("gemini-cli", "run_shell_command", {"command": "ls"}),
         ):
             event = {"cwd": workspace, "tool_name": tool, "tool_input": args}
-            self.hook(kind, json.dumps(event).encode())  # type: ignore[arg-type]
+            # in this thread, not the pool's: a server that forks warms up
+            # first, and no thread may run in a process that forks
+            work = self._hook_work(kind, json.dumps(event).encode(), None, [])  # type: ignore[arg-type]
+            try:
+                work()
+            except Exception:  # noqa: BLE001 - warming is best effort; requests fail closed
+                pass
 
     # -- running one decision under the time limit ------------------------------
 
@@ -203,8 +221,23 @@ class Decider:
     def begin_hook(self, kind: HookKind, raw: bytes, *, ask: AskMode | None = None) -> Job:
         """:meth:`hook`, handed to the pool."""
         start = time.perf_counter()
-        opts = self.options
         used: list[str] = []
+        work = self._hook_work(kind, raw, ask, used)
+
+        def finish(answer: dict[str, Any]) -> Answer:
+            decision, reason = _summary(kind, answer)
+            body = (json.dumps(answer) + "\n").encode("ascii")
+            ms = (time.perf_counter() - start) * 1000
+            return Answer(200, body, decision, reason, ms, used[0] if used else "")
+
+        return self._submit(work, finish, lambda reason: hook_deny(kind, reason))
+
+    def _hook_work(
+        self, kind: HookKind, raw: bytes, ask: AskMode | None, used: list[str]
+    ) -> Callable[[], dict[str, Any]]:
+        """The decision of one hook event (the digest of the plan it used
+        appended to ``used``)."""
+        opts = self.options
 
         def work() -> dict[str, Any]:
             loaded = self.holder.plan()
@@ -230,13 +263,7 @@ class Decider:
             )
             return decide_gemini(raw, options, ask=ask or opts.gemini_ask, prepared=prepared)
 
-        def finish(answer: dict[str, Any]) -> Answer:
-            decision, reason = _summary(kind, answer)
-            body = (json.dumps(answer) + "\n").encode("ascii")
-            ms = (time.perf_counter() - start) * 1000
-            return Answer(200, body, decision, reason, ms, used[0] if used else "")
-
-        return self._submit(work, finish, lambda reason: hook_deny(kind, reason))
+        return work
 
     def refuse_hook(self, kind: HookKind, reason: str) -> Answer:
         """A hook request refused before any decision (too large, not
@@ -321,10 +348,12 @@ class Decider:
     def health(self) -> Answer:
         from charter.runtime.version import VERSION
 
-        current = self.holder.current
+        current = self.holder.plan()  # (a plan file that changed is loaded first)
         out = {
             "status": "ok",
             "version": VERSION,
+            # which process answered (with --workers, each has its own plan holder)
+            "pid": os.getpid(),
             "plan": {
                 "digest": current.digest,
                 "agents": list(current.agents),

@@ -99,7 +99,11 @@ class DecisionLog:
         env: Mapping[str, str] | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
         keep: int = DEFAULT_KEEP,
+        start: bool = True,
     ) -> None:
+        """Open (and lock) the log; with ``start`` False the writer thread is
+        started by :meth:`start` (a server that forks workers forks first:
+        no thread may run in a process that forks)."""
         from charter.runtime.audit import AuditLog
         from charter.runtime.redact import Redactor
 
@@ -126,7 +130,20 @@ class DecisionLog:
         _, self._base = base.snapshot()
         self._queue: queue.Queue[_Line | None] = queue.Queue(maxsize=1024)
         self._thread = threading.Thread(target=self._run, name="charter-serve-log", daemon=True)
-        self._thread.start()
+        if start:
+            self._thread.start()
+
+    def start(self) -> None:
+        if not self._thread.is_alive():
+            self._thread.start()
+
+    def forget(self) -> None:
+        """In a forked worker: close this process's copies of the log's file
+        and lock without writing anything (the owner keeps both)."""
+        self._log.close()
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)  # the owner's descriptor still holds the lock
+            self._lock_fd = -1
 
     def record(self, event: str, fields: dict[str, Any], *, args: Any = None) -> _Line:
         """Queue one line; ``args`` (the call's arguments) only serve to find
@@ -144,8 +161,9 @@ class DecisionLog:
         return line
 
     def close(self) -> None:
-        self._queue.put(None)
-        self._thread.join(timeout=10)
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join(timeout=10)
         self._log.close()
         if self._lock_fd >= 0:
             os.close(self._lock_fd)  # (releases the lock)

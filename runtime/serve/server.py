@@ -54,7 +54,7 @@ from charter.runtime.serve.connection import (
 from charter.runtime.serve.decisions import LOG_WAIT_S, Answer, Decider, HookKind, Job
 from charter.runtime.serve.log import _Line
 
-__all__ = ["DecisionServer", "ListenError", "is_loopback", "parse_listen"]
+__all__ = ["DecisionServer", "ListenError", "is_loopback", "listen_socket", "parse_listen"]
 
 _HOOKS: dict[str, HookKind] = {
     "/v1/hooks/claude-code": "claude-code",
@@ -206,7 +206,8 @@ class _Routes:
         head = request.head
         decider = self.decider
         if head.path == "/v1/health":
-            answer = decider.health()
+            # off the event loop: a changed plan file is loaded first
+            answer = await asyncio.get_running_loop().run_in_executor(None, decider.health)
             return Reply(answer.status, answer.body)
         kind = _HOOKS.get(head.path)
         endpoint: str
@@ -268,6 +269,22 @@ def _ask_query(query: str) -> tuple[str | None, str]:
     return values[0], ""
 
 
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A non-blocking socket listening on HOST:PORT (raises OSError)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    bind = "127.0.0.1" if host == "localhost" else host
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((bind, port))
+        sock.listen(1024)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 def _fd_room() -> int:
     """How many connections this process can hold open: the soft limit on
     open files is raised to the hard one, less a margin for the log, the plan
@@ -298,26 +315,17 @@ class DecisionServer:
         max_per_peer: int | None = None,
         read_timeout: float = 10.0,
         idle_timeout: float = 30.0,
-        reuse_port: bool = False,
+        sock: socket.socket | None = None,
     ) -> None:
+        """``sock``: a listening socket to serve (one a parent process bound
+        before forking workers that share it); else one is bound to HOST:PORT."""
         if not is_loopback(host) and not token:
             raise ListenError(
                 f"listening on {host}, which is not a loopback address, needs a bearer token "
                 "(--token-file FILE or CHARTER_SERVE_TOKEN)"
             )
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        bind = "127.0.0.1" if host == "localhost" else host
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            if reuse_port:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-            sock.bind((bind, port))
-            sock.listen(1024)
-            sock.setblocking(False)
-        except OSError:
-            sock.close()
-            raise
+        if sock is None:
+            sock = listen_socket(host, port)
         self._sock = sock
         # (asyncio closes the socket when the server stops)
         self._address = sock.getsockname()[:2]
