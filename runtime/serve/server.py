@@ -386,9 +386,9 @@ class DecisionServer:
             server.close()
             # answers being worked out are finished (each is bounded by the
             # time limit); every other connection is closed now
-            for conn in list(self._admission.open):
-                conn.shutdown()
             for _ in range(100):
+                for conn in list(self._admission.open):
+                    conn.shutdown()  # (one whose answer was just written, too)
                 if not self._admission.open:
                     break
                 await asyncio.sleep(0.05)
