@@ -196,6 +196,7 @@ class Connection(asyncio.Protocol):
         self._peek = bytearray()
         self._peek_valid = True
         self._writable = True
+        self._keep_alive = True
         self._task: asyncio.Task[None] | None = None
 
     # -- asyncio's side -------------------------------------------------------------------
@@ -310,6 +311,9 @@ class Connection(asyncio.Protocol):
         self._body = bytearray()
         self._peek = bytearray()
         self._peek_valid = False
+        # HTTP/1.1 keeps the connection unless the client says close; 1.0 closes
+        tokens = {t.strip().lower() for v in head.header("connection") for t in v.split(",")}
+        self._keep_alive = event.http_version == b"1.1" and "close" not in tokens
         refusal = self.router.before_body(head)
         if refusal is not None:
             self._close_with(refusal)
@@ -360,49 +364,38 @@ class Connection(asyncio.Protocol):
     # -- writing ------------------------------------------------------------------------------
 
     def _reply(self, reply: Reply) -> None:
-        headers = _headers(reply)
-        try:
-            status = h11.Response(
-                status_code=reply.status,
-                headers=headers,
-                reason=_REASONS.get(reply.status, "").encode("ascii"),
-            )
-            data = self._h11.send(status)
-            data += self._h11.send(h11.Data(data=reply.body)) + self._h11.send(h11.EndOfMessage())
-        except h11.LocalProtocolError:
-            self._close_with(reply)
-            return
-        self._write(data)
+        """Write the answer to the complete request. h11 reads requests; an
+        answer is one status line and four headers, written here (h11's
+        state machine would cost more than the rest of the request's HTTP
+        side), after which a fresh parser takes what the client has already
+        sent of its next request."""
+        keep = self._keep_alive and not reply.close
+        self._write(_response(reply, close=not keep))
         self.served += 1
-        if reply.close or self._h11.our_state is not h11.DONE:
+        if not keep:
             self._linger()
             return
-        try:
-            pipelined = self._h11.next_event() is h11.PAUSED
-            self._h11.start_next_cycle()
-        except (h11.RemoteProtocolError, h11.LocalProtocolError):
-            self._linger()
-            return
+        leftover, closed = self._h11.trailing_data
+        self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=self.limits.head_bytes)
         self._head = None
-        self._peek = bytearray()
-        self._peek_valid = not pipelined
+        self._peek = bytearray(leftover[:_PEEK_BYTES])
+        self._peek_valid = True
         self.state = _State.IDLE
         self.since = time.monotonic()
         self._arm(self.limits.idle_timeout)
         if self._transport is not None and self._writable:
             self._transport.resume_reading()
-        if pipelined:
+        if leftover or closed:  # pipelined, or the client has hung up
             self.state = _State.READING
             self._arm(self.limits.read_timeout)
+            self._h11.receive_data(leftover)
+            if closed:
+                self._h11.receive_data(b"")
             self._pump()
 
     def _close_with(self, reply: Reply) -> None:
-        """Answer outside h11's state machine (it may be in error), then close."""
-        reason = _REASONS.get(reply.status, "")
-        head = f"HTTP/1.1 {reply.status} {reason}\r\n".encode("ascii")
-        for name, value in _headers(Reply(reply.status, reply.body, close=True)):
-            head += name + b": " + value + b"\r\n"
-        self._write(head + b"\r\n" + reply.body)
+        """Answer whatever state h11 is in (it may be in error), then close."""
+        self._write(_response(reply, close=True))
         self._linger()
 
     def _linger(self) -> None:
@@ -467,15 +460,14 @@ _REASONS = {
 }
 
 
-def _headers(reply: Reply) -> list[tuple[bytes, bytes]]:
-    headers = [
-        (b"Content-Type", b"application/json"),
-        (b"Content-Length", str(len(reply.body)).encode("ascii")),
-        (b"Cache-Control", b"no-store"),
-    ]
-    if reply.close:
-        headers.append((b"Connection", b"close"))
-    return headers
+def _response(reply: Reply, *, close: bool) -> bytes:
+    head = (
+        f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, '')}\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(reply.body)}\r\n"
+        "Cache-Control: no-store\r\n" + ("Connection: close\r\n" if close else "") + "\r\n"
+    )
+    return head.encode("ascii") + reply.body
 
 
 def report_failure(peer: str, exc: BaseException) -> None:
