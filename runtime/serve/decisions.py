@@ -44,7 +44,9 @@ class LineLog(Protocol):
 
     def record(self, event: str, fields: dict[str, Any], *, args: Any = None) -> _Line: ...
 
-    def record_later(self, event: str, work: Callable[[], tuple[dict[str, Any], Any]]) -> _Line: ...
+    def record_later(
+        self, event: str, work: Callable[[], tuple[dict[str, Any], Any]], *, block: bool = True
+    ) -> _Line: ...
 
     def close(self) -> None: ...
 
@@ -399,10 +401,14 @@ class Decider:
             body = (json.dumps(denied) + "\n").encode("ascii")
         return Answer(answer.status, body, "deny", reason, answer.ms, answer.plan)
 
-    def record(self, endpoint: str, raw: bytes, answer: Answer, peer: str) -> _Line | None:
+    def record(
+        self, endpoint: str, raw: bytes, answer: Answer, peer: str, *, droppable: bool = False
+    ) -> _Line | None:
         """Queue the log line for one request, before its answer is sent. The
         event is read for its fields by the log's writer thread, never by the
-        caller (the HTTP side's event loop)."""
+        caller (the HTTP side's event loop). ``droppable``: a request refused
+        before any decision, whose line is dropped rather than waited for when
+        the log is behind."""
         if self.log is None:
             return None
         plan = answer.plan or self.holder.current.digest
@@ -432,4 +438,4 @@ class Decider:
             }
             return out, args if isinstance(args, dict) else None
 
-        return self.log.record_later("decision", fields)
+        return self.log.record_later("decision", fields, block=not droppable)

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DecisionLog"]
+__all__ = ["DecisionLog", "enqueue"]
 
 _MAX_PREVIEW = 300
 # Lines made durable by one fsync, at most.
@@ -89,6 +89,25 @@ class _Line:
                 print(f"charter serve: a log callback failed: {exc!r}", file=sys.stderr)
 
 
+def enqueue(q: queue.Queue[_Line | None], line: _Line, block: bool, counter: list[int]) -> _Line:
+    """Queue ``line``; when ``block`` is False and the queue is full, drop it
+    (it is finished as not written) and count it: a line about a request
+    refused before any decision, which a client without the token could send
+    as fast as it likes, never holds up the event loop or the decisions."""
+    if block:
+        q.put(line)
+        return line
+    try:
+        q.put_nowait(line)
+    except queue.Full:
+        counter[0] += 1
+        if counter[0] == 1 or counter[0] % 1000 == 0:
+            print(f"charter serve: the decision log is behind; {counter[0]} refusals of "
+                  "requests not decided were not logged", file=sys.stderr)  # fmt: skip
+        line.finish(False)
+    return line
+
+
 class DecisionLog:
     """Append decision records to ``path`` from a background thread."""
 
@@ -129,6 +148,7 @@ class DecisionLog:
         base.add_env(os.environ if env is None else env)
         _, self._base = base.snapshot()
         self._queue: queue.Queue[_Line | None] = queue.Queue(maxsize=1024)
+        self.dropped = [0]  # lines dropped rather than waited for (see enqueue)
         self._thread = threading.Thread(target=self._run, name="charter-serve-log", daemon=True)
         if start:
             self._thread.start()
@@ -153,12 +173,12 @@ class DecisionLog:
         self._queue.put(line)
         return line
 
-    def record_later(self, event: str, work: Callable[[], tuple[dict[str, Any], Any]]) -> _Line:
+    def record_later(
+        self, event: str, work: Callable[[], tuple[dict[str, Any], Any]], *, block: bool = True
+    ) -> _Line:
         """:meth:`record`, with the fields and arguments worked out by
-        ``work()`` in the writer thread."""
-        line = _Line(event, {}, None, work)
-        self._queue.put(line)
-        return line
+        ``work()`` in the writer thread (``block`` False: see :func:`enqueue`)."""
+        return enqueue(self._queue, _Line(event, {}, None, work), block, self.dropped)
 
     def close(self) -> None:
         if self._thread.is_alive():

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from charter.runtime.serve.log import DecisionLog, _Line
+from charter.runtime.serve.log import DecisionLog, _Line, enqueue
 
 __all__ = ["LogLink", "relay"]
 
@@ -41,6 +41,7 @@ class LogLink:
         self._lost = False
         self._closing = False
         self._queue: queue.Queue[_Line | None] = queue.Queue(maxsize=4096)
+        self.dropped = [0]
         self._sender = threading.Thread(target=self._send, name="charter-log-send", daemon=True)
         self._receiver = threading.Thread(target=self._receive, name="charter-log-ack", daemon=True)
         self._sender.start()
@@ -51,10 +52,10 @@ class LogLink:
         self._queue.put(line)
         return line
 
-    def record_later(self, event: str, work: Callable[[], tuple[dict[str, Any], Any]]) -> _Line:
-        line = _Line(event, {}, None, work)
-        self._queue.put(line)
-        return line
+    def record_later(
+        self, event: str, work: Callable[[], tuple[dict[str, Any], Any]], *, block: bool = True
+    ) -> _Line:
+        return enqueue(self._queue, _Line(event, {}, None, work), block, self.dropped)
 
     def close(self) -> None:
         """Send what is queued, wait (a few seconds at most) for it to be on

@@ -148,7 +148,7 @@ class _Routes:
         """The hook's deny for a request refused before any decision (logged;
         a deny waits for no disk), on a connection then closed."""
         answer = self.decider.refuse_hook(kind, reason)
-        self.decider.record(kind, b"", answer, peer)
+        self.decider.record(kind, b"", answer, peer, droppable=True)
         return Reply(answer.status, answer.body, close=True)
 
     def before_body(self, head: Head) -> Reply | None:

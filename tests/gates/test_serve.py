@@ -783,3 +783,21 @@ def test_a_chunked_body_is_read_and_bounded(serve: Any, workspace: Path) -> None
         "decision": "deny",
         "reason": "charter: the hook event is larger than 8388608 bytes",
     }
+
+
+def test_a_refusal_is_dropped_not_waited_for_when_the_log_is_behind(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """A client without the token can send refused requests as fast as it
+    likes; their lines never make the event loop wait for the log."""
+    log = DecisionLog(tmp_path / "d.jsonl", env={}, start=False)  # a writer far behind
+    for n in range(1024):
+        log.record("decision", {"n": n})
+    start = time.monotonic()
+    line = log.record_later("decision", lambda: ({"decision": "deny"}, None), block=False)
+    assert time.monotonic() - start < 1
+    assert line.done.is_set() and not line.ok
+    assert "were not logged" in capsys.readouterr().err
+    log.start()
+    log.close()
+    assert len((tmp_path / "d.jsonl").read_text().splitlines()) == 1024
