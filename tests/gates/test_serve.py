@@ -801,3 +801,48 @@ def test_a_refusal_is_dropped_not_waited_for_when_the_log_is_behind(
     log.start()
     log.close()
     assert len((tmp_path / "d.jsonl").read_text().splitlines()) == 1024
+
+
+def test_a_connection_being_answered_is_never_closed_to_make_room(
+    serve: Any, workspace: Path, monkeypatch: Any
+) -> None:
+    """At the bound the stalled make room, but never a connection whose
+    request is being decided: its client gets its answer."""
+    from charter.runtime.hooks import claude_code
+
+    slow = claude_code.decide_event
+
+    def deliberate(raw: bytes, **kw: Any) -> dict[str, Any]:
+        time.sleep(1.0)
+        return slow(raw, **kw)
+
+    monkeypatch.setattr(claude_code, "decide_event", deliberate)
+    running = serve(max_connections=3)
+    got: list[tuple[int, bytes]] = []
+    asking = threading.Thread(
+        target=lambda: got.append(
+            running.post("/v1/hooks/claude-code", _hook_event(workspace, "ls"))
+        )
+    )
+    asking.start()
+    time.sleep(0.3)  # its request is being decided
+    stalled = _half_requests(running.port, 10)
+    asking.join(30)
+    for s in stalled:
+        s.close()
+    ((status, body),) = got
+    assert status == 200
+    assert json.loads(body)["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+
+def test_connections_from_one_address_are_bounded(serve: Any, workspace: Path) -> None:
+    running = serve(max_connections=100, max_per_peer=4)
+    stalled = _half_requests(running.port, 10)
+    try:
+        time.sleep(0.2)
+        assert running.server.open_connections <= 4
+        status, _ = running.post("/v1/hooks/claude-code", _hook_event(workspace, "ls"))
+        assert status == 200
+    finally:
+        for s in stalled:
+            s.close()
