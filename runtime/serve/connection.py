@@ -14,7 +14,8 @@ What bounds a connection (:class:`Limits`):
 * the request head may not exceed ``head_bytes`` (h11 refuses it while it is
   still arriving) nor hold more than ``max_headers`` headers, and the body
   ``body_bytes``, both as announced (``Content-Length``) and as read (a
-  chunked body);
+  chunked body); the bodies held by all connections at once may not exceed
+  ``buffer_bytes`` (a request that would pass it is refused);
 * at most ``max_connections`` connections are open, at most ``max_per_peer``
   from one address. When a new connection would pass a bound, the open one
   that has done least for longest makes room (:class:`Admission`): first a
@@ -64,6 +65,9 @@ class Limits:
     max_connections: int = 1024
     max_per_peer: int = 1024
     linger: float = 2.0
+    # request bodies held at once, over every connection (each may hold
+    # body_bytes: without this, a thousand slow ones hold gigabytes)
+    buffer_bytes: int = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +108,11 @@ class Router(Protocol):
 
     def too_large(self, head: Head) -> Reply: ...
 
+    def overloaded(self, head: Head) -> Reply:
+        """The answer to a request whose body would pass the server's bound
+        on request data held at once."""
+        ...
+
     def too_slow(self, head: Head) -> Reply | None:
         """The answer to a request whose head arrived but not its body within
         the read deadline; None to just close."""
@@ -137,6 +146,7 @@ class Admission:
         self.limits = limits
         self.open: dict[Connection, None] = {}
         self._by_peer: dict[str, dict[Connection, None]] = {}
+        self.buffered = 0  # request body bytes held by every connection
 
     def admit(self, conn: Connection) -> bool:
         """Count ``conn`` in, making room if a bound is reached; False when
@@ -197,6 +207,7 @@ class Connection(asyncio.Protocol):
         self._peek_valid = True
         self._writable = True
         self._keep_alive = True
+        self._held = 0  # body bytes of this request counted in admission.buffered
         self._task: asyncio.Task[None] | None = None
 
     # -- asyncio's side -------------------------------------------------------------------
@@ -215,7 +226,12 @@ class Connection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.state = _State.CLOSED
         self._disarm()
+        self._release()
         self.admission.leave(self)
+
+    def _release(self) -> None:
+        self.admission.buffered -= self._held
+        self._held = 0
 
     def data_received(self, data: bytes) -> None:
         if self.state in (_State.CLOSING, _State.CLOSED):
@@ -261,6 +277,7 @@ class Connection(asyncio.Protocol):
     def evict(self) -> None:
         self.state = _State.CLOSED
         self._disarm()
+        self._release()
         if self._transport is not None:
             self._transport.abort()
 
@@ -278,10 +295,14 @@ class Connection(asyncio.Protocol):
             if isinstance(event, h11.Request):
                 self._got_head(event)
             elif isinstance(event, h11.Data):
+                assert self._head is not None
                 self._body += event.data
+                self._held += len(event.data)
+                self.admission.buffered += len(event.data)
                 if len(self._body) > self.limits.body_bytes:
-                    assert self._head is not None
                     self._close_with(self.router.too_large(self._head))
+                elif self.admission.buffered > self.limits.buffer_bytes:
+                    self._close_with(self.router.overloaded(self._head))
             elif isinstance(event, h11.EndOfMessage):
                 self._complete()
             elif isinstance(event, h11.ConnectionClosed):
@@ -371,6 +392,7 @@ class Connection(asyncio.Protocol):
         sent of its next request."""
         keep = self._keep_alive and not reply.close
         self._write(_response(reply, close=not keep))
+        self._release()
         self.served += 1
         if not keep:
             self._linger()
@@ -396,6 +418,8 @@ class Connection(asyncio.Protocol):
     def _close_with(self, reply: Reply) -> None:
         """Answer whatever state h11 is in (it may be in error), then close."""
         self._write(_response(reply, close=True))
+        self._body = bytearray()
+        self._release()
         self._linger()
 
     def _linger(self) -> None:
@@ -457,6 +481,7 @@ _REASONS = {
     405: "Method Not Allowed",
     413: "Content Too Large",
     500: "Internal Server Error",
+    503: "Service Unavailable",
 }
 
 

@@ -181,6 +181,13 @@ class _Routes:
         return _json_error(413, f"the request body is larger than {MAX_EVENT_BYTES} bytes",
                            close=True)  # fmt: skip
 
+    def overloaded(self, head: Head) -> Reply:
+        why = "the server holds too much unread request data now; try again"
+        kind = _HOOKS.get(head.path)
+        if kind is not None:
+            return self._hook_refusal(kind, why, head.peer)
+        return _json_error(503, why, close=True)
+
     def too_slow(self, head: Head) -> Reply | None:
         kind = _HOOKS.get(head.path)
         if kind is None:
@@ -315,6 +322,7 @@ class DecisionServer:
         max_per_peer: int | None = None,
         read_timeout: float = 10.0,
         idle_timeout: float = 30.0,
+        buffer_bytes: int = 256 * 1024 * 1024,
         sock: socket.socket | None = None,
     ) -> None:
         """``sock``: a listening socket to serve (one a parent process bound
@@ -336,6 +344,7 @@ class DecisionServer:
             body_bytes=MAX_EVENT_BYTES,
             max_connections=total,
             max_per_peer=max(1, min(max_per_peer or total, total)),
+            buffer_bytes=max(MAX_EVENT_BYTES + 1, buffer_bytes),
         )
         self._routes = _Routes(decider, token.encode("utf-8") if token else None, is_loopback(host))
         self._admission = Admission(self.limits)

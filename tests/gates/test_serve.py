@@ -846,3 +846,30 @@ def test_connections_from_one_address_are_bounded(serve: Any, workspace: Path) -
     finally:
         for s in stalled:
             s.close()
+
+
+def test_request_data_held_at_once_is_bounded(serve: Any, workspace: Path) -> None:
+    """Each connection may hold up to 8 MiB of body; all of them together
+    are bounded too (here to one body), and the request that would pass the
+    bound is the hook's deny, not a connection that hangs on."""
+    running = serve(buffer_bytes=1)  # raised to one whole body: 8 MiB + 1
+    head = (
+        "POST /v1/hooks/claude-code HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Content-Length: {6 * 1024 * 1024}\r\n\r\n"
+    ).encode()
+    first = socket.create_connection(("127.0.0.1", running.port), timeout=30)
+    first.sendall(head + b" " * (5 * 1024 * 1024))
+    time.sleep(0.5)
+    second = socket.create_connection(("127.0.0.1", running.port), timeout=30)
+    try:
+        second.sendall(head + b" " * (4 * 1024 * 1024))
+    except OSError:
+        pass  # answered and closed while still sending
+    answer_head, body = _closed_answer(second)
+    assert answer_head.startswith(b"HTTP/1.1 200")
+    reason = json.loads(body)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "too much unread request data" in reason
+    first.close()
+    time.sleep(0.3)  # its data is let go with it
+    status, body = running.post("/v1/hooks/claude-code", _hook_event(workspace, "ls"))
+    assert json.loads(body)["hookSpecificOutput"]["permissionDecision"] == "allow"
