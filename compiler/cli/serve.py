@@ -124,8 +124,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="worker processes deciding on one listening socket (default: one per core; "
-        "1 serves from this process)",
+        help="worker processes deciding on one listening socket (default: one per core, at "
+        "most 8; 1 serves from this process)",
     )
     p.add_argument(
         "--reload-interval",

@@ -39,12 +39,19 @@ from charter.runtime.serve.loglink import LogLink, relay
 __all__ = ["Workers", "default_count", "prefork"]
 
 
+# Beyond this many workers the default stops: a hook's client sends one call
+# at a time, so more would hold memory (each worker's copy of the plan drifts
+# from the shared one as Python touches it) for load no team of clients makes.
+MAX_DEFAULT = 8
+
+
 def default_count() -> int:
-    """One worker per core this process may run on."""
+    """One worker per core this process may run on, at most MAX_DEFAULT."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, MAX_DEFAULT))
 
 
 @dataclass
