@@ -32,11 +32,13 @@ cannot reach the server through DNS rebinding.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import ipaddress
 import json
 import resource
 import socket
+import sys
 import threading
 from typing import Any, cast
 from urllib.parse import parse_qs
@@ -276,6 +278,10 @@ def _ask_query(query: str) -> tuple[str | None, str]:
     return values[0], ""
 
 
+# Connections one wake of the event loop takes from the listening socket.
+_ACCEPT_BATCH = 4
+
+
 def listen_socket(host: str, port: int) -> socket.socket:
     """A non-blocking socket listening on HOST:PORT (raises OSError)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -350,6 +356,7 @@ class DecisionServer:
         self._admission = Admission(self.limits)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
+        self._accepting: set[asyncio.Task[Any]] = set()
         self._stop_asked = threading.Event()
         self._started = threading.Event()
         self._finished = threading.Event()
@@ -383,16 +390,16 @@ class DecisionServer:
     async def _serve(self) -> None:
         loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        server = await loop.create_server(
-            lambda: Connection(self._routes, self._admission), sock=self._sock, backlog=1024
-        )
+        fd = self._sock.fileno()
+        loop.add_reader(fd, self._accept, loop)
         self._started.set()
         if self._stop_asked.is_set():
             self._stop.set()
         try:
             await self._stop.wait()
         finally:
-            server.close()
+            loop.remove_reader(fd)
+            self._sock.close()
             # answers being worked out are finished (each is bounded by the
             # time limit); every other connection is closed now
             for _ in range(100):
@@ -403,6 +410,29 @@ class DecisionServer:
                 await asyncio.sleep(0.05)
             for conn in list(self._admission.open):
                 conn.evict()
+
+    def _accept(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Take a few waiting connections (not every one: with --workers,
+        the processes share the socket, and one that takes only a few per
+        wake leaves the rest to a worker with time for them)."""
+        for _ in range(_ACCEPT_BATCH):
+            try:
+                conn, _ = self._sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # out of descriptors: the bound below the limit failed
+                sys.stderr.write(f"charter serve: accepting a connection failed ({exc})\n")
+                return
+            conn.setblocking(False)
+            factory = functools.partial(Connection, self._routes, self._admission)
+            task = loop.create_task(loop.connect_accepted_socket(factory, conn))
+            self._accepting.add(task)
+            task.add_done_callback(self._accepted)
+
+    def _accepted(self, task: asyncio.Task[Any]) -> None:
+        self._accepting.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            pass  # the client went away before its connection was set up
 
     def shutdown(self) -> None:
         """Stop serving (from another thread than serve_forever's) and wait
