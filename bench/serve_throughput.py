@@ -5,8 +5,10 @@ options after `--`, e.g. `-- --workers 2`) with the shipped `coder`
 blueprint compiled to a plan, and drives it with N concurrent keep-alive
 clients (one asyncio process, raw HTTP/1.1, so the client's own cost stays
 small) sending a mix of Claude Code PreToolUse events for `--seconds` each.
-Prints decisions/s, p50 and p99 per client count, next to the cost of the
-same decisions made in this process (no HTTP, no log): what the server adds.
+Prints decisions/s, p50, p99 and the slowest answer per client count, next
+to the cost of the same decisions made in this process (no HTTP, no log):
+what the server adds. (The slowest answer shows a client left waiting for a
+connection slot, which p99 hides when the others are fast.)
 
 The client runs on the same machine as the server and takes CPU from it;
 the figures are for comparing servers (`--python` runs the server with
@@ -155,7 +157,7 @@ def main() -> int:
         asyncio.run(_load(port, 4, 1.0, events))  # warm up
         for n in counts:
             rate, times, errors = asyncio.run(_load(port, n, a.seconds, events))
-            rows.append((n, rate, _pct(times, 0.5), _pct(times, 0.99), errors))
+            rows.append((n, rate, _pct(times, 0.5), _pct(times, 0.99), max(times), errors))
     finally:
         server.send_signal(signal.SIGTERM)
         try:
@@ -171,11 +173,12 @@ def main() -> int:
         f"in-process decision: {in_process:.0f} us ({1e6 / in_process:.0f} decisions/s on one core)"
     )
     print(
-        f"{'clients':>8} {'decisions/s':>12} {'p50 ms':>8} {'p99 ms':>8} {'errors':>7} "
-        f"{'us/decision':>12}"
+        f"{'clients':>8} {'decisions/s':>12} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
+        f"{'errors':>7} {'us/decision':>12}"
     )
-    for n, rate, p50, p99, errors in rows:
-        print(f"{n:>8} {rate:>12.0f} {p50:>8.2f} {p99:>8.2f} {errors:>7} {1e6 / rate:>12.0f}")
+    for n, rate, p50, p99, worst, errors in rows:
+        print(f"{n:>8} {rate:>12.0f} {p50:>8.2f} {p99:>8.2f} {worst:>8.0f} {errors:>7} "
+              f"{1e6 / rate:>12.0f}")  # fmt: skip
     return 0
 
 
