@@ -144,3 +144,23 @@ def _alive(pid: int) -> bool:
             return f.read().split(") ", 1)[1][0] != "Z"
     except OSError:
         return False
+
+
+def test_a_worker_killed_leaves_the_others_serving(plans: SimpleNamespace, tmp_path: Path) -> None:
+    log = tmp_path / "decisions.jsonl"
+    proc, base = _start(plans.path, log, tmp_path, "--workers", "2")
+    try:
+        victim, survivor = sorted(_every_worker(base, 2))
+        os.kill(victim, signal.SIGKILL)
+        time.sleep(0.5)
+        answered = [_decide(base, plans.ws, f"echo left{n}") for n in range(10)]
+        assert set(answered) == {"allow"}
+        assert {_health(base)["pid"] for _ in range(10)} == {survivor}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    (exited,) = [x for x in lines if x["event"] == "worker_exited"]
+    assert exited["pid"] == victim and exited["code"] == -signal.SIGKILL
+    checked = subprocess.run([*CHARTER, "audit", "--verify", str(log)], capture_output=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
