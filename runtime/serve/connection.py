@@ -24,8 +24,9 @@ What bounds a connection (:class:`Limits`):
   whose request is being decided or answered is never closed for another.
 
 Requests on one connection are answered in the order they arrived: the next
-one is not read until the answer to the last is written, and reading pauses
-meanwhile, so a client that sends without reading fills its own buffers.
+one is not parsed until the answer to the last is written, and once a head's
+worth of it is waiting, reading pauses, so a client that sends without
+reading its answers fills its own buffers.
 
 A request that cannot be read or is refused is answered by the
 :class:`Router` (a hook route answers it with the client's deny, never with a
@@ -207,6 +208,7 @@ class Connection(asyncio.Protocol):
         self._peek_valid = True
         self._writable = True
         self._keep_alive = True
+        self._early = 0  # bytes of a next request received while answering
         self._held = 0  # body bytes of this request counted in admission.buffered
         self._task: asyncio.Task[None] | None = None
 
@@ -236,6 +238,14 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.state in (_State.CLOSING, _State.CLOSED):
             return  # drained and dropped
+        if self.state is _State.BUSY:
+            # the next request, sent before this one's answer: kept for
+            # after it, and reading pauses once a head's worth is waiting
+            self._h11.receive_data(data)
+            self._early += len(data)
+            if self._early > self.limits.head_bytes and self._transport is not None:
+                self._transport.pause_reading()
+            return
         if self.state in (_State.FRESH, _State.IDLE):
             if self.state is _State.IDLE:
                 self.since = time.monotonic()
@@ -247,6 +257,11 @@ class Connection(asyncio.Protocol):
         self._pump()
 
     def eof_received(self) -> bool | None:
+        if self.state is _State.BUSY:
+            # the client has sent all it will: it still gets its answer,
+            # then the connection closes
+            self._h11.receive_data(b"")
+            return True
         if self.state in (_State.READING, _State.FRESH, _State.IDLE):
             self._h11.receive_data(b"")
             self._pump()
@@ -367,9 +382,8 @@ class Connection(asyncio.Protocol):
         request = Request(self._head, bytes(self._body))
         self._body = bytearray()
         self.state = _State.BUSY
+        self._early = 0
         self._disarm()
-        if self._transport is not None:
-            self._transport.pause_reading()
         self._task = asyncio.get_running_loop().create_task(self._answer(request))
 
     async def _answer(self, request: Request) -> None:
@@ -405,7 +419,7 @@ class Connection(asyncio.Protocol):
         self.state = _State.IDLE
         self.since = time.monotonic()
         self._arm(self.limits.idle_timeout)
-        if self._transport is not None and self._writable:
+        if self._transport is not None and self._writable and not self._transport.is_reading():
             self._transport.resume_reading()
         if leftover or closed:  # pipelined, or the client has hung up
             self.state = _State.READING

@@ -873,3 +873,20 @@ def test_request_data_held_at_once_is_bounded(serve: Any, workspace: Path) -> No
     time.sleep(0.3)  # its data is let go with it
     status, body = running.post("/v1/hooks/claude-code", _hook_event(workspace, "ls"))
     assert json.loads(body)["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+
+def test_a_client_that_half_closes_after_its_request_still_gets_the_answer(
+    serve: Any, workspace: Path
+) -> None:
+    running = serve()
+    body = _hook_event(workspace, "ls")
+    conn = socket.create_connection(("127.0.0.1", running.port), timeout=30)
+    conn.sendall(
+        b"POST /v1/hooks/claude-code HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    conn.shutdown(socket.SHUT_WR)  # as `nc -q0` or a shell pipe does
+    head, answer = _closed_answer(conn)
+    assert head.startswith(b"HTTP/1.1 200")
+    assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "allow"
