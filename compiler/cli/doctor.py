@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -188,7 +189,7 @@ def _check_command(client: str, hook: dict[str, Any], root: Path, rep: Report) -
     if "curl" in os.path.basename(program):
         url = next((w for w in words if w.startswith("http")), None)
         if url is not None:
-            _check_health(url, {}, rep)
+            _check_health(url, _curl_headers(words, root), rep)
         return
     plan = _plan_of(words)
     if plan is not None:
@@ -307,6 +308,49 @@ def _check_plan(plan: str, agent: str | None, rep: Report) -> None:
     rep.ok(f"the plan loads ({loaded.plan.digest}, agent {agent or names[0]})")
 
 
+def _curl_headers(words: list[str], root: Path) -> dict[str, str]:
+    """The headers a curl hook command sends (``-H 'Name: value'``, and each
+    line of ``-H @FILE``: the token file init writes), so the health check
+    asks as the hook asks."""
+    out: dict[str, str] = {}
+    for flag, value in zip(words, words[1:], strict=False):
+        if flag not in ("-H", "--header"):
+            continue
+        lines = [value]
+        if value.startswith("@"):
+            try:
+                lines = (root / value[1:]).read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError):
+                lines = []
+        for line in lines:
+            name, sep, text = line.partition(":")
+            if sep:
+                out[name.strip()] = text.strip()
+    return out
+
+
+def _http_headers(hook: dict[str, Any], root: Path) -> dict[str, str]:
+    """The headers Claude Code's http hook sends: its variables from the
+    environment or the ``env`` of the workspace's settings.local.json (where
+    init puts the token), only those the hook allows."""
+    env = dict(os.environ)
+    try:
+        local = json.loads((root / ".claude" / "settings.local.json").read_text("utf-8"))
+        env.update({str(k): str(v) for k, v in (local.get("env") or {}).items()})
+    except (OSError, ValueError, AttributeError):
+        pass
+    allowed = {str(v) for v in hook.get("allowedEnvVars") or []}
+
+    def expand(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        return env.get(name, "") if name in allowed else ""
+
+    return {
+        str(k): re.sub(r"\$\{([A-Z_][A-Z0-9_]*)\}|\$([A-Z_][A-Z0-9_]*)", expand, str(v))
+        for k, v in (hook.get("headers") or {}).items()
+    }
+
+
 def _check_health(hook_url: str, headers: dict[str, str], rep: Report) -> None:
     base = hook_url.split("/v1/hooks/", 1)[0]
     request = urllib.request.Request(base + "/v1/health", headers=headers)
@@ -330,9 +374,7 @@ def _answer(client: str, hook: dict[str, Any], event: dict[str, Any], root: Path
     data = json.dumps(event).encode()
     start = time.monotonic()
     if hook.get("type") == "http":
-        headers = {"Content-Type": "application/json"}
-        for k, v in (hook.get("headers") or {}).items():
-            headers[str(k)] = os.path.expandvars(str(v))
+        headers = {"Content-Type": "application/json", **_http_headers(hook, root)}
         request = urllib.request.Request(str(hook.get("url")), data=data, headers=headers)
         with urllib.request.urlopen(request, timeout=timeout) as resp:
             text = resp.read().decode("utf-8", "replace")
@@ -355,9 +397,15 @@ def _check_hook(client: str, matcher: str, hook: dict[str, Any], root: Path, tim
     else:
         rep.warn(f"the hook runs only for tools matching {matcher!r}; the others are not decided")
     if hook.get("type") == "http":
-        rep.warn("Claude Code's http hook runs the call when the server is down or slow; a curl "
-                 "command hook ending in `exit 2` blocks it instead")  # fmt: skip
-        _check_health(str(hook.get("url", "")), {}, rep)
+        if hook.get("onFailure") == "block":
+            rep.ok("the http hook blocks the call when the server cannot answer (onFailure: "
+                   "block; Claude Code before 2.1.3xx ignores it and runs the call)")  # fmt: skip
+        else:
+            rep.warn(
+                "Claude Code's http hook runs the call when the server is down or slow; add "
+                '"onFailure": "block" (or use a curl command hook ending in `exit 2`)'
+            )
+        _check_health(str(hook.get("url", "")), _http_headers(hook, root), rep)
     else:
         _check_command(client, hook, root, rep)
     wait = hook.get("timeout")

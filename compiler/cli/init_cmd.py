@@ -10,7 +10,10 @@ Writes, below DIR (default: the current directory):
 * the client's project settings (``.claude/settings.json`` or
   ``.gemini/settings.json``; ``--user`` for the user's own) with the hook:
   ``charter hook ...`` with absolute paths, or with ``--serve URL`` a ``curl``
-  command to ``charter serve`` (``--http`` for Claude Code's own http hook).
+  command to ``charter serve`` (``--http`` for Claude Code's own http hook);
+* ``.charter/serve/token``: a random token, readable by the user only, that
+  ``charter serve`` requires on every request; the curl hook sends it from
+  the file, Claude Code's http hook from ``.claude/settings.local.json``.
 
 Every command hook ends in :data:`FAIL_CLOSED` (exit 2 with a message on
 stderr), so a hook that cannot start blocks the call instead of letting it
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import shlex
 import shutil
 import sys
@@ -39,8 +43,10 @@ from typing import Any
 __all__ = [
     "FAIL_CLOSED",
     "STARTER_POLICY",
+    "TOKEN_FILE",
     "add_arguments",
     "charter_command",
+    "ensure_token",
     "portable_command",
     "hook_entry",
     "run",
@@ -55,6 +61,18 @@ FAIL_CLOSED = " || { echo 'charter: the hook could not run' >&2; exit 2; }"
 # default) answers deny before that.
 CLAUDE_TIMEOUT = 10
 GEMINI_TIMEOUT_MS = 30_000
+# Seconds Claude Code's http hook waits for charter serve: above the longest
+# the server takes to answer (its --time-limit, 5 s by default, plus at most
+# 2 s for the decision to reach its log), so the client has Charter's deny
+# rather than a timeout.
+CLAUDE_HTTP_TIMEOUT = 15
+
+# The token charter serve requires on every request, kept in the private
+# part of .charter/ (serve/ is in the .gitignore init writes), as the header
+# line a curl hook sends with -H @FILE; the variable Claude Code's http hook
+# reads it from (set in .claude/settings.local.json, which is not committed).
+TOKEN_FILE = Path(".charter") / "serve" / "token"
+TOKEN_VAR = "CHARTER_SERVE_TOKEN"
 
 STARTER_POLICY = """\
 # Charter's policy for {client} in this workspace: every tool call {client}
@@ -196,17 +214,21 @@ def hook_entry(
     serve: str | None = None,
     http: bool = False,
     root: Path | None = None,
+    token: Path | None = None,
 ) -> dict[str, Any]:
     """The settings entry of one Charter hook. With ``root`` (project
     settings, which teams commit) the command names no path of this machine
-    where it can: the plan through the client's project-folder variable."""
+    where it can: the plan through the client's project-folder variable.
+    With ``serve``, the hook sends the server's token (``token``: its file)."""
     if serve is not None:
         url = serve.rstrip("/") + f"/v1/hooks/{client}"
         if http:
-            return {"type": "http", "url": url, "timeout": CLAUDE_TIMEOUT}
+            return _http_hook(url, token is not None)
         command = (
             "curl -sS --fail --max-time 8 -H 'Content-Type: application/json' "
-            f"--data-binary @- {shlex.quote(url)}" + FAIL_CLOSED
+            + _curl_token(client, token, root)
+            + f"--data-binary @- {shlex.quote(url)}"
+            + FAIL_CLOSED
         )
     elif root is not None:
         program, _portable = portable_command(root, client)
@@ -238,6 +260,99 @@ def _client_args(client: str) -> list[str]:
     plan's ask to the person when the session has one at its terminal (a
     headless run, where Gemini CLI's ask would wait forever, gets deny)."""
     return ["--ask", "auto"] if client == "gemini-cli" else []
+
+
+def _http_hook(url: str, with_token: bool) -> dict[str, Any]:
+    """Claude Code's own http hook: it blocks the call when the server cannot
+    answer (``onFailure``; older versions ignore the key and run the call),
+    and sends the token from the variable init sets in settings.local.json."""
+    hook: dict[str, Any] = {
+        "type": "http",
+        "url": url,
+        "timeout": CLAUDE_HTTP_TIMEOUT,
+        "onFailure": "block",
+    }
+    if with_token:
+        hook["headers"] = {"Authorization": f"Bearer ${TOKEN_VAR}"}
+        hook["allowedEnvVars"] = [TOKEN_VAR]
+    return hook
+
+
+def _curl_token(client: str, token: Path | None, root: Path | None) -> str:
+    """curl's option that sends the token file's header line (none without a
+    token); in project settings, through the project-folder variable. A
+    missing token file makes curl fail, and the hook block."""
+    if token is None:
+        return ""
+    if root is not None:
+        try:
+            rel = token.relative_to(root).as_posix()
+            return f'-H @"${PROJECT_VAR[client]}"/{shlex.quote(rel)} '
+        except ValueError:
+            pass
+    return f"-H {shlex.quote('@' + str(token))} "
+
+
+def ensure_token(root: Path) -> tuple[Path, bool]:
+    """The workspace's serve token file, written (user-only, 0600, in a
+    0700 folder) with a new random token unless one is there; and whether it
+    was written now. An existing one is kept: servers and other clients of
+    the workspace already use it."""
+    path = root / TOKEN_FILE
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except FileExistsError:
+        os.chmod(path, 0o600, follow_symlinks=False)
+        return path, False
+    with os.fdopen(fd, "w", encoding="ascii") as out:
+        out.write(f"Authorization: Bearer {secrets.token_urlsafe(32)}\n")
+    return path, True
+
+
+def _token_value(path: Path) -> str:
+    line = path.read_text(encoding="ascii").strip()
+    return line.rpartition(" ")[2]
+
+
+def _token_in_local_settings(root: Path, token: Path) -> Path:
+    """Put the token in ``.claude/settings.local.json``'s ``env`` (Claude
+    Code's settings that are not committed; other keys kept), readable by the
+    user only: Claude Code's http hook sends it from there."""
+    local = root / ".claude" / "settings.local.json"
+    current: dict[str, Any] = {}
+    if local.exists():
+        loaded = json.loads(local.read_text(encoding="utf-8") or "{}")
+        if isinstance(loaded, dict):
+            current = loaded
+    env = dict(current.get("env") or {})
+    env[TOKEN_VAR] = _token_value(token)
+    current["env"] = env
+    local.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(local.with_name(local.name + ".tmp"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+                 0o600)  # fmt: skip
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(json.dumps(current, indent=2) + "\n")
+    os.replace(local.with_name(local.name + ".tmp"), local)
+    _excluded_from_git(root, ".claude/settings.local.json")
+    return local
+
+
+def _excluded_from_git(root: Path, name: str) -> None:
+    """Name ``name`` in the repository's own exclude file (never committed)
+    when ``root`` is a git work tree, so a token cannot be committed by mistake."""
+    exclude = root / ".git" / "info" / "exclude"
+    if not (root / ".git").is_dir():
+        return
+    try:
+        current = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+        if name in current.split():
+            return
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        with exclude.open("a", encoding="utf-8") as out:
+            out.write(("" if current.endswith("\n") or not current else "\n") + name + "\n")
+    except OSError:
+        pass  # a convenience: the file is private by its mode all the same
 
 
 def _is_charter_hook(hook: Any) -> bool:
@@ -330,11 +445,21 @@ def run(args: argparse.Namespace) -> int:
     if digest is None:
         return 1
     ignore = _private_records_ignored(root / ".charter")
+    token, token_new = ensure_token(root)
     entry = hook_entry(
-        client, plan, agent, serve=args.serve, http=args.http, root=None if args.user else root
-    )
+        client, plan, agent, serve=args.serve, http=args.http,
+        root=None if args.user else root, token=token,
+    )  # fmt: skip
     if args.contain:
         entry = _contained(entry)
+    local: Path | None = None
+    if args.http:
+        try:
+            local = _token_in_local_settings(root, token)
+        except (OSError, ValueError) as exc:  # (json's errors are ValueErrors)
+            print(f"charter init: {root / '.claude' / 'settings.local.json'}: {exc}; fix or "
+                  "remove it", file=sys.stderr)  # fmt: skip
+            return 1
     settings.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(_merged(current, client, entry), indent=2) + "\n"
     settings.write_text(text, encoding="utf-8")
@@ -353,6 +478,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {plan} ({digest})")
     if ignore is not None:
         print(f"wrote {ignore} (commit the policy and the plan; run records stay private)")
+    if token_new:
+        print(f"wrote {token} (charter serve's token, private to you; every request must carry it)")
+    if local is not None:
+        print(f"wrote {local} (the token, for Claude Code's http hook; keep it uncommitted)")
     print(f"wrote {settings} ({name}'s hook: {entry.get('command') or entry.get('url')})")
     if not args.user and args.serve is None and not portable_command(root, client)[1]:
         print(

@@ -29,10 +29,11 @@ if TYPE_CHECKING:
     from charter.runtime.prepared import PreparedPlan
     from charter.runtime.serve import PlanHolder, ServeOptions
 
-__all__ = ["ProjectSource", "add_arguments", "run"]
+__all__ = ["TOKEN_FILE", "ProjectSource", "add_arguments", "read_token", "run", "token_files"]
 
 _SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", "build", "target"})
 _MAX_FILES = 20_000
+_DECISION_THREADS = 16
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -54,7 +55,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--token-file",
         type=Path,
         metavar="FILE",
-        help="file holding the bearer token requests must carry (or set CHARTER_SERVE_TOKEN)",
+        help="file holding the bearer token every request must carry (default: "
+        ".charter/serve/token of the workspace or of the plan's .charter folder, which "
+        "`charter init` writes, when it exists; else CHARTER_SERVE_TOKEN)",
     )
     p.add_argument(
         "--log",
@@ -86,7 +89,43 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "(default deny; a hook URL's ?ask= overrides it)",
     )
     p.add_argument(
-        "--max-connections", type=int, default=64, metavar="N", help="connections served at once"
+        "--max-connections",
+        type=int,
+        default=1024,
+        metavar="N",
+        help="connections open at once (default 1024); past it, the connection that has sent "
+        "least of a request for longest is closed to make room",
+    )
+    p.add_argument(
+        "--max-per-peer",
+        type=int,
+        default=None,
+        metavar="N",
+        help="connections open at once from one address (default: --max-connections; every "
+        "local process shares 127.0.0.1)",
+    )
+    p.add_argument(
+        "--read-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="a whole request must arrive within this (default 10); a hook request that does "
+        "not is answered deny",
+    )
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="close a keep-alive connection idle this long (default 30)",
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="worker processes deciding on one listening socket (default: one per core, at "
+        "most 8; 1 serves from this process)",
     )
     p.add_argument(
         "--reload-interval",
@@ -156,17 +195,65 @@ class ProjectSource:
         return prepare(loaded.plan, eager=True)
 
 
-def _token(args: argparse.Namespace) -> str | None | int:
+# Where `charter init` keeps the workspace's token (private: .charter/serve/
+# is in the .gitignore init writes).
+TOKEN_FILE = Path(".charter") / "serve" / "token"
+
+
+def token_files(args: argparse.Namespace) -> list[Path]:
+    """The token files that apply when no --token-file is given: the
+    workspace's (``--workspace`` or the current directory), and the one of
+    the ``.charter`` folder the plan or project is in."""
+    out = [Path(args.workspace or ".") / TOKEN_FILE]
+    target: Path = args.target
+    for parent in (target.resolve(), *target.resolve().parents):
+        if parent.name == ".charter":
+            out.append(parent / "serve" / "token")
+            break
+    return out
+
+
+def read_token(path: Path) -> str:
+    """The token in ``path``: the token alone, or the header line
+    ``Authorization: Bearer TOKEN`` (the form init writes, which a curl hook
+    sends with ``-H @FILE``). Raises ValueError with the reason it cannot be used."""
+    try:
+        st = path.stat()
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: {getattr(exc, 'strerror', None) or exc}") from exc
+    if st.st_mode & 0o077:
+        raise ValueError(
+            f"{path}: the token file can be read by other users (mode "
+            f"{st.st_mode & 0o777:o}); make it private: chmod 600 {path}"
+        )
+    value = text.strip()
+    name, sep, rest = value.partition(":")
+    if sep and name.strip().lower() == "authorization":
+        value = rest.strip()
+    scheme, _, rest = value.partition(" ")
+    if scheme.lower() == "bearer":
+        value = rest.strip()
+    if not value or any(c.isspace() for c in value):
+        raise ValueError(f"{path}: expected a token, or the line 'Authorization: Bearer TOKEN'")
+    return value
+
+
+def _token(args: argparse.Namespace) -> tuple[str | None, str] | int:
+    """The token every request must carry and where it came from, or the
+    exit code of a refusal. A token file that exists is always used: a
+    server never quietly answers without the token its hooks send."""
     token_file: Path | None = args.token_file
-    if token_file is not None:
+    candidates = [token_file] if token_file is not None else token_files(args)
+    for path in candidates:
+        if token_file is None and not path.exists():
+            continue
         try:
-            text = token_file.read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            return _refuse(f"{token_file}: {exc.strerror or exc}")
-        if not text:
-            return _refuse(f"{token_file}: the token file is empty")
-        return text
-    return os.environ.get("CHARTER_SERVE_TOKEN") or None
+            return read_token(path), str(path)
+        except ValueError as exc:
+            return _refuse(str(exc))
+    env = os.environ.get("CHARTER_SERVE_TOKEN")
+    return (env, "CHARTER_SERVE_TOKEN") if env else (None, "")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -181,15 +268,20 @@ def run(args: argparse.Namespace) -> int:
         ServeOptions,
         parse_listen,
     )
+    from charter.runtime.serve.decisions import LineLog
+    from charter.runtime.serve.loglink import LogLink
     from charter.runtime.serve.plans import PlanSource
+    from charter.runtime.serve.server import is_loopback, listen_socket
+    from charter.runtime.serve.workers import default_count, prefork
 
     try:
         host, port = parse_listen(args.listen)
     except ListenError as exc:
         return _refuse(str(exc))
-    token = _token(args)
-    if isinstance(token, int):
-        return token
+    found = _token(args)
+    if isinstance(found, int):
+        return found
+    token, token_source = found
     target: Path = args.target
     if args.config is not None and not args.config.is_file():
         return _refuse(f"{args.config}: config file not found")
@@ -205,7 +297,8 @@ def run(args: argparse.Namespace) -> int:
         args.log or Path(args.workspace or ".") / ".charter" / "serve" / "decisions.jsonl"
     )
     try:
-        log = DecisionLog(log_path, max_bytes=max(1, args.log_max_mb) * 1024 * 1024)
+        # the writer starts once the workers are forked (see workers.py)
+        log = DecisionLog(log_path, max_bytes=max(1, args.log_max_mb) * 1024 * 1024, start=False)
     except OSError as exc:
         return _refuse(f"cannot open the decision log {log_path}: {exc.strerror or exc}")
 
@@ -231,47 +324,113 @@ def run(args: argparse.Namespace) -> int:
     if problem:
         log.close()
         return _refuse(problem)
-    decider = Decider(holder, options, log=log, workers=max(4, min(args.max_connections, 64)))
-    try:
-        server = DecisionServer(
-            decider, host, port, token=token, max_connections=max(1, args.max_connections)
-        )
-    except (ListenError, OSError) as exc:
-        decider.close()
+    workers = args.workers if args.workers is not None else default_count()
+    if not is_loopback(host) and not token:
         log.close()
-        return _refuse(f"cannot listen on {args.listen}: {exc}")
-    decider.warm(os.path.abspath(args.workspace or "."))
-    stop = threading.Event()
-    if not source.cheap:
-        holder.watch(max(0.1, args.reload_interval), stop)
-    if args.port_file is not None:
-        _write_port(args.port_file, server.address[1])
-
-    def stop_serving(signum: int, frame: Any) -> None:
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop_serving)
-    signal.signal(signal.SIGINT, stop_serving)
+        return _refuse(
+            f"cannot listen on {args.listen}: {host} is not a loopback address, so it needs a "
+            "bearer token (--token-file FILE or CHARTER_SERVE_TOKEN)"
+        )
+    try:
+        listener = listen_socket(host, port)
+    except OSError as exc:
+        log.close()
+        return _refuse(f"cannot listen on {args.listen}: {exc.strerror or exc}")
+    # Decide once here, before any fork: the workers inherit the imports.
+    Decider(holder, options).warm(os.path.abspath(args.workspace or "."))
+    bound_host, bound_port = listener.getsockname()[:2]
+    url = f"http://[{bound_host}]:{bound_port}" if ":" in bound_host else (
+        f"http://{bound_host}:{bound_port}")  # fmt: skip
     current = holder.current
+    access = f"token from {token_source}" if token else "no token: any local process may ask"
     print(
-        f"charter serve: listening on {server.url} (plan {current.digest}, agents: "
-        f"{', '.join(current.agents)}; log: {log_path})",
+        f"charter serve: listening on {url} (plan {current.digest}, agents: "
+        f"{', '.join(current.agents)}; log: {log_path}; {access}; workers: {workers})",
         file=sys.stderr,
         flush=True,
     )
-    log.record(
-        "serve_started", {"url": server.url, "plan": current.digest, "source": current.source}
-    )
+    started = {"url": url, "plan": current.digest, "source": current.source, "workers": workers}
+
+    def serve(decide_log: LineLog, number: int | None) -> int:
+        """Serve on ``listener`` until SIGTERM or SIGINT (in this process)."""
+        if number is not None:
+
+            def worker_note(event: str, fields: dict[str, Any]) -> None:
+                decide_log.record(event, {**fields, "worker": number})
+                shown = ", ".join(f"{k}={v}" for k, v in fields.items())
+                print(f"charter serve: worker {number}: {event.replace('_', ' ')}: {shown}",
+                      file=sys.stderr, flush=True)  # fmt: skip
+
+            holder.on_event = worker_note
+        # Threads that run decisions (CPU-bound: more would not decide
+        # faster; enough that a few decisions hanging until the time limit
+        # leave room).
+        decider = Decider(holder, options, log=decide_log, workers=_DECISION_THREADS)
+        server = DecisionServer(
+            decider,
+            host,
+            port,
+            token=token,
+            max_connections=max(1, args.max_connections),
+            max_per_peer=args.max_per_peer,
+            read_timeout=max(0.1, args.read_timeout),
+            idle_timeout=max(0.1, args.idle_timeout),
+            sock=listener,
+        )
+        stop = threading.Event()
+        if not source.cheap:
+            holder.watch(max(0.1, args.reload_interval), stop)
+
+        def stop_serving(signum: int, frame: Any) -> None:
+            threading.Thread(target=server.shutdown, daemon=True).start()
+
+        signal.signal(signal.SIGTERM, stop_serving)
+        signal.signal(signal.SIGINT, stop_serving)
+        try:
+            server.serve_forever()
+        finally:
+            stop.set()
+            server.close()
+        return 0
+
+    if workers <= 1:
+        log.start()
+        if args.port_file is not None:
+            _write_port(args.port_file, bound_port)
+        log.record("serve_started", started)
+        try:
+            serve(log, None)
+        finally:
+            log.record("serve_stopped", {"url": url})
+            log.close()
+            if args.port_file is not None:
+                args.port_file.unlink(missing_ok=True)
+        return 0
+
+    def worker(number: int, link: LogLink) -> int:
+        try:
+            return serve(link, number)
+        finally:
+            link.close()
+
+    running = prefork(workers, log, listener, worker)
+
+    def stop_workers(signum: int, frame: Any) -> None:
+        running.stop()
+
+    signal.signal(signal.SIGTERM, stop_workers)
+    signal.signal(signal.SIGINT, stop_workers)
+    log.record("serve_started", started)
+    if args.port_file is not None:
+        _write_port(args.port_file, bound_port)
     try:
-        server.serve_forever()
+        code = running.wait()
     finally:
-        stop.set()
-        server.close()
-        log.record("serve_stopped", {"url": server.url})
+        log.record("serve_stopped", {"url": url})
         log.close()
         if args.port_file is not None:
             args.port_file.unlink(missing_ok=True)
-    return 0
+    return code
 
 
 def _check_agent(holder: PlanHolder, options: ServeOptions) -> str:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_EVENT_BYTES",
+    "TOO_LARGE",
     "Alternatives",
     "Fixed",
     "HookOptions",
@@ -50,6 +51,8 @@ __all__ = [
 # Larger than any tool call a model makes (a whole file written at once
 # included); it bounds what a hook reads from a pipe it does not control.
 MAX_EVENT_BYTES = 8 * 1024 * 1024
+# Why an event past the bound is refused (the server says it in the same words).
+TOO_LARGE = f"the hook event is larger than {MAX_EVENT_BYTES} bytes"
 
 # For each Charter call a peer's call stands for: the (tool, arguments)
 # alternatives in preference order; the first one the stage offers is used.
@@ -118,7 +121,7 @@ def read_event(raw: bytes, event_name: str) -> dict[str, Any] | str:
     An event that names another hook event is refused; one that names none is
     taken as ``event_name`` (the name is informative, the fields decide)."""
     if len(raw) > MAX_EVENT_BYTES:
-        return f"the hook event is larger than {MAX_EVENT_BYTES} bytes"
+        return TOO_LARGE
     try:
         # Charter's own nesting bound: what the interpreter's parser refuses
         # by itself differs between Python versions.

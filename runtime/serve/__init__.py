@@ -8,7 +8,10 @@ docs/clients.md.
 * :mod:`~charter.runtime.serve.plans`: the plan in use and its reload;
 * :mod:`~charter.runtime.serve.decisions`: what each endpoint answers;
 * :mod:`~charter.runtime.serve.log`: the decision log;
-* :mod:`~charter.runtime.serve.server`: HTTP, limits and authentication.
+* :mod:`~charter.runtime.serve.workers`, :mod:`~charter.runtime.serve.loglink`: worker
+  processes, and their lines sent to the one process that writes the log;
+* :mod:`~charter.runtime.serve.connection`: one client connection (h11), its bounds;
+* :mod:`~charter.runtime.serve.server`: routes, authentication, the event loop.
 """
 
 from __future__ import annotations

@@ -12,6 +12,12 @@ Decisions run on a pool of worker threads, so the time limit holds even for
 a decision that never returns; such a worker stays busy, and once every
 worker is, each new request waits out its limit and is denied: the server
 slows down, it never lets a call through.
+
+Each endpoint has two forms: ``begin_*`` hands the decision to the pool and
+returns a :class:`Job` at once (the HTTP side's event loop waits on its
+future with the time limit, holding no thread), and the blocking form
+(:meth:`Decider.hook`, :meth:`Decider.check`) waits for it in the caller's
+thread.
 """
 
 from __future__ import annotations
@@ -20,24 +26,38 @@ import json
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from charter.runtime import deadline
 from charter.runtime.serve.plans import PlanHolder
 
 if TYPE_CHECKING:
-    from charter.runtime.serve.log import DecisionLog, _Line
+    from charter.runtime.serve.log import _Line
 
-__all__ = ["Answer", "Decider", "HookKind", "ServeOptions"]
+
+class LineLog(Protocol):
+    """Where decisions are logged: the :class:`~.log.DecisionLog` itself, or
+    a worker's link to the process that owns it (:mod:`.loglink`)."""
+
+    def record(self, event: str, fields: dict[str, Any], *, args: Any = None) -> _Line: ...
+
+    def record_later(
+        self, event: str, work: Callable[[], tuple[dict[str, Any], Any]], *, block: bool = True
+    ) -> _Line: ...
+
+    def close(self) -> None: ...
+
+
+__all__ = ["Answer", "Decider", "HookKind", "Job", "LineLog", "ServeOptions", "hook_deny"]
 
 HookKind = Literal["claude-code", "gemini-cli"]
 AskMode = Literal["deny", "ask", "defer"]
 # How long an answer waits for its decision to reach the disk before it is
 # sent as a deny instead (a healthy disk takes milliseconds).
-_LOG_WAIT_S = 10.0
+LOG_WAIT_S = 2.0
 _ABANDON_AFTER_S = 0.25
 
 
@@ -68,6 +88,53 @@ class Answer:
     plan: str = ""  # the digest of the plan that decided
 
 
+class Job:
+    """One decision handed to the pool: its future, and how the outcome
+    (the work's result, the time limit passing, a failure) becomes the
+    :class:`Answer`. Whoever waits on :attr:`future` calls exactly one of
+    :meth:`done`, :meth:`timed_out`, :meth:`failed`."""
+
+    __slots__ = ("_deny", "_finish", "future", "limit", "stated")
+
+    def __init__(
+        self,
+        future: Future[dict[str, Any]] | None,
+        limit: float,
+        finish: Callable[[dict[str, Any]], Answer],
+        deny: Callable[[str], dict[str, Any]],
+    ) -> None:
+        self.future = future  # None: the pool is shut down
+        self.stated = limit
+        # how long to wait for the future (a limit of 0 is answered at once)
+        self.limit = limit if limit > 0 else 0.01
+        self._finish = finish
+        self._deny = deny
+
+    def done(self, out: dict[str, Any]) -> Answer:
+        return self._finish(out)
+
+    def timed_out(self) -> Answer:
+        if self.future is None:
+            return self._finish(self._deny("the decision server is stopping"))
+        self.future.cancel()  # a decision still queued never starts
+        return self._finish(self._deny(f"no decision within {self.stated:g} s"))
+
+    def failed(self, exc: BaseException) -> Answer:
+        # the adapters never raise; fail closed if one does
+        return self._finish(self._deny(f"the hook could not decide ({type(exc).__name__}: {exc})"))
+
+    def wait(self) -> Answer:
+        """The answer, waiting in this thread."""
+        if self.future is None:
+            return self.timed_out()
+        try:
+            return self.done(self.future.result(timeout=self.limit))
+        except FutureTimeout:
+            return self.timed_out()
+        except Exception as exc:
+            return self.failed(exc)
+
+
 def hook_deny(kind: HookKind, reason: str) -> dict[str, Any]:
     """The adapter's deny, as a hook command prints it when it cannot decide in time."""
     if kind == "gemini-cli":
@@ -96,7 +163,7 @@ class Decider:
         holder: PlanHolder,
         options: ServeOptions,
         *,
-        log: DecisionLog | None = None,
+        log: LineLog | None = None,
         workers: int = 16,
     ) -> None:
         self.holder = holder
@@ -116,13 +183,22 @@ class Decider:
             ("gemini-cli", "run_shell_command", {"command": "ls"}),
         ):
             event = {"cwd": workspace, "tool_name": tool, "tool_input": args}
-            self.hook(kind, json.dumps(event).encode())  # type: ignore[arg-type]
+            # in this thread, not the pool's: a server that forks warms up
+            # first, and no thread may run in a process that forks
+            work = self._hook_work(kind, json.dumps(event).encode(), None, [])  # type: ignore[arg-type]
+            try:
+                work()
+            except Exception:  # noqa: BLE001 - warming is best effort; requests fail closed
+                pass
 
     # -- running one decision under the time limit ------------------------------
 
-    def _bounded(
-        self, work: Callable[[], dict[str, Any]], deny: Callable[[str], dict[str, Any]]
-    ) -> dict[str, Any]:
+    def _submit(
+        self,
+        work: Callable[[], dict[str, Any]],
+        finish: Callable[[dict[str, Any]], Answer],
+        deny: Callable[[str], dict[str, Any]],
+    ) -> Job:
         limit = self.options.time_limit
 
         def limited() -> dict[str, Any]:
@@ -133,23 +209,37 @@ class Decider:
                 return work()
 
         try:
-            future = self._pool.submit(limited)
+            future: Future[dict[str, Any]] | None = self._pool.submit(limited)
         except RuntimeError:  # the pool is shut down: the server is stopping
-            return deny("the decision server is stopping")
-        try:
-            return future.result(timeout=limit if limit > 0 else 0.01)
-        except FutureTimeout:
-            return deny(f"no decision within {limit:g} s")
-        except Exception as exc:  # the adapters never raise; fail closed if one does
-            return deny(f"the hook could not decide ({type(exc).__name__}: {exc})")
+            future = None
+        return Job(future, limit, finish, deny)
 
     # -- the endpoints ------------------------------------------------------------
 
     def hook(self, kind: HookKind, raw: bytes, *, ask: AskMode | None = None) -> Answer:
         """The answer to one hook event, byte for byte what the command prints."""
+        return self.begin_hook(kind, raw, ask=ask).wait()
+
+    def begin_hook(self, kind: HookKind, raw: bytes, *, ask: AskMode | None = None) -> Job:
+        """:meth:`hook`, handed to the pool."""
         start = time.perf_counter()
-        opts = self.options
         used: list[str] = []
+        work = self._hook_work(kind, raw, ask, used)
+
+        def finish(answer: dict[str, Any]) -> Answer:
+            decision, reason = _summary(kind, answer)
+            body = (json.dumps(answer) + "\n").encode("ascii")
+            ms = (time.perf_counter() - start) * 1000
+            return Answer(200, body, decision, reason, ms, used[0] if used else "")
+
+        return self._submit(work, finish, lambda reason: hook_deny(kind, reason))
+
+    def _hook_work(
+        self, kind: HookKind, raw: bytes, ask: AskMode | None, used: list[str]
+    ) -> Callable[[], dict[str, Any]]:
+        """The decision of one hook event (the digest of the plan it used
+        appended to ``used``)."""
+        opts = self.options
 
         def work() -> dict[str, Any]:
             loaded = self.holder.plan()
@@ -175,11 +265,7 @@ class Decider:
             )
             return decide_gemini(raw, options, ask=ask or opts.gemini_ask, prepared=prepared)
 
-        answer = self._bounded(work, lambda reason: hook_deny(kind, reason))
-        decision, reason = _summary(kind, answer)
-        body = (json.dumps(answer) + "\n").encode("ascii")
-        ms = (time.perf_counter() - start) * 1000
-        return Answer(200, body, decision, reason, ms, used[0] if used else "")
+        return work
 
     def refuse_hook(self, kind: HookKind, reason: str) -> Answer:
         """A hook request refused before any decision (too large, not
@@ -192,6 +278,10 @@ class Decider:
     def check(self, raw: bytes) -> Answer:
         """``{"tool", "args", "stage"?, "agent"?}`` in, the object
         ``charter check --format json`` prints out."""
+        return self.begin_check(raw).wait()
+
+    def begin_check(self, raw: bytes) -> Job:
+        """:meth:`check`, handed to the pool."""
         start = time.perf_counter()
 
         def bad(reason: str) -> dict[str, Any]:
@@ -249,19 +339,23 @@ class Decider:
                 return bad(str(exc))
             return decide(session, ToolCall(tool, args)).to_json()
 
-        out = self._bounded(work, bad)
-        status = 400 if out.get("gate") == "input" else 200
-        body = (json.dumps(out, ensure_ascii=False) + "\n").encode("utf-8")
-        ms = (time.perf_counter() - start) * 1000
-        return Answer(status, body, str(out.get("decision")), str(out.get("reason", "")), ms)
+        def finish(out: dict[str, Any]) -> Answer:
+            status = 400 if out.get("gate") == "input" else 200
+            body = (json.dumps(out, ensure_ascii=False) + "\n").encode("utf-8")
+            ms = (time.perf_counter() - start) * 1000
+            return Answer(status, body, str(out.get("decision")), str(out.get("reason", "")), ms)
+
+        return self._submit(work, finish, bad)
 
     def health(self) -> Answer:
         from charter.runtime.version import VERSION
 
-        current = self.holder.current
+        current = self.holder.plan()  # (a plan file that changed is loaded first)
         out = {
             "status": "ok",
             "version": VERSION,
+            # which process answered (with --workers, each has its own plan holder)
+            "pid": os.getpid(),
             "plan": {
                 "digest": current.digest,
                 "agents": list(current.agents),
@@ -280,9 +374,23 @@ class Decider:
         """The answer to send, once its decision is on disk (see
         :mod:`.log`): a server killed after answering has logged what it
         answered. A decision that cannot be logged in time is not given; the
-        client is told deny instead."""
+        client is told deny instead. (Blocking; the HTTP side uses
+        :meth:`record`, waits on the line, then :meth:`settled`.)"""
         line = self.record(endpoint, raw, answer, peer)
-        if line is None or answer.decision == "deny" or line.durable(_LOG_WAIT_S):
+        if not self.must_wait(line, answer):
+            return answer
+        assert line is not None
+        return self.settled(endpoint, answer, line.durable(LOG_WAIT_S))
+
+    @staticmethod
+    def must_wait(line: _Line | None, answer: Answer) -> bool:
+        """Whether ``answer`` may be sent only once ``line`` is on disk: every
+        decision but a deny (a deny lets nothing run, whatever the log holds)."""
+        return line is not None and answer.decision != "deny"
+
+    def settled(self, endpoint: str, answer: Answer, durable: bool) -> Answer:
+        """``answer`` when its log line is on disk, else the deny that says why not."""
+        if durable:
             return answer
         reason = "the decision could not be written to the decision log"
         if endpoint == "check":
@@ -293,30 +401,41 @@ class Decider:
             body = (json.dumps(denied) + "\n").encode("ascii")
         return Answer(answer.status, body, "deny", reason, answer.ms, answer.plan)
 
-    def record(self, endpoint: str, raw: bytes, answer: Answer, peer: str) -> _Line | None:
-        """Queue the log line for one request, before its answer is sent."""
+    def record(
+        self, endpoint: str, raw: bytes, answer: Answer, peer: str, *, droppable: bool = False
+    ) -> _Line | None:
+        """Queue the log line for one request, before its answer is sent. The
+        event is read for its fields by the log's writer thread, never by the
+        caller (the HTTP side's event loop). ``droppable``: a request refused
+        before any decision, whose line is dropped rather than waited for when
+        the log is behind."""
         if self.log is None:
             return None
-        event: Any = None
-        try:
-            event = json.loads(raw.decode("utf-8")) if raw else None
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            event = None
-        event = event if isinstance(event, dict) else {}
-        tool = event.get("tool_name", event.get("tool"))
-        args = event.get("tool_input", event.get("args"))
-        fields: dict[str, Any] = {
-            "endpoint": endpoint,
-            "peer": peer,
-            "session": event.get("session_id"),
-            "mode": event.get("permission_mode"),
-            "tool": tool if isinstance(tool, str) else None,
-            "decision": answer.decision,
-            "reason": answer.reason,
-            "status": answer.status,
-            "plan": answer.plan or self.holder.current.digest,
-            # microseconds as an integer: the audit chain hashes canonical
-            # JSON, which holds no floating-point numbers
-            "us": round(answer.ms * 1000),
-        }
-        return self.log.record("decision", fields, args=args if isinstance(args, dict) else None)
+        plan = answer.plan or self.holder.current.digest
+
+        def fields() -> tuple[dict[str, Any], dict[str, Any] | None]:
+            event: Any = None
+            try:
+                event = json.loads(raw.decode("utf-8")) if raw else None
+            except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+                event = None
+            event = event if isinstance(event, dict) else {}
+            tool = event.get("tool_name", event.get("tool"))
+            args = event.get("tool_input", event.get("args"))
+            out: dict[str, Any] = {
+                "endpoint": endpoint,
+                "peer": peer,
+                "session": event.get("session_id"),
+                "mode": event.get("permission_mode"),
+                "tool": tool if isinstance(tool, str) else None,
+                "decision": answer.decision,
+                "reason": answer.reason,
+                "status": answer.status,
+                "plan": plan,
+                # microseconds as an integer: the audit chain hashes canonical
+                # JSON, which holds no floating-point numbers
+                "us": round(answer.ms * 1000),
+            }
+            return out, args if isinstance(args, dict) else None
+
+        return self.log.record_later("decision", fields, block=not droppable)

@@ -25,11 +25,11 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DecisionLog"]
+__all__ = ["DecisionLog", "enqueue"]
 
 _MAX_PREVIEW = 300
 # Lines made durable by one fsync, at most.
@@ -44,18 +44,68 @@ CONTINUED = "log_continued"
 class _Line:
     """One queued line, and whether it reached the disk."""
 
-    __slots__ = ("args", "done", "event", "fields", "ok")
+    __slots__ = ("_callbacks", "_lock", "args", "done", "event", "fields", "later", "ok")
 
-    def __init__(self, event: str, fields: dict[str, Any], args: Any) -> None:
+    def __init__(
+        self,
+        event: str,
+        fields: dict[str, Any],
+        args: Any,
+        later: Callable[[], tuple[dict[str, Any], Any]] | None = None,
+    ) -> None:
         self.event = event
         self.fields = fields
         self.args = args
+        # fields and args worked out by the writer thread (reading an event
+        # costs time the caller's thread may not have to give)
+        self.later = later
         self.done = threading.Event()
         self.ok = False
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[bool], None]] = []
 
     def durable(self, timeout: float) -> bool:
         """Whether the line is on disk, waiting at most ``timeout`` seconds."""
         return self.done.wait(timeout) and self.ok
+
+    def add_done_callback(self, fn: Callable[[bool], None]) -> None:
+        """Call ``fn(on_disk)`` once the writer is done with the line (at once
+        when it already is), from the writer's thread."""
+        with self._lock:
+            if not self.done.is_set():
+                self._callbacks.append(fn)
+                return
+        fn(self.ok)
+
+    def finish(self, ok: bool) -> None:
+        with self._lock:
+            self.ok = ok
+            self.done.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for fn in callbacks:
+            try:
+                fn(ok)
+            except Exception as exc:  # noqa: BLE001 - the writer thread must go on
+                print(f"charter serve: a log callback failed: {exc!r}", file=sys.stderr)
+
+
+def enqueue(q: queue.Queue[_Line | None], line: _Line, block: bool, counter: list[int]) -> _Line:
+    """Queue ``line``; when ``block`` is False and the queue is full, drop it
+    (it is finished as not written) and count it: a line about a request
+    refused before any decision, which a client without the token could send
+    as fast as it likes, never holds up the event loop or the decisions."""
+    if block:
+        q.put(line)
+        return line
+    try:
+        q.put_nowait(line)
+    except queue.Full:
+        counter[0] += 1
+        if counter[0] == 1 or counter[0] % 1000 == 0:
+            print(f"charter serve: the decision log is behind; {counter[0]} refusals of "
+                  "requests not decided were not logged", file=sys.stderr)  # fmt: skip
+        line.finish(False)
+    return line
 
 
 class DecisionLog:
@@ -68,7 +118,11 @@ class DecisionLog:
         env: Mapping[str, str] | None = None,
         max_bytes: int = DEFAULT_MAX_BYTES,
         keep: int = DEFAULT_KEEP,
+        start: bool = True,
     ) -> None:
+        """Open (and lock) the log; with ``start`` False the writer thread is
+        started by :meth:`start` (a server that forks workers forks first:
+        no thread may run in a process that forks)."""
         from charter.runtime.audit import AuditLog
         from charter.runtime.redact import Redactor
 
@@ -94,8 +148,22 @@ class DecisionLog:
         base.add_env(os.environ if env is None else env)
         _, self._base = base.snapshot()
         self._queue: queue.Queue[_Line | None] = queue.Queue(maxsize=1024)
+        self.dropped = [0]  # lines dropped rather than waited for (see enqueue)
         self._thread = threading.Thread(target=self._run, name="charter-serve-log", daemon=True)
-        self._thread.start()
+        if start:
+            self._thread.start()
+
+    def start(self) -> None:
+        if not self._thread.is_alive():
+            self._thread.start()
+
+    def forget(self) -> None:
+        """In a forked worker: close this process's copies of the log's file
+        and lock without writing anything (the owner keeps both)."""
+        self._log.close()
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)  # the owner's descriptor still holds the lock
+            self._lock_fd = -1
 
     def record(self, event: str, fields: dict[str, Any], *, args: Any = None) -> _Line:
         """Queue one line; ``args`` (the call's arguments) only serve to find
@@ -105,9 +173,17 @@ class DecisionLog:
         self._queue.put(line)
         return line
 
+    def record_later(
+        self, event: str, work: Callable[[], tuple[dict[str, Any], Any]], *, block: bool = True
+    ) -> _Line:
+        """:meth:`record`, with the fields and arguments worked out by
+        ``work()`` in the writer thread (``block`` False: see :func:`enqueue`)."""
+        return enqueue(self._queue, _Line(event, {}, None, work), block, self.dropped)
+
     def close(self) -> None:
-        self._queue.put(None)
-        self._thread.join(timeout=10)
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join(timeout=10)
         self._log.close()
         if self._lock_fd >= 0:
             os.close(self._lock_fd)  # (releases the lock)
@@ -132,20 +208,22 @@ class DecisionLog:
             written: list[_Line] = []
             for line in batch:
                 try:
+                    if line.later is not None:
+                        line.fields, line.args = line.later()
                     self._write(line.event, line.fields, line.args)
                     written.append(line)
                 except Exception as exc:  # noqa: BLE001 - a log failure must not stop the server
                     # ... but it must not pass unseen: the line's answer waits on it
                     print(f"charter serve: a decision log line was lost: {exc}", file=sys.stderr)
-                    line.done.set()
+                    line.finish(False)
+            synced = False
             try:
                 self._log.sync()
-                for line in written:
-                    line.ok = True
+                synced = True
             except OSError as exc:
                 print(f"charter serve: the decision log was not synced: {exc}", file=sys.stderr)
             for line in written:
-                line.done.set()
+                line.finish(synced)
             if written:
                 self._rotate_if_full()
             if stop:

@@ -109,7 +109,7 @@ class PlanHolder:
         on_event: Callable[[str, dict[str, object]], None] | None = None,
     ) -> None:
         self.source = source
-        self._on_event = on_event
+        self.on_event = on_event
         self._lock = threading.Lock()
         self._seen = source.signature()
         self.current = self._load()  # the first load must succeed
@@ -177,5 +177,5 @@ class PlanHolder:
         return thread
 
     def _event(self, name: str, fields: dict[str, object]) -> None:
-        if self._on_event is not None:
-            self._on_event(name, fields)
+        if self.on_event is not None:
+            self.on_event(name, fields)

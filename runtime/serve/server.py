@@ -1,10 +1,11 @@
-"""The decision server's HTTP side: routes, limits, authentication.
+"""The decision server's HTTP side: routes, authentication, and the listening socket.
 
-The standard library's threaded HTTP server: one thread per connection,
-HTTP/1.1 keep-alive, no dependency. Decisions are short, synchronous and
-CPU-bound (the gates, the shell guard), so an event loop would add nothing
-but a hop to a worker thread; the pool in :mod:`charter.runtime.serve.decisions`
-is what bounds their time.
+HTTP/1.1 is read with h11 (a sans-IO parser that bounds what it buffers) on
+one asyncio event-loop thread, :mod:`charter.runtime.serve.connection`;
+decisions run on the :class:`~charter.runtime.serve.decisions.Decider`'s
+worker pool. A client that is slow to send, or sends half a request and
+waits, holds a buffer and a timer, never a worker: honest requests are
+decided as they arrive whatever a neighbour does (see the limits there).
 
 Routes::
 
@@ -17,39 +18,45 @@ Routes::
 Both clients run a call when a hook's HTTP request fails (a non-2xx status,
 a timeout, a refused connection), so a hook endpoint answers every problem it
 can answer at all with status 200 and the adapter's deny: a request that is
-too large, not authorised, addressed to another host name, or not decided in
-time. ``/v1/check`` and ``/v1/health`` use ordinary status codes.
+too large (head or body), malformed, too slow, not authorised, addressed to
+another host name, or not decided in time. ``/v1/check`` and ``/v1/health``
+use ordinary status codes.
 
-Limits: a request body of at most 8 MiB (the hook commands' own bound);
-reading one request (line, headers and body) within ``read_timeout`` seconds,
-after which the connection is closed; at most ``max_connections`` connections
-served at once (more wait in the listen queue); an idle keep-alive connection
-is closed after ``read_timeout``.
-
-Listening on a loopback address needs nothing more; any other address needs
-a bearer token (``Authorization: Bearer TOKEN``), checked on every route. On
-loopback the ``Host`` header must name a loopback host, so a web page the
-user opens cannot reach the server through DNS rebinding.
+Authentication: with a token (``charter init`` writes one; ``--token-file``),
+every request on every route must carry ``Authorization: Bearer TOKEN``;
+listening on an address that is not loopback needs one. On loopback the
+``Host`` header must also name a loopback host, so a web page the user opens
+cannot reach the server through DNS rebinding.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hmac
 import ipaddress
+import json
+import resource
 import socket
 import sys
 import threading
-import time
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, cast
 from urllib.parse import parse_qs
 
 from charter.runtime.errors import CharterError
-from charter.runtime.hooks.common import MAX_EVENT_BYTES
-from charter.runtime.serve.decisions import Answer, Decider, HookKind
+from charter.runtime.hooks.common import MAX_EVENT_BYTES, TOO_LARGE
+from charter.runtime.serve.connection import (
+    Admission,
+    Connection,
+    Head,
+    Limits,
+    Reply,
+    Request,
+)
+from charter.runtime.serve.decisions import LOG_WAIT_S, Answer, Decider, HookKind, Job
+from charter.runtime.serve.log import _Line
 
-__all__ = ["DecisionServer", "ListenError", "is_loopback", "parse_listen"]
+__all__ = ["DecisionServer", "ListenError", "is_loopback", "listen_socket", "parse_listen"]
 
 _HOOKS: dict[str, HookKind] = {
     "/v1/hooks/claude-code": "claude-code",
@@ -111,239 +118,153 @@ def _host_is_loopback(header: str | None) -> bool:
         return False
 
 
-class _Reaper:
-    """Closes connections that take longer than allowed to send a request:
-    one thread for all of them, checking a few times a second."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._due: dict[int, tuple[float, socket.socket]] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="charter-serve-reaper", daemon=True)
-        self._thread.start()
-
-    def arm(self, sock: socket.socket, seconds: float) -> None:
-        with self._lock:
-            self._due[id(sock)] = (time.monotonic() + seconds, sock)
-
-    def disarm(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._due.pop(id(sock), None)
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.2):
-            now = time.monotonic()
-            with self._lock:
-                late = [s for k, (t, s) in list(self._due.items()) if t <= now]
-                for s in late:
-                    self._due.pop(id(s), None)
-            for s in late:
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+def _json_error(status: int, message: str, *, close: bool = False) -> Reply:
+    body = (json.dumps({"error": message}) + "\n").encode("ascii")
+    return Reply(status, body, close)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
+class _Routes:
+    """What each request is answered (the :class:`Router` of every connection)."""
 
-    decider: Decider
-    token: bytes | None
-    check_host: bool
-    read_timeout: float
-    reaper: _Reaper
-    slots: threading.BoundedSemaphore
-    stopping: bool
+    def __init__(self, decider: Decider, token: bytes | None, check_host: bool) -> None:
+        self.decider = decider
+        self.token = token
+        self.check_host = check_host
 
-    def process_request(self, request: Any, client_address: Any) -> None:
-        # Beyond max_connections, wait (the connection stays in the listen
-        # queue) rather than refuse: a refused hook request lets the call run.
-        while not self.slots.acquire(timeout=0.5):
-            if self.stopping:
-                self.shutdown_request(request)
-                return
-        try:
-            super().process_request(request, client_address)
-        except BaseException:
-            self.slots.release()
-            raise
+    # -- checks before the body is read --------------------------------------------------
 
-    def process_request_thread(self, request: Any, client_address: Any) -> None:
-        try:
-            super().process_request_thread(request, client_address)
-        finally:
-            self.slots.release()
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # socketserver's default prints a traceback to stderr. A client that
-        # goes away mid-request is routine (its hook timed out); anything
-        # else is one line naming the client, so the operator sees what
-        # failed without a traceback. The connection closes unanswered,
-        # which both clients treat as the hook failing.
-        exc = sys.exc_info()[1]
-        if exc is None or isinstance(exc, (ConnectionError, TimeoutError)):
-            return
-        try:
-            where = f"{client_address[0]}:{client_address[1]}"
-        except (IndexError, TypeError):
-            where = str(client_address)
-        # The exception's type only: its text may quote the request (a
-        # header holding the bearer token, say), and stderr is not redacted.
-        sys.stderr.write(
-            f"charter serve: a request from {where} failed ({type(exc).__name__}); "
-            "closed it unanswered\n"
-        )
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "charter-serve"
-    sys_version = ""
-    # The status line, headers and body go out in one write; without this,
-    # Nagle's algorithm and delayed ACKs can hold a keep-alive answer 40 ms.
-    disable_nagle_algorithm = True
-
-    server: _Server
-
-    def setup(self) -> None:
-        super().setup()
-        # Each read of the request waits at most this long; the reaper bounds
-        # the whole request.
-        self.connection.settimeout(self.server.read_timeout)
-
-    def handle_one_request(self) -> None:
-        self.server.reaper.arm(self.connection, self.server.read_timeout)
-        try:
-            super().handle_one_request()
-        finally:
-            self.server.reaper.disarm(self.connection)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # the decision log says what matters
-
-    # -- replies --------------------------------------------------------------
-
-    def _send(self, status: int, body: bytes, *, close: bool = False) -> None:
-        head = (
-            f"HTTP/1.1 {status} {self.responses.get(status, ('',))[0]}\r\n"
-            "Content-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\n"
-            "Cache-Control: no-store\r\n" + ("Connection: close\r\n" if close else "") + "\r\n"
-        ).encode("ascii")
-        self.wfile.write(head + body)
-        if close:
-            self.close_connection = True
-
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """The standard library answers a request it cannot read (headers
-        too long: 431, too many: 431, a bad line: 400) with a bare HTTP error,
-        and a client's hook takes any non-2xx answer as "no objection" and
-        runs the call. On a hook route, answer with that hook's deny instead."""
-        path = getattr(self, "path", "") or ""
-        kind = _HOOKS.get(path.partition("?")[0])
-        if kind is None:
-            super().send_error(code, message, explain)
-            return
-        reason = f"the request could not be read ({code} {message or ''})".strip()
-        decider = self.server.decider
-        refused = decider.refuse_hook(kind, reason)
-        answer = decider.logged(kind, b"", refused, self.client_address[0])
-        self._send(answer.status, answer.body, close=True)
-
-    def _error(self, status: int, message: str, *, close: bool = False) -> None:
-        import json
-
-        self._send(status, (json.dumps({"error": message}) + "\n").encode("ascii"), close=close)
-
-    # -- checks shared by every route ---------------------------------------------
-
-    def _refusal(self) -> str:
-        """Why this request is refused before it is read further, or ""."""
-        server = self.server
-        if server.check_host and not _host_is_loopback(self.headers.get("Host")):
+    def _refusal(self, head: Head) -> str:
+        """Why this request is refused before its body is read, or ""."""
+        if self.check_host and not _host_is_loopback(next(iter(head.header("host")), None)):
             return "the Host header does not name this machine; the server answers loopback only"
-        if server.token is not None:
-            given = self.headers.get("Authorization", "")
-            scheme, _, value = given.partition(" ")
+        if self.token is not None:
+            given = head.header("authorization")
+            scheme, _, value = (given[0] if len(given) == 1 else "").partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(
-                value.strip().encode("utf-8", "replace"), server.token
+                value.strip().encode("utf-8", "replace"), self.token
             ):
                 return "the request carries no valid bearer token"
         return ""
 
-    def _body(self) -> tuple[bytes | None, str]:
-        """The request body, or None and why it was not read."""
-        if self.headers.get("Transfer-Encoding"):
-            return None, "a chunked request body is not accepted; send Content-Length"
-        length = self.headers.get("Content-Length")
-        if length is None or not length.strip().isdigit():
-            return None, "the request has no Content-Length"
-        n = int(length)
-        if n > MAX_EVENT_BYTES:
-            # Read one byte past the bound, as the hook commands read stdin,
-            # so the adapter refuses it in the same words; the rest is never
-            # read, and the connection is closed after the answer.
-            self.close_connection = True
-            n = MAX_EVENT_BYTES + 1
-        try:
-            data = self.rfile.read(n)
-        except OSError as exc:
-            return None, f"the request body could not be read ({exc})"
-        if len(data) != n:
-            return None, "the request body ended early"
-        return data, ""
+    def _hook_refusal(self, kind: HookKind, reason: str, peer: str) -> Reply:
+        """The hook's deny for a request refused before any decision (logged;
+        a deny waits for no disk), on a connection then closed."""
+        answer = self.decider.refuse_hook(kind, reason)
+        self.decider.record(kind, b"", answer, peer, droppable=True)
+        return Reply(answer.status, answer.body, close=True)
 
-    # -- routes ---------------------------------------------------------------------
-
-    def do_POST(self) -> None:
-        path, _, query = self.path.partition("?")
-        kind = _HOOKS.get(path)
-        decider = self.server.decider
-        if kind is None and path != "/v1/check":
-            self._error(404, f"no route {path!r}", close=True)
-            return
-        refused = self._refusal()
-        raw, problem = (None, refused) if refused else self._body()
-        self.server.reaper.disarm(self.connection)
-        answer: Answer
-        if kind is not None:
-            ask = None
-            if raw is not None and query:
-                ask, problem = _ask_query(query)
-                raw = None if problem else raw
-            if raw is None:
-                answer = decider.refuse_hook(kind, problem)
-                answer = decider.logged(kind, b"", answer, self.client_address[0])
-                # A body left unread (too large, chunked) must not be read
-                # as the next request.
-                self._send(answer.status, answer.body, close=True)
-            else:
-                answer = decider.hook(kind, raw, ask=cast(Any, ask))
-                answer = decider.logged(kind, raw, answer, self.client_address[0])
-                self._send(answer.status, answer.body, close=self.close_connection)
-            return
-        if raw is None:
-            status = 401 if refused else 400
-            self._error(status, problem, close=True)
-            return
-        answer = decider.logged("check", raw, decider.check(raw), self.client_address[0])
-        self._send(answer.status, answer.body, close=self.close_connection)
-
-    def do_GET(self) -> None:
-        path = self.path.partition("?")[0]
-        if path != "/v1/health":
-            self._error(404, f"no route {path!r}")
-            return
-        refused = self._refusal()
+    def before_body(self, head: Head) -> Reply | None:
+        kind = _HOOKS.get(head.path)
+        routes = ("/v1/check", "/v1/health", *_HOOKS)
+        if head.path not in routes:
+            return _json_error(404, f"no route {head.path!r}", close=True)
+        want = "GET" if head.path == "/v1/health" else "POST"
+        if head.method != want:
+            if kind is not None:
+                return self._hook_refusal(kind, f"a hook request is a POST, not {head.method}",
+                                          head.peer)  # fmt: skip
+            return _json_error(405, f"{head.path} takes {want}", close=True)
+        refused = self._refusal(head)
         if refused:
-            self._error(401, refused)
-            return
-        answer = self.server.decider.health()
-        self._send(answer.status, answer.body)
+            if kind is not None:
+                return self._hook_refusal(kind, refused, head.peer)
+            return _json_error(401, refused, close=True)
+        if kind is not None and head.query:
+            _, problem = _ask_query(head.query)
+            if problem:
+                return self._hook_refusal(kind, problem, head.peer)
+        return None
+
+    def too_large(self, head: Head) -> Reply:
+        kind = _HOOKS.get(head.path)
+        if kind is not None:
+            # the words the hook commands use for an event past the bound
+            return self._hook_refusal(kind, TOO_LARGE, head.peer)
+        return _json_error(413, f"the request body is larger than {MAX_EVENT_BYTES} bytes",
+                           close=True)  # fmt: skip
+
+    def overloaded(self, head: Head) -> Reply:
+        why = "the server holds too much unread request data now; try again"
+        kind = _HOOKS.get(head.path)
+        if kind is not None:
+            return self._hook_refusal(kind, why, head.peer)
+        return _json_error(503, why, close=True)
+
+    def too_slow(self, head: Head) -> Reply | None:
+        kind = _HOOKS.get(head.path)
+        if kind is None:
+            return None
+        return self._hook_refusal(kind, "the request did not arrive in time", head.peer)
+
+    def unreadable(self, target: str | None, why: str, peer: str) -> Reply:
+        kind = _HOOKS.get((target or "").partition("?")[0])
+        if kind is not None:
+            return self._hook_refusal(kind, f"the request could not be read ({why})", peer)
+        return _json_error(400, f"the request could not be read ({why})", close=True)
+
+    def failed(self, request: Request, exc: BaseException) -> Reply:
+        kind = _HOOKS.get(request.head.path)
+        reason = f"the hook could not decide ({type(exc).__name__})"
+        if kind is not None:
+            return self._hook_refusal(kind, reason, request.head.peer)
+        return _json_error(500, reason, close=True)
+
+    # -- answers ---------------------------------------------------------------------------
+
+    async def answer(self, request: Request) -> Reply:
+        head = request.head
+        decider = self.decider
+        if head.path == "/v1/health":
+            # off the event loop: a changed plan file is loaded first
+            answer = await asyncio.get_running_loop().run_in_executor(None, decider.health)
+            return Reply(answer.status, answer.body)
+        kind = _HOOKS.get(head.path)
+        endpoint: str
+        if kind is not None:
+            ask = _ask_query(head.query)[0] if head.query else None
+            job = decider.begin_hook(kind, request.body, ask=cast(Any, ask))
+            endpoint = kind
+        else:
+            job = decider.begin_check(request.body)
+            endpoint = "check"
+        answer = await _outcome(job)
+        line = decider.record(endpoint, request.body, answer, head.peer)
+        if decider.must_wait(line, answer):
+            assert line is not None
+            answer = decider.settled(endpoint, answer, await _durable(line))
+        return Reply(answer.status, answer.body)
+
+
+async def _outcome(job: Job) -> Answer:
+    """The job's answer, waiting on the pool without holding a thread."""
+    if job.future is None:
+        return job.timed_out()
+    try:
+        out = await asyncio.wait_for(asyncio.wrap_future(job.future), job.limit)
+    except TimeoutError:
+        return job.timed_out()
+    except Exception as exc:
+        return job.failed(exc)
+    return job.done(out)
+
+
+async def _durable(line: _Line) -> bool:
+    """Whether ``line`` reached the disk, waiting at most LOG_WAIT_S."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[bool] = loop.create_future()
+
+    def settle(ok: bool) -> None:
+        if not done.done():
+            done.set_result(ok)
+
+    def from_writer(ok: bool) -> None:
+        loop.call_soon_threadsafe(settle, ok)
+
+    line.add_done_callback(from_writer)
+    try:
+        return await asyncio.wait_for(done, LOG_WAIT_S)
+    except TimeoutError:
+        return False
 
 
 def _ask_query(query: str) -> tuple[str | None, str]:
@@ -357,6 +278,42 @@ def _ask_query(query: str) -> tuple[str | None, str]:
     return values[0], ""
 
 
+# Connections one wake of the event loop takes from the listening socket.
+_ACCEPT_BATCH = 4
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A non-blocking socket listening on HOST:PORT (raises OSError)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    bind = "127.0.0.1" if host == "localhost" else host
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((bind, port))
+        sock.listen(1024)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _fd_room() -> int:
+    """How many connections this process can hold open: the soft limit on
+    open files is raised to the hard one, less a margin for the log, the plan
+    and the pool. (Past the limit, accepting fails and the event loop stops
+    accepting for a second: every client would wait.)"""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard > soft:
+        want = 65536 if hard == resource.RLIM_INFINITY else hard
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+            soft = want
+        except (ValueError, OSError):
+            pass
+    return max(16, soft - 128)
+
+
 class DecisionServer:
     """A listening decision server; :meth:`serve_forever` until :meth:`shutdown`."""
 
@@ -367,32 +324,47 @@ class DecisionServer:
         port: int,
         *,
         token: str | None = None,
-        max_connections: int = 64,
+        max_connections: int = 1024,
+        max_per_peer: int | None = None,
         read_timeout: float = 10.0,
+        idle_timeout: float = 30.0,
+        buffer_bytes: int = 256 * 1024 * 1024,
+        sock: socket.socket | None = None,
     ) -> None:
+        """``sock``: a listening socket to serve (one a parent process bound
+        before forking workers that share it); else one is bound to HOST:PORT."""
         if not is_loopback(host) and not token:
             raise ListenError(
                 f"listening on {host}, which is not a loopback address, needs a bearer token "
                 "(--token-file FILE or CHARTER_SERVE_TOKEN)"
             )
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        server_cls = cast(
-            Callable[..., _Server], type("_Bound", (_Server,), {"address_family": family})
+        if sock is None:
+            sock = listen_socket(host, port)
+        self._sock = sock
+        # (asyncio closes the socket when the server stops)
+        self._address = sock.getsockname()[:2]
+        total = max(1, min(max_connections, _fd_room()))
+        self.limits = Limits(
+            read_timeout=read_timeout,
+            idle_timeout=idle_timeout,
+            body_bytes=MAX_EVENT_BYTES,
+            max_connections=total,
+            max_per_peer=max(1, min(max_per_peer or total, total)),
+            buffer_bytes=max(MAX_EVENT_BYTES + 1, buffer_bytes),
         )
-        bind = "127.0.0.1" if host == "localhost" else host
-        self._server = server_cls((bind, port), _Handler)
-        self._server.decider = decider
-        self._server.token = token.encode("utf-8") if token else None
-        self._server.check_host = is_loopback(host)
-        self._server.read_timeout = read_timeout
-        self._server.reaper = _Reaper()
-        self._server.slots = threading.BoundedSemaphore(max_connections)
-        self._server.stopping = False
+        self._routes = _Routes(decider, token.encode("utf-8") if token else None, is_loopback(host))
+        self._admission = Admission(self.limits)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._accepting: set[asyncio.Task[Any]] = set()
+        self._stop_asked = threading.Event()
+        self._started = threading.Event()
+        self._finished = threading.Event()
         self.decider = decider
 
     @property
     def address(self) -> tuple[str, int]:
-        host, port = self._server.server_address[:2]
+        host, port = self._address
         return str(host), int(port)
 
     @property
@@ -401,15 +373,80 @@ class DecisionServer:
         shown = f"[{host}]" if ":" in host else host
         return f"http://{shown}:{port}"
 
+    @property
+    def open_connections(self) -> int:
+        return len(self._admission.open)
+
     def serve_forever(self) -> None:
-        self._server.serve_forever(poll_interval=0.25)
+        """Serve in this thread until :meth:`shutdown`."""
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._serve())
+        finally:
+            loop.close()
+            self._finished.set()
+
+    async def _serve(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        fd = self._sock.fileno()
+        loop.add_reader(fd, self._accept, loop)
+        self._started.set()
+        if self._stop_asked.is_set():
+            self._stop.set()
+        try:
+            await self._stop.wait()
+        finally:
+            loop.remove_reader(fd)
+            self._sock.close()
+            # answers being worked out are finished (each is bounded by the
+            # time limit); every other connection is closed now
+            for _ in range(100):
+                for conn in list(self._admission.open):
+                    conn.shutdown()  # (one whose answer was just written, too)
+                if not self._admission.open:
+                    break
+                await asyncio.sleep(0.05)
+            for conn in list(self._admission.open):
+                conn.evict()
+
+    def _accept(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Take a few waiting connections (not every one: with --workers,
+        the processes share the socket, and one that takes only a few per
+        wake leaves the rest to a worker with time for them)."""
+        for _ in range(_ACCEPT_BATCH):
+            try:
+                conn, _ = self._sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # out of descriptors: the bound below the limit failed
+                sys.stderr.write(f"charter serve: accepting a connection failed ({exc})\n")
+                return
+            conn.setblocking(False)
+            factory = functools.partial(Connection, self._routes, self._admission)
+            task = loop.create_task(loop.connect_accepted_socket(factory, conn))
+            self._accepting.add(task)
+            task.add_done_callback(self._accepted)
+
+    def _accepted(self, task: asyncio.Task[Any]) -> None:
+        self._accepting.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            pass  # the client went away before its connection was set up
 
     def shutdown(self) -> None:
-        """Stop serving (from another thread than serve_forever's)."""
-        self._server.stopping = True
-        self._server.shutdown()
+        """Stop serving (from another thread than serve_forever's) and wait
+        until it has stopped."""
+        self._stop_asked.set()
+        loop, stop = self._loop, self._stop
+        if loop is None or not self._started.is_set() or stop is None:
+            return
+        try:
+            loop.call_soon_threadsafe(stop.set)
+        except RuntimeError:  # the loop is closed: already stopped
+            return
+        self._finished.wait(15)
 
     def close(self) -> None:
-        self._server.reaper.stop()
-        self._server.server_close()
+        self._sock.close()
         self.decider.close()

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -152,7 +153,24 @@ def test_init_user_settings_and_the_http_hook(ws: Path) -> None:
     url = "http://127.0.0.1:8787"
     assert _init("claude-code", str(ws), "--serve", url, "--http") == 0
     hook = _hook_of(ws / ".claude" / "settings.json", "PreToolUse")
-    assert hook == {"type": "http", "url": f"{url}/v1/hooks/claude-code", "timeout": 10}
+    assert hook == {
+        "type": "http",
+        "url": f"{url}/v1/hooks/claude-code",
+        # above the server's time limit (5 s) and log wait (2 s): the client
+        # has Charter's deny, never a timeout that lets the call run
+        "timeout": 15,
+        # Claude Code blocks the call when the server cannot answer
+        "onFailure": "block",
+        # the token, from the variable settings.local.json sets; the
+        # committed settings hold none
+        "headers": {"Authorization": "Bearer $CHARTER_SERVE_TOKEN"},
+        "allowedEnvVars": ["CHARTER_SERVE_TOKEN"],
+    }
+    token = (ws / ".charter" / "serve" / "token").read_text().split()[-1]
+    local = ws / ".claude" / "settings.local.json"
+    assert json.loads(local.read_text()) == {"env": {"CHARTER_SERVE_TOKEN": token}}
+    assert local.stat().st_mode & 0o777 == 0o600
+    assert token not in (ws / ".claude" / "settings.json").read_text()
 
 
 def test_doctor_finds_the_hook_and_what_breaks_it(ws: Path, capsys: Any) -> None:
@@ -240,8 +258,8 @@ def _serve(*argv: str, port_file: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise AssertionError("charter serve did not start")
 
 
-def _post(url: str, event: dict[str, Any]) -> dict[str, Any]:
-    req = urllib.request.Request(url, data=json.dumps(event).encode())
+def _post(url: str, event: dict[str, Any], headers: dict[str, str] | None = None) -> dict[str, Any]:
+    req = urllib.request.Request(url, data=json.dumps(event).encode(), headers=headers or {})
     with urllib.request.urlopen(req, timeout=30) as resp:
         out: dict[str, Any] = json.loads(resp.read())
     return out
@@ -253,8 +271,11 @@ def test_serve_compiles_a_project_and_recompiles_it_on_change(ws: Path, tmp_path
     port_file = tmp_path / "port"
     proc, base = _serve(str(policy_dir), "--agent", "assistant", "--reload-interval", "0.2",
                         "--log", str(tmp_path / "log.jsonl"), port_file=port_file)  # fmt: skip
+    token = (ws / ".charter" / "serve" / "token").read_text().split()[-1]
+    auth = {"Authorization": f"Bearer {token}"}
     try:
-        with urllib.request.urlopen(base + "/v1/health", timeout=10) as resp:
+        health = urllib.request.Request(base + "/v1/health", headers=auth)
+        with urllib.request.urlopen(health, timeout=10) as resp:
             first = json.loads(resp.read())["plan"]["digest"]
         event = {
             "cwd": str(ws),
@@ -264,7 +285,7 @@ def test_serve_compiles_a_project_and_recompiles_it_on_change(ws: Path, tmp_path
             "tool_input": {"file_path": str(ws / "README.md")},
         }
         url = base + "/v1/hooks/claude-code"
-        assert _post(url, event)["hookSpecificOutput"]["permissionDecision"] == "allow"
+        assert _post(url, event, auth)["hookSpecificOutput"]["permissionDecision"] == "allow"
         # the doctor checks the server the settings point at
         settings = ws / ".claude" / "settings.json"
         settings.write_text(settings.read_text().replace("http://127.0.0.1:8787", base))
@@ -274,12 +295,12 @@ def test_serve_compiles_a_project_and_recompiles_it_on_change(ws: Path, tmp_path
         policy.write_text(policy.read_text().replace('read_file = "allow"', 'read_file = "deny"'))
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            got = _post(url, event)["hookSpecificOutput"]["permissionDecision"]
+            got = _post(url, event, auth)["hookSpecificOutput"]["permissionDecision"]
             if got == "deny":
                 break
             time.sleep(0.2)
         assert got == "deny"
-        with urllib.request.urlopen(base + "/v1/health", timeout=10) as resp:
+        with urllib.request.urlopen(health, timeout=10) as resp:
             assert json.loads(resp.read())["plan"]["digest"] != first
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -289,7 +310,8 @@ def test_serve_compiles_a_project_and_recompiles_it_on_change(ws: Path, tmp_path
 
 def test_serve_refuses_what_it_cannot_use(ws: Path, tmp_path: Path) -> None:
     assert _init("claude-code", str(ws)) == 0
-    plan = str(ws / ".charter" / "plan.json")
+    plan = str(tmp_path / "plan.json")  # outside .charter/: no token there
+    Path(plan).write_bytes((ws / ".charter" / "plan.json").read_bytes())
     for argv, needle in (
         ([plan, "--listen", "0.0.0.0:0"], "needs a bearer token"),
         ([plan, "--listen", "nowhere"], "expected HOST:PORT"),
@@ -299,3 +321,58 @@ def test_serve_refuses_what_it_cannot_use(ws: Path, tmp_path: Path) -> None:
         proc = subprocess.run([*CHARTER, "serve", *argv], capture_output=True, timeout=60)
         assert proc.returncode == 2, argv
         assert needle in proc.stderr.decode(), (argv, proc.stderr)
+
+
+def test_init_writes_a_private_token_that_serve_requires_and_the_hooks_send(
+    ws: Path, tmp_path: Path
+) -> None:
+    """Only the hooks init configured can ask the server: the token is the
+    user's alone, the server asks every request for it (loopback too), and
+    the curl hook sends it; without it the hook blocks or is denied."""
+    assert _init("gemini-cli", str(ws), "--serve", "http://127.0.0.1:8787") == 0
+    token_file = ws / ".charter" / "serve" / "token"
+    assert token_file.stat().st_mode & 0o777 == 0o600
+    assert token_file.parent.stat().st_mode & 0o077 == 0
+    line = token_file.read_text()
+    assert line.startswith("Authorization: Bearer ") and len(line.split()[-1]) >= 40
+    # a second init keeps the token (running servers and hooks use it)
+    assert _init("claude-code", str(ws), "--serve", "http://127.0.0.1:8787") == 0
+    assert token_file.read_text() == line
+    hook = _hook_of(ws / ".gemini" / "settings.json", "BeforeTool")
+    assert '-H @"$GEMINI_PROJECT_DIR"/.charter/serve/token' in hook["command"]
+    assert str(ws) not in hook["command"]  # portable: no path of this machine
+
+    plan = ws / ".charter" / "plan.json"
+    proc, base = _serve(str(plan), "--agent", "assistant", "--log", str(tmp_path / "l.jsonl"),
+                        port_file=tmp_path / "port")  # fmt: skip
+    try:
+        event = {"cwd": str(ws), "hook_event_name": "BeforeTool", "tool_name": "read_file",
+                 "tool_input": {"file_path": str(ws / "README.md")}}  # fmt: skip
+        url = base + "/v1/hooks/gemini-cli"
+        command = hook["command"].replace("http://127.0.0.1:8787", base)
+        assert _run_hook(command, event, ws)["decision"] == "allow"
+        # a local process without the token is denied, on loopback too
+        refused = _post(url, event)
+        assert refused["decision"] == "deny" and "bearer token" in refused["reason"]
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(base + "/v1/health", timeout=10)
+        assert err.value.code == 401
+        # without its token file the call is denied (curl sends no token), never run
+        token_file.rename(tmp_path / "moved")
+        env = {**os.environ, "GEMINI_PROJECT_DIR": str(ws)}
+        blocked = subprocess.run(["/bin/sh", "-c", command], input=json.dumps(event).encode(),
+                                 cwd=ws, capture_output=True, timeout=60, env=env)  # fmt: skip
+        assert blocked.returncode == 2 or json.loads(blocked.stdout)["decision"] == "deny"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(20) == 0
+
+
+def test_serve_refuses_a_token_file_others_can_read(ws: Path, tmp_path: Path) -> None:
+    assert _init("claude-code", str(ws)) == 0
+    token_file = ws / ".charter" / "serve" / "token"
+    token_file.chmod(0o644)
+    proc = subprocess.run([*CHARTER, "serve", str(ws / ".charter" / "plan.json"), "--listen",
+                           "127.0.0.1:0"], capture_output=True, timeout=60)  # fmt: skip
+    assert proc.returncode == 2
+    assert "chmod 600" in proc.stderr.decode()

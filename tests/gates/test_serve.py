@@ -95,11 +95,12 @@ def _start(
     token: str | None = None,
     read_timeout: float = 10.0,
     host: str = "127.0.0.1",
+    **limits: Any,
 ) -> Running:
     holder = PlanHolder(FileSource(plan))
     dlog = DecisionLog(log, env={}) if log is not None else None
     decider = Decider(holder, options, log=dlog, workers=4)
-    server = DecisionServer(decider, host, 0, token=token, read_timeout=read_timeout)
+    server = DecisionServer(decider, host, 0, token=token, read_timeout=read_timeout, **limits)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return Running(server, dlog)
 
@@ -531,24 +532,24 @@ def test_the_decision_log_redacts_secrets(serve: Any, tmp_path: Path, workspace:
     assert "<redacted:" in text
 
 
-def test_a_failed_request_is_one_line_on_stderr_not_a_traceback(serve: Any, capsys: Any) -> None:
-    """What the HTTP layer cannot handle is reported in one line naming the
-    client and the kind of failure (not its text, which may quote a token);
-    a client that hung up is routine and says nothing."""
+def test_a_failed_request_is_one_line_on_stderr_and_a_deny(
+    serve: Any, workspace: Path, capsys: Any, monkeypatch: Any
+) -> None:
+    """What the HTTP side cannot handle (a bug) is answered with the hook's
+    deny and reported in one line naming the client and the kind of failure
+    (not its text, which may quote a token); never a traceback."""
+
+    def broken(self: Decider, kind: str, raw: bytes, **kw: Any) -> Any:
+        raise ValueError("Bearer s3cret in the text")
+
+    monkeypatch.setattr(Decider, "begin_hook", broken)
     running = serve(ServeOptions())
-    inner = running.server._server
-    try:
-        raise ValueError("bad header line")
-    except ValueError:
-        inner.handle_error(None, ("127.0.0.1", 40000))
-    try:
-        raise ConnectionResetError("peer reset")
-    except ConnectionResetError:
-        inner.handle_error(None, ("127.0.0.1", 40001))
+    event = json.dumps({"cwd": str(workspace), "tool_name": "Read", "tool_input": {}}).encode()
+    status, body = running.post("/v1/hooks/claude-code", event)
+    out = json.loads(body)["hookSpecificOutput"]
+    assert (status, out["permissionDecision"]) == (200, "deny")
     err = capsys.readouterr().err
-    assert err == (
-        "charter serve: a request from 127.0.0.1:40000 failed (ValueError); closed it unanswered\n"
-    )
+    assert err == "charter serve: a request from 127.0.0.1 failed (ValueError); answered deny\n"
 
 
 def test_a_second_server_cannot_write_the_same_log(tmp_path: Path) -> None:
@@ -605,3 +606,287 @@ def test_the_decision_log_is_rotated_and_every_file_verifies(tmp_path: Path) -> 
     first = _json.loads(log.read_text().splitlines()[0])
     older = _json.loads((tmp_path / "decisions.jsonl.1").read_text().splitlines()[-1])
     assert first["event"] == "log_continued" and first["head"] == older["hash"]
+
+
+# -- neighbours that send slowly, too much, or nothing ---------------------------------------
+
+
+def _hook_event(workspace: Path, command: str) -> bytes:
+    ev = {"cwd": str(workspace), "permission_mode": "default", "tool_name": "Bash",
+          "tool_input": {"command": command}}  # fmt: skip
+    return json.dumps(ev).encode()
+
+
+def _half_requests(port: int, n: int, *, with_head: bool = False) -> list[socket.socket]:
+    """``n`` connections that each send part of a request and then wait."""
+    out = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=10)
+        if with_head:
+            s.sendall(b"POST /v1/hooks/claude-code HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                      b"Content-Length: 500\r\n\r\n{\"cwd\": ")  # fmt: skip
+        else:
+            s.sendall(b"POST /v1/hooks/claude-code HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        out.append(s)
+    return out
+
+
+def test_half_sent_requests_do_not_delay_an_honest_client(serve: Any, workspace: Path) -> None:
+    """200 connections that send half a request (head or body) hold no
+    worker: with 4 decision workers, an honest request is decided at once."""
+    running = serve()
+    stalled = _half_requests(running.port, 100) + _half_requests(running.port, 100, with_head=True)
+    try:
+        times = []
+        for n in range(20):
+            start = time.monotonic()
+            status, body = running.post("/v1/hooks/claude-code", _hook_event(workspace, f"ls {n}"))
+            times.append(time.monotonic() - start)
+            out = json.loads(body)["hookSpecificOutput"]
+            assert (status, out["permissionDecision"]) == (200, "allow")
+        assert max(times) < 1.0, times
+    finally:
+        for s in stalled:
+            s.close()
+
+
+def test_at_the_connection_bound_the_stalled_make_room(serve: Any, workspace: Path) -> None:
+    """Past the bound, the connection that has not yet sent a whole request
+    for longest is closed for the new one; a honest client still gets its answer."""
+    running = serve(max_connections=8)
+    stalled = _half_requests(running.port, 20)
+    try:
+        status, body = running.post("/v1/hooks/claude-code", _hook_event(workspace, "ls"))
+        assert status == 200
+        assert json.loads(body)["hookSpecificOutput"]["permissionDecision"] == "allow"
+        assert running.server.open_connections <= 8
+        closed = 0
+        for s in stalled[:12]:  # the oldest were closed to make room
+            s.settimeout(5)
+            try:
+                closed += s.recv(1) == b""
+            except OSError:
+                closed += 1
+        assert closed == 12
+    finally:
+        for s in stalled:
+            s.close()
+
+
+def test_a_body_that_trickles_in_is_denied_at_the_read_deadline(serve: Any) -> None:
+    running = serve(read_timeout=0.5)
+    (conn,) = _half_requests(running.port, 1, with_head=True)
+    start = time.monotonic()
+    head, body = _closed_answer(conn)
+    assert time.monotonic() - start < 3
+    assert head.startswith(b"HTTP/1.1 200")
+    out = json.loads(body)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
+    assert "did not arrive in time" in out["permissionDecisionReason"]
+
+
+def test_an_idle_keep_alive_connection_is_closed(serve: Any, workspace: Path) -> None:
+    running = serve(idle_timeout=0.3)
+    conn = http.client.HTTPConnection("127.0.0.1", running.port, timeout=10)
+    conn.request("POST", "/v1/hooks/claude-code", body=_hook_event(workspace, "ls"))
+    assert conn.getresponse().read()
+    assert running.server.open_connections == 1
+    deadline = time.monotonic() + 5
+    while running.server.open_connections and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert running.server.open_connections == 0
+    conn.close()
+
+
+def test_pipelined_requests_are_answered_in_arrival_order(serve: Any, workspace: Path) -> None:
+    running = serve()
+    commands = ["ls", "echo x > /etc/motd", "ls -la", "rm -rf /", "pwd"]
+    raw = b""
+    for c in commands:
+        body = _hook_event(workspace, c)
+        raw += (
+            b"POST /v1/hooks/claude-code HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+    conn = socket.create_connection(("127.0.0.1", running.port), timeout=10)
+    conn.sendall(raw)
+    reader = conn.makefile("rb")
+    decisions = []
+    for _ in commands:
+        assert reader.readline().startswith(b"HTTP/1.1 200")
+        length = 0
+        while (line := reader.readline()) != b"\r\n":
+            name, _, value = line.decode().partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        answer = json.loads(reader.read(length))
+        decisions.append(answer["hookSpecificOutput"]["permissionDecision"])
+    conn.close()
+    assert decisions == ["allow", "deny", "allow", "deny", "allow"]
+
+
+@pytest.mark.parametrize(
+    ("route", "key"),
+    [("/v1/hooks/claude-code", "hookSpecificOutput"), ("/v1/hooks/gemini-cli", "decision")],
+)
+def test_a_too_large_request_after_a_good_one_is_still_the_hooks_deny(
+    serve: Any, workspace: Path, route: str, key: str
+) -> None:
+    """On a keep-alive connection (as Claude Code keeps one), the second
+    request's head is too long: still the hook's deny with status 200."""
+    running = serve()
+    conn = socket.create_connection(("127.0.0.1", running.port), timeout=10)
+    body = _hook_event(workspace, "ls")
+    good = f"POST {route} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {len(body)}\r\n\r\n"
+    conn.sendall(good.encode() + body)
+    resp = http.client.HTTPResponse(conn)
+    resp.begin()
+    assert resp.status == 200 and resp.read()
+    pad = "X-Pad: " + "a" * 60_000 + "\r\n"
+    bad = f"POST {route} HTTP/1.1\r\nHost: 127.0.0.1\r\n{pad}Content-Length: 2\r\n\r\n{{}}"
+    for i in range(0, len(bad), 8192):  # arrives in parts, as over a real network
+        conn.sendall(bad[i : i + 8192].encode())
+        time.sleep(0.01)
+    head, answer = _closed_answer(conn)
+    assert head.startswith(b"HTTP/1.1 200"), head
+    assert key in json.loads(answer) and "deny" in answer.decode()
+
+
+def test_a_chunked_body_is_read_and_bounded(serve: Any, workspace: Path) -> None:
+    running = serve()
+    body = _hook_event(workspace, "ls")
+    conn = socket.create_connection(("127.0.0.1", running.port), timeout=30)
+    conn.sendall(
+        b"POST /v1/hooks/claude-code HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n"
+        + f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+    )  # fmt: skip
+    resp = http.client.HTTPResponse(conn)
+    resp.begin()
+    assert json.loads(resp.read())["hookSpecificOutput"]["permissionDecision"] == "allow"
+    conn.close()
+    # a chunked body past the bound: denied once the bound is passed, not
+    # after reading whatever the client sends
+    conn = socket.create_connection(("127.0.0.1", running.port), timeout=30)
+    conn.sendall(b"POST /v1/hooks/gemini-cli HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                 b"Transfer-Encoding: chunked\r\n\r\n")  # fmt: skip
+    chunk = b"100000\r\n" + b" " * 0x100000 + b"\r\n"
+    try:
+        for _ in range(12):
+            conn.sendall(chunk)
+    except OSError:
+        pass  # closed once past the bound
+    head, answer = _closed_answer(conn)
+    assert head.startswith(b"HTTP/1.1 200")
+    assert json.loads(answer) == {
+        "decision": "deny",
+        "reason": "charter: the hook event is larger than 8388608 bytes",
+    }
+
+
+def test_a_refusal_is_dropped_not_waited_for_when_the_log_is_behind(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """A client without the token can send refused requests as fast as it
+    likes; their lines never make the event loop wait for the log."""
+    log = DecisionLog(tmp_path / "d.jsonl", env={}, start=False)  # a writer far behind
+    for n in range(1024):
+        log.record("decision", {"n": n})
+    start = time.monotonic()
+    line = log.record_later("decision", lambda: ({"decision": "deny"}, None), block=False)
+    assert time.monotonic() - start < 1
+    assert line.done.is_set() and not line.ok
+    assert "were not logged" in capsys.readouterr().err
+    log.start()
+    log.close()
+    assert len((tmp_path / "d.jsonl").read_text().splitlines()) == 1024
+
+
+def test_a_connection_being_answered_is_never_closed_to_make_room(
+    serve: Any, workspace: Path, monkeypatch: Any
+) -> None:
+    """At the bound the stalled make room, but never a connection whose
+    request is being decided: its client gets its answer."""
+    from charter.runtime.hooks import claude_code
+
+    slow = claude_code.decide_event
+
+    def deliberate(raw: bytes, **kw: Any) -> dict[str, Any]:
+        time.sleep(1.0)
+        return slow(raw, **kw)
+
+    monkeypatch.setattr(claude_code, "decide_event", deliberate)
+    running = serve(max_connections=3)
+    got: list[tuple[int, bytes]] = []
+    asking = threading.Thread(
+        target=lambda: got.append(
+            running.post("/v1/hooks/claude-code", _hook_event(workspace, "ls"))
+        )
+    )
+    asking.start()
+    time.sleep(0.3)  # its request is being decided
+    stalled = _half_requests(running.port, 10)
+    asking.join(30)
+    for s in stalled:
+        s.close()
+    ((status, body),) = got
+    assert status == 200
+    assert json.loads(body)["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+
+def test_connections_from_one_address_are_bounded(serve: Any, workspace: Path) -> None:
+    running = serve(max_connections=100, max_per_peer=4)
+    stalled = _half_requests(running.port, 10)
+    try:
+        time.sleep(0.2)
+        assert running.server.open_connections <= 4
+        status, _ = running.post("/v1/hooks/claude-code", _hook_event(workspace, "ls"))
+        assert status == 200
+    finally:
+        for s in stalled:
+            s.close()
+
+
+def test_request_data_held_at_once_is_bounded(serve: Any, workspace: Path) -> None:
+    """Each connection may hold up to 8 MiB of body; all of them together
+    are bounded too (here to one body), and the request that would pass the
+    bound is the hook's deny, not a connection that hangs on."""
+    running = serve(buffer_bytes=1)  # raised to one whole body: 8 MiB + 1
+    head = (
+        "POST /v1/hooks/claude-code HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Content-Length: {6 * 1024 * 1024}\r\n\r\n"
+    ).encode()
+    first = socket.create_connection(("127.0.0.1", running.port), timeout=30)
+    first.sendall(head + b" " * (5 * 1024 * 1024))
+    time.sleep(0.5)
+    second = socket.create_connection(("127.0.0.1", running.port), timeout=30)
+    try:
+        second.sendall(head + b" " * (4 * 1024 * 1024))
+    except OSError:
+        pass  # answered and closed while still sending
+    answer_head, body = _closed_answer(second)
+    assert answer_head.startswith(b"HTTP/1.1 200")
+    reason = json.loads(body)["hookSpecificOutput"]["permissionDecisionReason"]
+    assert "too much unread request data" in reason
+    first.close()
+    time.sleep(0.3)  # its data is let go with it
+    status, body = running.post("/v1/hooks/claude-code", _hook_event(workspace, "ls"))
+    assert json.loads(body)["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+
+def test_a_client_that_half_closes_after_its_request_still_gets_the_answer(
+    serve: Any, workspace: Path
+) -> None:
+    running = serve()
+    body = _hook_event(workspace, "ls")
+    conn = socket.create_connection(("127.0.0.1", running.port), timeout=30)
+    conn.sendall(
+        b"POST /v1/hooks/claude-code HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    conn.shutdown(socket.SHUT_WR)  # as `nc -q0` or a shell pipe does
+    head, answer = _closed_answer(conn)
+    assert head.startswith(b"HTTP/1.1 200")
+    assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "allow"

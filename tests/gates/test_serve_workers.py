@@ -1,0 +1,166 @@
+"""charter serve --workers N: N processes on one socket, one decision log.
+
+The real command, as a person runs it: every worker answers, every worker
+reloads a changed plan by its digest, the one log verifies after a stop, and
+a decision is on disk before its answer even when the log's owner is killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+CHARTER = [sys.executable, "-m", "charter.compiler"]
+
+
+def _start(plan: Path, log: Path, tmp: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
+    port_file = tmp / "port"
+    port_file.unlink(missing_ok=True)
+    proc = subprocess.Popen(
+        [*CHARTER, "serve", str(plan), "--listen", "127.0.0.1:0", "--port-file", str(port_file),
+         "--log", str(log), *extra],
+        stderr=subprocess.PIPE, cwd=tmp,
+    )  # fmt: skip
+    for _ in range(600):
+        if port_file.exists() and port_file.read_text().strip():
+            return proc, f"http://127.0.0.1:{int(port_file.read_text())}"
+        if proc.poll() is not None:
+            raise AssertionError(proc.stderr.read().decode() if proc.stderr else "")
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("charter serve did not start")
+
+
+def _health(base: str) -> dict[str, Any]:
+    # a new connection each time, so the kernel may hand it to any worker
+    with urllib.request.urlopen(base + "/v1/health", timeout=10) as resp:
+        out: dict[str, Any] = json.loads(resp.read())
+    return out
+
+
+def _decide(base: str, ws: Path, command: str) -> str:
+    event = {"cwd": str(ws), "permission_mode": "default", "tool_name": "Bash",
+             "tool_input": {"command": command}}  # fmt: skip
+    req = urllib.request.Request(base + "/v1/hooks/claude-code", data=json.dumps(event).encode())
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        return str(json.loads(resp.read())["hookSpecificOutput"]["permissionDecision"])
+
+
+def _every_worker(base: str, want: int, check: Any = None) -> dict[int, dict[str, Any]]:
+    """/v1/health of each worker (told apart by pid), asking until ``want``
+    pids answered (and ``check`` holds for each), for at most 30 s."""
+    seen: dict[int, dict[str, Any]] = {}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        h = _health(base)
+        if check is None or check(h):
+            seen[h["pid"]] = h
+        if len(seen) >= want:
+            break
+    return seen
+
+
+@pytest.fixture
+def plans(kit: SimpleNamespace, tmp_path: Path) -> SimpleNamespace:
+    first = kit.make_plan({"work": {"shell": "allow", "read_file": "allow"}})
+    second = kit.make_plan({"work": {"shell": "deny", "read_file": "allow"}})
+    path = tmp_path / "plan.json"
+    path.write_text(first.to_json())
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    return SimpleNamespace(path=path, first=first, second=second, ws=ws)
+
+
+def test_every_worker_answers_and_reloads_the_plan_and_the_log_is_one(
+    plans: SimpleNamespace, tmp_path: Path
+) -> None:
+    log = tmp_path / "decisions.jsonl"
+    proc, base = _start(plans.path, log, tmp_path, "--workers", "2")
+    try:
+        workers = _every_worker(base, 2)
+        assert len(workers) == 2 and os.getpid() not in workers
+        assert {h["plan"]["digest"] for h in workers.values()} == {plans.first.digest}
+        answered = [_decide(base, plans.ws, f"echo {n}") for n in range(20)]
+        assert set(answered) == {"allow"}
+
+        tmp = plans.path.with_name("next.json")
+        tmp.write_text(plans.second.to_json())
+        os.replace(tmp, plans.path)
+        # each worker reloads on its next request: every one of them now
+        # answers with the new plan
+        assert _decide(base, plans.ws, "echo after") == "deny"
+        reloaded = _every_worker(base, 2, lambda h: h["plan"]["digest"] == plans.second.digest)
+        assert set(reloaded) == set(workers)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    decisions = [x for x in lines if x["event"] == "decision"]
+    assert len(decisions) == 21
+    assert {x["worker"] for x in decisions} <= {0, 1}
+    assert lines[0]["event"] == "serve_started" and lines[-1]["event"] == "serve_stopped"
+    checked = subprocess.run([*CHARTER, "audit", "--verify", str(log)], capture_output=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_killing_the_log_owner_loses_no_answered_decision_and_stops_the_workers(
+    plans: SimpleNamespace, tmp_path: Path
+) -> None:
+    log = tmp_path / "decisions.jsonl"
+    proc, base = _start(plans.path, log, tmp_path, "--workers", "2")
+    pids = set(_every_worker(base, 2))
+    answered = [_decide(base, plans.ws, f"echo kill{n}") for n in range(30)]
+    assert set(answered) == {"allow"}
+    proc.kill()  # kill -9 of the process that owns the log
+    proc.wait(10)
+    text = log.read_text()
+    for n in range(30):
+        assert f'"input": "echo kill{n}"' in text, n
+    # the workers cannot log any more, so they stop rather than answer
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (its parent killed, not yet reaped by init) counts as gone
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_worker_killed_leaves_the_others_serving(plans: SimpleNamespace, tmp_path: Path) -> None:
+    log = tmp_path / "decisions.jsonl"
+    proc, base = _start(plans.path, log, tmp_path, "--workers", "2")
+    try:
+        victim, survivor = sorted(_every_worker(base, 2))
+        os.kill(victim, signal.SIGKILL)
+        time.sleep(0.5)
+        answered = [_decide(base, plans.ws, f"echo left{n}") for n in range(10)]
+        assert set(answered) == {"allow"}
+        assert {_health(base)["pid"] for _ in range(10)} == {survivor}
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    (exited,) = [x for x in lines if x["event"] == "worker_exited"]
+    assert exited["pid"] == victim and exited["code"] == -signal.SIGKILL
+    checked = subprocess.run([*CHARTER, "audit", "--verify", str(log)], capture_output=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
