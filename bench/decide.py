@@ -28,9 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from charter.runtime.catalog import resolve_builtin
+from charter.compiler.catalog.builtin import resolve_builtin
 from charter.runtime.gates import decide
-from charter.runtime.loader import load_plan
 from charter.runtime.plan import (
     AgentPlan,
     Decision,
@@ -42,9 +41,10 @@ from charter.runtime.plan import (
     StageTool,
     ToolEntry,
 )
-from charter.runtime.prepared import load_for_agents, prepare
+from charter.runtime.plan.loader import load_plan
+from charter.runtime.plan.prepared import load_for_agents, prepare
+from charter.runtime.policy.session import open_session
 from charter.runtime.results import ToolCall
-from charter.runtime.session import open_session
 
 TOOLS = [
     "read_file", "read_files", "write_file", "edit_file", "patch", "list_dir", "search_files",

@@ -28,14 +28,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from _support.race import layout, race, swapper  # noqa: E402
 
-from charter.runtime.env import build_env  # noqa: E402
 from charter.runtime.plan import SandboxLimits, SandboxProfile  # noqa: E402
+from charter.runtime.policy.env import build_env  # noqa: E402
+from charter.runtime.policy.workspace import confine  # noqa: E402
 from charter.runtime.sandbox import defaults  # noqa: E402
 from charter.runtime.sandbox.launcher import Sandbox  # noqa: E402
 from charter.runtime.sandbox.probe import host_facts  # noqa: E402
 from charter.runtime.tools import beneath  # noqa: E402
 from charter.runtime.tools.registry import ToolRuntime, dispatch  # noqa: E402
-from charter.runtime.workspace import confine  # noqa: E402
 
 
 def _runtime(ws: Path, home: Path) -> ToolRuntime:

@@ -57,7 +57,7 @@ def _events(ws: Path) -> list[bytes]:
 def _in_process_us(plan: Path, events: list[bytes], rounds: int = 300) -> float:
     """Microseconds per decision with the plan loaded here (what the hook adapter costs)."""
     from charter.runtime.hooks.claude_code import decide_event
-    from charter.runtime.prepared import load_for_agents
+    from charter.runtime.plan.prepared import load_for_agents
 
     prepared = load_for_agents(plan, None, eager=True)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from charter.compiler.compile import CompileOptions, compile_project
 from charter.compiler.diagnostics import Diagnostic
-from charter.compiler.expectations import check_expectations
 from charter.compiler.frontends.project import Project
 from charter.compiler.lint import lint_agent
+from charter.compiler.lint.expectations import check_expectations
 from charter.runtime.plan import AgentPlan
 
 __all__ = ["check_project"]
@@ -20,7 +20,7 @@ def _leviath_lints(project: Project, plans: list[AgentPlan]) -> list[Diagnostic]
     agents = [a for a in project.agents if a.blueprint is not None and a.blueprint.model]
     if not agents:
         return []
-    from charter.compiler.leviath_lint import lint_blueprint
+    from charter.compiler.lint.leviath_lint import lint_blueprint
 
     by_name = {p.name: p for p in plans}
     config = project.config.model if project.config else None

@@ -243,7 +243,7 @@ def _bash(rule: ClientRule, spec: str) -> Translation:
             rule, "a wildcard inside a command cannot be stated as Charter's safe command"
         )
     from charter.compiler.frontends.config_toml import SafeCommands, SafeShellEntry
-    from charter.compiler.shell_policy import compile_shell_policy
+    from charter.compiler.resolve.shell_policy import compile_shell_policy
 
     entry = SafeShellEntry(command=body, exact=exact, client_rule=rule.text)
     policy, diags = compile_shell_policy(

@@ -7,6 +7,8 @@ argument, a reader giving up on a document internally, or a bug in Charter
 itself. Each descends from :class:`charter.runtime.errors.CharterError`::
 
     CharterError
+    ├── CatalogError         the shipped catalog is malformed: a packaging bug
+    │                        (catalog.builtin; also a RuntimeError)
     └── CompilerError
         ├── CompilerBug          an invariant of Charter's own code is broken
         ├── UnknownChoice        a caller named an option that does not exist

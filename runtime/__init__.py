@@ -24,12 +24,12 @@ if TYPE_CHECKING:
     from charter.runtime.audit import AuditLog, read_events
     from charter.runtime.errors import CharterError
     from charter.runtime.gates import Outcome, decide, execute
-    from charter.runtime.loader import PlanError, load_plan, load_plan_bytes
     from charter.runtime.plan import Plan
+    from charter.runtime.plan.loader import PlanError, load_plan, load_plan_bytes
+    from charter.runtime.plan.prepared import PreparedPlan, load_for_agents, prepare
     from charter.runtime.plan.vocabulary import EXIT_CODES, PERMISSIONS
-    from charter.runtime.prepared import PreparedPlan, load_for_agents, prepare
+    from charter.runtime.policy.session import Session, SessionError, open_session
     from charter.runtime.results import ToolCall, ToolResult
-    from charter.runtime.session import Session, SessionError, open_session
     from charter.runtime.version import VERSION
 
 # name -> the module that defines it. Kept as data so the test that pins the
@@ -41,20 +41,20 @@ _EXPORTS: dict[str, str] = {
     "Outcome": "charter.runtime.gates",
     "PERMISSIONS": "charter.runtime.plan.vocabulary",
     "Plan": "charter.runtime.plan",
-    "PlanError": "charter.runtime.loader",
-    "PreparedPlan": "charter.runtime.prepared",
-    "Session": "charter.runtime.session",
-    "SessionError": "charter.runtime.session",
+    "PlanError": "charter.runtime.plan.loader",
+    "PreparedPlan": "charter.runtime.plan.prepared",
+    "Session": "charter.runtime.policy.session",
+    "SessionError": "charter.runtime.policy.session",
     "ToolCall": "charter.runtime.results",
     "ToolResult": "charter.runtime.results",
     "VERSION": "charter.runtime.version",
     "decide": "charter.runtime.gates",
     "execute": "charter.runtime.gates",
-    "load_for_agents": "charter.runtime.prepared",
-    "load_plan": "charter.runtime.loader",
-    "load_plan_bytes": "charter.runtime.loader",
-    "open_session": "charter.runtime.session",
-    "prepare": "charter.runtime.prepared",
+    "load_for_agents": "charter.runtime.plan.prepared",
+    "load_plan": "charter.runtime.plan.loader",
+    "load_plan_bytes": "charter.runtime.plan.loader",
+    "open_session": "charter.runtime.policy.session",
+    "prepare": "charter.runtime.plan.prepared",
     "read_events": "charter.runtime.audit",
 }
 

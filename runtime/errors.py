@@ -12,8 +12,7 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
         Abandoned (deadline)
         AwkError (shell.programs.awk)
         BuiltinError (rhai.builtins)
-        CapabilityDenied (authored_sdk), also PermissionError
-        CatalogError (catalog), also RuntimeError
+        CapabilityDenied (tools.authored_sdk), also PermissionError
         ConnectRefused (mcp.client)
         ContainmentRefused (sandbox.containment)
         HookFailed (run.hooks)
@@ -29,7 +28,7 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
             ScriptExhaustedError (models.base)
             ScriptExpectationError (models.base)
         PathChanged (tools.beneath)
-        PlanError (loader)
+        PlanError (plan.loader)
         PlanLoadError (serve.plans)
         RegistryError (tools.registry)
         ResolutionError (net.resolve)
@@ -41,7 +40,7 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
         SandboxUnavailable (sandbox.launcher)
         SedError (shell.programs.sed)
         SeedFailed (run.seeds)
-        SessionError (session)
+        SessionError (policy.session)
         SessionStoreError (run.sessions)
         ShellSyntaxError (shell.tree)
             ShellTooLong (shell.tree)

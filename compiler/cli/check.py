@@ -109,8 +109,8 @@ def _text(out: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from charter.runtime.gates import decide
+    from charter.runtime.policy.session import Session, SessionError, open_session
     from charter.runtime.results import ToolCall
-    from charter.runtime.session import Session, SessionError, open_session
 
     # Only this agent is validated, and each argument validator is built
     # when a call first needs it: a one-shot check pays for nothing else.

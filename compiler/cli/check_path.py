@@ -25,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _line(req: dict[str, Any], workspace: str, default_op: str) -> dict[str, Any]:
-    from charter.runtime.workspace import decide_path
+    from charter.runtime.policy.workspace import decide_path
 
     path = _jsonl.text_field(req, "path")
     assert path is not None
@@ -37,7 +37,7 @@ def _line(req: dict[str, Any], workspace: str, default_op: str) -> dict[str, Any
 
 
 def run(args: argparse.Namespace) -> int:
-    from charter.runtime.workspace import decide_path
+    from charter.runtime.policy.workspace import decide_path
 
     if _jsonl.operand_problem("check-path", args.path, args.jsonl, operand="PATH", items="paths"):
         return 2

@@ -89,7 +89,7 @@ def _policy(config: str | None) -> ShellPolicy | None:
     from pathlib import Path
 
     from charter.compiler.frontends.config_toml import load_user_config
-    from charter.compiler.shell_policy import compile_shell_policy
+    from charter.compiler.resolve.shell_policy import compile_shell_policy
 
     loaded = load_user_config(Path(config), config)
     diags = list(loaded.diagnostics)

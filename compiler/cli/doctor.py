@@ -257,7 +257,7 @@ def _check_client_rules(plan: Path, agent: str | None, root: Path, rep: Report) 
     from charter.compiler.client_rules import vouched
     from charter.compiler.frontends.blueprint import load_blueprint
     from charter.compiler.frontends.config_toml import SafeShellEntry
-    from charter.runtime.loader import PlanError, load_plan
+    from charter.runtime.plan.loader import PlanError, load_plan
 
     if agent is None:
         return
@@ -293,8 +293,8 @@ def _check_client_rules(plan: Path, agent: str | None, root: Path, rep: Report) 
 
 
 def _check_plan(plan: str, agent: str | None, rep: Report) -> None:
-    from charter.runtime.loader import PlanError
-    from charter.runtime.prepared import load_for_agents
+    from charter.runtime.plan.loader import PlanError
+    from charter.runtime.plan.prepared import load_for_agents
 
     try:
         loaded = load_for_agents(plan, [agent] if agent else None)

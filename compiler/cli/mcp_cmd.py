@@ -86,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
 def _lock(args: argparse.Namespace) -> int:
     from charter.compiler.frontends.mcp_manifest import server_id_from_path
     from charter.compiler.frontends.project import load_project
-    from charter.compiler.mcp_lock import lock_display, lock_path
     from charter.compiler.render import render
+    from charter.compiler.resolve.mcp_lock import lock_display, lock_path
     from charter.runtime.mcp.launch import preview
     from charter.runtime.mcp.lock import Lock, LockError, read_lock
 
@@ -97,7 +97,7 @@ def _lock(args: argparse.Namespace) -> int:
     project = load_project(
         args.project, config=args.config, use_default_config=not args.no_user_config
     )
-    from charter.compiler.mcp_lock import manifest_sha256
+    from charter.compiler.resolve.mcp_lock import manifest_sha256
 
     # (agent directory, server id, the digest the lock records, plan)
     targets: list[tuple[str, str, str | None, McpServerPlan]] = []
@@ -222,7 +222,7 @@ def _leviath_targets(
     """The agent's [[mcp_servers]] (its blueprint's, and the config's it
     names). Locking is the review step, so a blueprint's server is locked
     here whether or not the config trusts it yet; trusting it is separate."""
-    from charter.compiler.leviath_mcp import (
+    from charter.compiler.resolve.leviath_mcp import (
         declared_servers,
         entry_digest,
         referenced,

@@ -45,8 +45,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _explain(token: str, fmt: str) -> int:
     from charter.compiler.diagnostics import did_you_mean
+    from charter.compiler.lint.suppress import resolve_rule
     from charter.compiler.rules import RULES
-    from charter.compiler.suppress import resolve_rule
 
     r = resolve_rule(token)
     if r is None:

@@ -269,8 +269,8 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(prepared, int):
         return prepared
     plan, project, found, provider, spec, ask, workspace = prepared
-    from charter.runtime.prepared import prepare
-    from charter.runtime.session import SessionError
+    from charter.runtime.plan.prepared import prepare
+    from charter.runtime.policy.session import SessionError
 
     try:
         return _run(args, plan, project, found, provider, spec, ask, workspace, prepare)
@@ -428,7 +428,7 @@ def _run(
 ) -> int:
     task, inputs = ask
     from charter.runtime.audit import AuditLog
-    from charter.runtime.env import build_env
+    from charter.runtime.policy.env import build_env
     from charter.runtime.redact import Redactor
     from charter.runtime.run import (
         EventBus,

@@ -49,7 +49,7 @@ def _fail(message: str, code: int = 2) -> int:
 def _plan(args: argparse.Namespace) -> Any:
     target: Path = args.target
     if target.is_file():
-        from charter.runtime.loader import PlanError, load_plan
+        from charter.runtime.plan.loader import PlanError, load_plan
 
         try:
             return load_plan(target)
@@ -93,8 +93,8 @@ def run(args: argparse.Namespace) -> int:
     if not workdir.is_dir():
         return _fail(f"{workdir}: the workdir is not a directory")
 
-    from charter.runtime.env import build_env
     from charter.runtime.plan import AgentPlan
+    from charter.runtime.policy.env import build_env
     from charter.runtime.sandbox.containment import ContainmentRefused, prepare
 
     private = Path(tempfile.mkdtemp(prefix="charter-sandbox-"))

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from charter.runtime.prepared import PreparedPlan
+    from charter.runtime.plan.prepared import PreparedPlan
     from charter.runtime.serve import PlanHolder, ServeOptions
 
 __all__ = ["TOKEN_FILE", "ProjectSource", "add_arguments", "read_token", "run", "token_files"]
@@ -182,7 +182,7 @@ class ProjectSource:
 
     def load(self) -> PreparedPlan:
         from charter.compiler.cli._plan_arg import load_plan_or_project
-        from charter.runtime.prepared import prepare
+        from charter.runtime.plan.prepared import prepare
         from charter.runtime.serve import PlanLoadError
 
         loaded = load_plan_or_project(

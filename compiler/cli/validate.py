@@ -41,8 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from charter.compiler.check import check_project
     from charter.compiler.frontends.project import load_project
+    from charter.compiler.lint.suppress import apply_suppressions
     from charter.compiler.render import default_format, exit_code, render, want_color
-    from charter.compiler.suppress import apply_suppressions
 
     for raw in args.paths:
         if not Path(raw).exists():
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"charter validate: {args.config}: config file not found", file=sys.stderr)
         return 2
 
-    from charter.compiler.expectations import project_ignores
+    from charter.compiler.lint.expectations import project_ignores
 
     findings: list[Diagnostic] = []
     ignores: list[str] = list(args.ignore)

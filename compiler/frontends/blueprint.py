@@ -454,7 +454,7 @@ class Agent(InputModel):
 
 
 def _read_path(value: str) -> str:
-    from charter.compiler.read_paths import entry_problem
+    from charter.compiler.frontends.read_paths import entry_problem
 
     problem = entry_problem(value)
     if problem is not None:

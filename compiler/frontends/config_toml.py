@@ -200,7 +200,7 @@ class SandboxTable(InputModel):
     ``mount``/``mounts``, ``persist``, ``on_unavailable``) plus Charter's own.
     Read strictly: a misspelled ``network`` must not quietly leave a sandbox
     online. A blueprint's table may only tighten the user's (see
-    ``charter.compiler.sandbox``)."""
+    ``charter.compiler.resolve.sandbox``)."""
 
     kind: Literal["none", "namespace", "container"] | None = None
     image: str | None = None

@@ -52,7 +52,7 @@ from charter.compiler.frontends.config_toml import (
 )
 from charter.compiler.frontends.stage_toml import load_stage_file, merge_stages
 from charter.compiler.rules import diag
-from charter.runtime.workspace import RECORDS_DIR
+from charter.runtime.policy.workspace import RECORDS_DIR
 
 if TYPE_CHECKING:
     # Imported where an agent has a core: a blueprint-only project never

@@ -25,16 +25,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, field_validator
 
+# A tool.yaml rates risk and approval in the built-in catalog's own words.
+from charter.compiler.catalog.builtin import Approval as ApprovalPolicy
+from charter.compiler.catalog.builtin import Risk
 from charter.compiler.diagnostics import Diagnostic
 from charter.compiler.frontends.base import Loaded, parse_mapping
 from charter.compiler.frontends.normalize import Normalizer
 from charter.compiler.frontends.validation import InputModel, invalid_value, thaw, validate_model
 from charter.compiler.rules import diag, diag_at
 from charter.compiler.sources.sourcemap import SourceMap
-
-# A tool.yaml rates risk and approval in the built-in catalog's own words.
-from charter.runtime.catalog import Approval as ApprovalPolicy
-from charter.runtime.catalog import Risk
 
 __all__ = [
     "SLOT_ONLY_FIELDS",

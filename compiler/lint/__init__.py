@@ -11,8 +11,8 @@ module                      what it reads
 ==========================  =================================================
 
 Leviath's blueprint lints live beside them in
-:mod:`charter.compiler.leviath_lint` (run by ``charter validate``) and its
-load-time refusals in :mod:`charter.compiler.leviath_checks` (run from
+:mod:`charter.compiler.lint.leviath_lint` (run by ``charter validate``) and its
+load-time refusals in :mod:`charter.compiler.lint.leviath_checks` (run from
 :mod:`.sources`). These are two of the homes a check can have; the one map
 of them all (readers, front-ends, resolution, these, Leviath's, the
 self-tests) is in ARCHITECTURE.md, "Where new work goes".

@@ -8,19 +8,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from charter.compiler.catalog.builtin import resolve_builtin
 from charter.compiler.diagnostics import Severity, Span, format_key_path, suggestion
 from charter.compiler.frontends.base import server_id_from_path
 from charter.compiler.frontends.stage_toml import StageEntry
 from charter.compiler.lint.fates import refusals
-from charter.compiler.permissions import APPROVAL_TO_PERMISSION
 from charter.compiler.resolve.agent import ResolvedAgent
 from charter.compiler.resolve.context import RISKS, AgentContext, tool_denied, tool_enabled
 from charter.compiler.resolve.grants import granted
+from charter.compiler.resolve.permissions import APPROVAL_TO_PERMISSION
+from charter.compiler.resolve.tooltable import ToolTable
 from charter.compiler.rules import diag, diag_at
-from charter.compiler.tooltable import ToolTable
-from charter.runtime.capabilities import grant_covers
-from charter.runtime.catalog import resolve_builtin
 from charter.runtime.plan import Decision, Grant, SourceRef, Stage, ToolEntry, stricter
+from charter.runtime.policy.capabilities import grant_covers
 
 if TYPE_CHECKING:
     # Agent cores, MCP manifests and lock files are read only for agents
@@ -33,7 +33,7 @@ def lint_resolved(resolved: ResolvedAgent) -> None:
     ctx = resolved.ctx
     bp = ctx.blueprint
     if bp is not None:
-        from charter.compiler.leviath_checks import blueprint_refusals
+        from charter.compiler.lint.leviath_checks import blueprint_refusals
 
         ctx.diags.extend(blueprint_refusals(bp, resolved.declared))
     _metadata_overrides(ctx, resolved.table)
@@ -461,7 +461,7 @@ def _mcp_server_checks(ctx: AgentContext, grants: list[Grant], project_root: Pat
     literal secret, a connect or call capability the core does not grant."""
     if not ctx.agent.mcp:
         return
-    from charter.compiler.literal_secrets import literal_secrets
+    from charter.compiler.support.literal_secrets import literal_secrets
 
     agent_dir = (project_root / ctx.agent.directory).resolve()
     for loaded in ctx.agent.mcp:

@@ -18,7 +18,7 @@ __all__ = [
     "tool_version",
 ]
 
-# The key under which :mod:`charter.compiler.suppress` records, in a
+# The key under which :mod:`charter.compiler.lint.suppress` records, in a
 # diagnostic's ``data``, how the finding was silenced ("inline" or "config").
 SUPPRESSION_KEY = "suppression"
 

@@ -12,18 +12,18 @@ from charter.compiler.diagnostics import suggestion
 from charter.compiler.frontends.base import salvage
 from charter.compiler.frontends.blueprint import Blueprint
 from charter.compiler.frontends.stage_toml import StageEntry, combine_stages
-from charter.compiler.permissions import Said
 from charter.compiler.resolve.context import AgentContext
 from charter.compiler.resolve.entries import authored_entry, builtin_entry, mcp_entry, script_entry
 from charter.compiler.resolve.grants import resolve_grants
 from charter.compiler.resolve.leviath import leviath_sources, resolve_script_permissions
 from charter.compiler.resolve.mcp_servers import leviath_server_plans, mcp_server_plans
+from charter.compiler.resolve.permissions import Said
 from charter.compiler.resolve.scopes import permission_map, user_scopes
 from charter.compiler.resolve.stages import implicit_stage, resolve_stage
 from charter.compiler.resolve.tools import collect_tools
+from charter.compiler.resolve.tooltable import ToolTable
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
-from charter.compiler.tooltable import ToolTable
 from charter.runtime.plan import Grant, McpServerPlan, SandboxProfile, Stage, ToolEntry
 from charter.runtime.plan.shell import ShellPolicy
 
@@ -37,7 +37,7 @@ def resolve_shell_policy(
     [agent_safe_commands.<agent>] entries, and the blueprint's own
     [safe_commands] only when the user trusts them. Only the user's config
     switches the built-in read-only table."""
-    from charter.compiler.shell_policy import compile_shell_policy
+    from charter.compiler.resolve.shell_policy import compile_shell_policy
 
     cfg, csm = ctx.config, ctx.config_smap
     parts: list[ShellPolicy] = []
@@ -199,7 +199,7 @@ def resolve_agent(ctx: AgentContext, project_root: Path, agent_name: str) -> Res
             _with_scripts(ctx, s, e, project_root)
             for s, e in zip(compiled, stages.values(), strict=True)
         ]
-    from charter.compiler.sandbox import plan_sandboxes
+    from charter.compiler.resolve.sandbox import plan_sandboxes
 
     compiled, agent_sandbox, sandbox_diags = plan_sandboxes(
         ctx.config, ctx.config_smap, bp, bsm, stages, compiled

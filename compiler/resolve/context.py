@@ -16,7 +16,7 @@ from charter.compiler.frontends.blueprint import Blueprint, StageTable
 from charter.compiler.frontends.config_toml import UserConfig
 from charter.compiler.frontends.project import AgentSources
 from charter.compiler.sources.sourcemap import SourceMap
-from charter.runtime.naming import mcp_safe_name
+from charter.runtime.mcp.naming import mcp_safe_name
 from charter.runtime.plan import Limits, ScriptPermissions, SourceRef
 
 __all__ = [
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from charter.compiler.compile import CompileOptions
     from charter.compiler.frontends.agent_yaml import AgentCore
     from charter.compiler.frontends.script_tools import ScriptToolSource
-    from charter.compiler.leviath_mcp import LeviathServer
+    from charter.compiler.resolve.leviath_mcp import LeviathServer
 
 
 RISKS = ("low", "medium", "high", "critical")

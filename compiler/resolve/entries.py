@@ -7,11 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from charter.compiler import emit_runtime
-from charter.compiler.describe import render_description
 from charter.compiler.diagnostics import Span
 from charter.compiler.frontends.base import server_id_from_path
 from charter.compiler.frontends.blueprint import StageTable
+from charter.compiler.resolve import emit_runtime
 from charter.compiler.resolve.context import (
     RISKS,
     AgentContext,
@@ -19,11 +18,12 @@ from charter.compiler.resolve.context import (
     span_ref,
     tool_metadata,
 )
+from charter.compiler.resolve.describe import render_description
 from charter.compiler.resolve.grants import granted
 from charter.compiler.resolve.schemas import schema_at, user_schema
 from charter.compiler.resolve.tools import leviath_pins
+from charter.compiler.resolve.tooltable import ToolRef
 from charter.compiler.rules import diag
-from charter.compiler.tooltable import ToolRef
 from charter.runtime.plan import AuthoredTool, Grant, McpToolPin, ScriptTool, ToolEntry
 
 __all__ = ["authored_entry", "builtin_entry", "leviath_mcp_entry", "mcp_entry", "script_entry"]
@@ -36,7 +36,7 @@ def mcp_entry(ctx: AgentContext, ref: ToolRef, project_root: Path) -> ToolEntry 
     """A tool entry for an MCP tool the compiler knows by name: with its
     pinned description and schema when the server is locked, else a bare
     entry whose schema arrives when the server connects."""
-    from charter.compiler.mcp_lock import read_agent_lock, server_pins
+    from charter.compiler.resolve.mcp_lock import read_agent_lock, server_pins
 
     loaded = next(
         (x for x in ctx.agent.mcp if server_id_from_path(Path(x.display)) == ref.server), None
@@ -107,7 +107,7 @@ def _locked(
     and its pin. A locked schema that cannot be used is reported: without
     validation when it needs what the validator never fetches, else kept so
     the runtime refuses every call."""
-    from charter.compiler.mcp_lock import pinned_schema
+    from charter.compiler.resolve.mcp_lock import pinned_schema
 
     schema_text, note, rule = pinned_schema(pin.input_schema)
     if rule is not None:
@@ -165,7 +165,7 @@ def script_entry(ctx: AgentContext, ref: ToolRef) -> ToolEntry | None:
 def authored_entry(
     ctx: AgentContext, ref: ToolRef, grants: list[Grant], project_root: Path
 ) -> ToolEntry | None:
-    from charter.compiler.authored import inspect_entrypoint
+    from charter.compiler.resolve.authored import inspect_entrypoint
 
     src = next(t for t in ctx.agent.tools if t.tool_id == ref.authored_id)
     spec = src.spec.model

@@ -7,9 +7,9 @@ from __future__ import annotations
 from charter.compiler.diagnostics import format_key_path
 from charter.compiler.resolve.context import AgentContext, span_ref
 from charter.compiler.rules import diag
-from charter.runtime.capabilities import SECRET_PREFIX, is_granted, valid_capability
-from charter.runtime.env import forbidden_target
 from charter.runtime.plan import Grant
+from charter.runtime.policy.capabilities import SECRET_PREFIX, is_granted, valid_capability
+from charter.runtime.policy.env import forbidden_target
 
 __all__ = ["granted", "resolve_grants"]
 

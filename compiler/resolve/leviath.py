@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from charter.compiler.catalog.builtin import resolve_builtin
 from charter.compiler.diagnostics import format_key_path
 from charter.compiler.frontends.stage_toml import StageEntry
-from charter.compiler.permissions import Said, ScopeInputs, resolve_permission
 from charter.compiler.resolve.context import AgentContext
+from charter.compiler.resolve.permissions import Said, ScopeInputs, resolve_permission
 from charter.compiler.resolve.scopes import UserScopes, permission_map
+from charter.compiler.resolve.tooltable import ToolTable
 from charter.compiler.rules import diag
-from charter.compiler.tooltable import ToolTable
-from charter.runtime.catalog import resolve_builtin
 from charter.runtime.plan import Permission, ScriptPermissions
 
 __all__ = ["leviath_sources", "resolve_script_permissions"]
@@ -42,7 +42,7 @@ def leviath_sources(ctx: AgentContext, stages: Mapping[str, StageEntry], agent_n
     bp, cfg = ctx.blueprint, ctx.config
     if not ((bp is not None and bp.mcp_servers) or (cfg is not None and cfg.mcp_servers)):
         return  # no [[mcp_servers]] anywhere: the MCP reader is never imported
-    from charter.compiler.leviath_mcp import (
+    from charter.compiler.resolve.leviath_mcp import (
         declared_servers,
         referenced,
         server_checks,
@@ -82,7 +82,7 @@ def resolve_script_permissions(
 ) -> ScriptPermissions:
     """[tool_script_permissions], with inherit resolved against the entry
     stage's decision for the matching built-in."""
-    from charter.compiler.script_plan import effective_script_permissions
+    from charter.compiler.resolve.script_plan import effective_script_permissions
 
     bp = ctx.blueprint
     entry_name = bp.entry if bp is not None else None

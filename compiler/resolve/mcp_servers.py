@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from charter.compiler.diagnostics import Span
 from charter.compiler.frontends.base import server_id_from_path
-from charter.compiler.permissions import APPROVAL_TO_PERMISSION
 from charter.compiler.resolve.context import AgentContext, span_ref
+from charter.compiler.resolve.permissions import APPROVAL_TO_PERMISSION
 from charter.compiler.resolve.tools import leviath_pins
 from charter.runtime.mcp.filters import select_tools
 from charter.runtime.plan import Clamp, Decision, McpServerPlan, McpToolPin, stricter
@@ -26,7 +26,7 @@ def mcp_server_plans(ctx: AgentContext, project_root: Path) -> list[McpServerPla
     out: list[McpServerPlan] = []
     if not ctx.agent.mcp:
         return out
-    from charter.compiler.mcp_lock import read_agent_lock, server_pins
+    from charter.compiler.resolve.mcp_lock import read_agent_lock, server_pins
 
     for loaded in ctx.agent.mcp:
         m: McpServer | None = loaded.model
@@ -70,7 +70,7 @@ def mcp_server_plans(ctx: AgentContext, project_root: Path) -> list[McpServerPla
 
 
 def leviath_server_plans(ctx: AgentContext, project_root: Path) -> list[McpServerPlan]:
-    from charter.compiler.leviath_mcp import to_server_plan
+    from charter.compiler.resolve.leviath_mcp import to_server_plan
 
     out: list[McpServerPlan] = []
     for srv in ctx.servers:

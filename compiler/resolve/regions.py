@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from charter.compiler.frontends.blueprint import StageTable, ToolRouting
 from charter.compiler.frontends.regions import Region, parse_percentage
 from charter.compiler.frontends.stage_toml import StageEntry
-from charter.compiler.model_catalog import window
+from charter.compiler.lint.model_catalog import window
 from charter.compiler.resolve.context import AgentContext, span_ref
-from charter.compiler.tooltable import ToolTable
+from charter.compiler.resolve.tooltable import ToolTable
 from charter.runtime.plan import (
     ContextRegion,
     RegionSeed,

@@ -11,8 +11,8 @@ from typing import Any
 from charter.compiler.diagnostics import Span, format_key_path
 from charter.compiler.frontends.validation import thaw
 from charter.compiler.resolve.context import AgentContext
+from charter.compiler.resolve.schemacheck import check_schema, problem_path
 from charter.compiler.rules import diag
-from charter.compiler.schemacheck import check_schema, problem_path
 from charter.compiler.sources.sourcemap import SourceMap
 
 __all__ = ["ints_only", "schema_at", "schema_text", "user_schema"]

@@ -1,7 +1,7 @@
 """The inputs of a permission decision, with provenance: the permission maps
 of the stage, the agent and the user's config, the core's approval layers,
 the default, and the clamps that apply to a blueprint's own MCP servers.
-The decision itself is :func:`charter.compiler.permissions.resolve_permission`."""
+The decision itself is :func:`charter.compiler.resolve.permissions.resolve_permission`."""
 
 from __future__ import annotations
 
@@ -11,15 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from charter.compiler.catalog.builtin import BLUEPRINT_LOOSENABLE, impl_siblings, resolve_builtin
 from charter.compiler.diagnostics import format_key_path, suggestion
 from charter.compiler.frontends.base import server_id_from_path
-from charter.compiler.permissions import APPROVAL_TO_PERMISSION, CoreInputs, Said
 from charter.compiler.resolve.context import AgentContext, span_ref
+from charter.compiler.resolve.permissions import APPROVAL_TO_PERMISSION, CoreInputs, Said
+from charter.compiler.resolve.tooltable import ToolRef, ToolTable, all_builtin_names
 from charter.compiler.rules import diag_at
 from charter.compiler.sources.sourcemap import SourceMap
-from charter.compiler.tooltable import ToolRef, ToolTable, all_builtin_names
-from charter.runtime.catalog import BLUEPRINT_LOOSENABLE, impl_siblings, resolve_builtin
-from charter.runtime.naming import mcp_safe_name
+from charter.runtime.mcp.naming import mcp_safe_name
 from charter.runtime.plan import Clamp, Decision, Permission, ToolEntry, stricter
 
 __all__ = [
@@ -268,7 +268,7 @@ def loosenable(ctx: AgentContext, name: str, ref: ToolRef | None) -> bool:
         return False
     if ref is None or ref.source != "script":
         return True
-    from charter.compiler.script_plan import can_exec_or_write
+    from charter.compiler.resolve.script_plan import can_exec_or_write
 
     return ctx.script_perms is not None and not can_exec_or_write(ctx.script_perms)
 

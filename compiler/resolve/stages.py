@@ -8,15 +8,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from charter.compiler import emit_runtime
-from charter.compiler.describe import shell_hint_block
 from charter.compiler.diagnostics import format_key_path, suggestion
 from charter.compiler.frontends.base import server_id_from_path
 from charter.compiler.frontends.blueprint import StageTable
 from charter.compiler.frontends.stage_toml import StageEntry, stage_file_name
 from charter.compiler.frontends.validation import thaw
-from charter.compiler.permissions import Said, ScopeInputs, resolve_permission
+from charter.compiler.resolve import emit_runtime
 from charter.compiler.resolve.context import FAN_OUT, SUBMIT, AgentContext, span_ref, tool_enabled
+from charter.compiler.resolve.describe import shell_hint_block
+from charter.compiler.resolve.permissions import Said, ScopeInputs, resolve_permission
 from charter.compiler.resolve.regions import (
     stage_layout,
     stage_models,
@@ -33,10 +33,10 @@ from charter.compiler.resolve.scopes import (
     permission_map,
     untrusted_server_clamp,
 )
+from charter.compiler.resolve.tooltable import ToolTable, all_builtin_names
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
-from charter.compiler.tooltable import ToolTable, all_builtin_names
-from charter.runtime.naming import mcp_safe_name
+from charter.runtime.mcp.naming import mcp_safe_name
 from charter.runtime.plan import (
     Edge,
     EdgeTransform,

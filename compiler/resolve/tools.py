@@ -8,16 +8,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from charter.compiler.catalog.builtin import TOOLSETS
 from charter.compiler.diagnostics import Span
 from charter.compiler.frontends.base import server_id_from_path
 from charter.compiler.frontends.stage_toml import StageEntry
 from charter.compiler.resolve.context import FAN_OUT, SUBMIT, AgentContext
+from charter.compiler.resolve.tooltable import ToolTable
 from charter.compiler.rules import diag, diag_at
 from charter.compiler.sources.sourcemap import SourceMap
-from charter.compiler.tooltable import ToolTable
-from charter.runtime.catalog import TOOLSETS
 from charter.runtime.mcp.filters import select_tools, unmatched_patterns
-from charter.runtime.naming import mcp_safe_name
+from charter.runtime.mcp.naming import mcp_safe_name
 
 __all__ = ["collect_tools", "leviath_pins"]
 
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     # Agent cores, MCP manifests and lock files are read only for agents
     # that have them; a blueprint-only project never imports their models.
     from charter.compiler.frontends.mcp_manifest import McpServer
-    from charter.compiler.leviath_mcp import LeviathServer
+    from charter.compiler.resolve.leviath_mcp import LeviathServer
     from charter.runtime.mcp.lock import ServerLock
 
 
@@ -35,7 +35,7 @@ def collect_tools(
     table = ToolTable()
     core, csm = ctx.core, ctx.core_smap
     if core is not None and csm is not None:
-        from charter.compiler.mcp_lock import lock_display, read_agent_lock, server_pins
+        from charter.compiler.resolve.mcp_lock import lock_display, read_agent_lock, server_pins
 
         for i, toolset in enumerate(core.tools.toolsets):
             where = csm.value_span(("tools", "toolsets", i))
@@ -90,8 +90,8 @@ def collect_tools(
 
 
 def leviath_pins(ctx: AgentContext, server: LeviathServer, project_root: Path) -> ServerLock | None:
-    from charter.compiler.leviath_mcp import entry_digest
-    from charter.compiler.mcp_lock import read_agent_lock, server_pins_for
+    from charter.compiler.resolve.leviath_mcp import entry_digest
+    from charter.compiler.resolve.mcp_lock import read_agent_lock, server_pins_for
 
     read = read_agent_lock(project_root, ctx.agent.directory)
     return server_pins_for(read, server.name, entry_digest(server.model)).entry

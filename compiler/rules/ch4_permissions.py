@@ -1,6 +1,6 @@
 """Rules CH4xx: permissions, capabilities and secrets, with CH45x (what a
 blueprint asks for beyond its tools) and CH47x (the sandbox profile,
-compiler/sandbox.py).
+compiler/resolve/sandbox.py).
 """
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ register(
     '[tool_script_permissions]\nshell = "allow"   # config says deny\n',
     "Accept the user's value, or ask them to loosen it in config.toml.",
 )
-# --- CH47x: the sandbox profile (compiler/sandbox.py) ----------------------------
+# --- CH47x: the sandbox profile (compiler/resolve/sandbox.py) ----------------------------
 register(
     "CH470",
     "sandbox-loosen-ignored",

@@ -1,10 +1,10 @@
-"""Rules CH5xx: the shell policy (compiler/shell_policy.py)."""
+"""Rules CH5xx: the shell policy (compiler/resolve/shell_policy.py)."""
 
 from __future__ import annotations
 
 from charter.compiler.rules.catalog import E, W, register
 
-# --- CH5xx: shell policy (compiler/shell_policy.py) --------------------------
+# --- CH5xx: shell policy (compiler/resolve/shell_policy.py) --------------------------
 register(
     "CH501",
     "unparseable-safe-command",

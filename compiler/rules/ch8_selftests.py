@@ -1,5 +1,5 @@
 """Rules CH8xx: policy self-tests (CH80x) and suppressions (CH89x,
-compiler/suppress.py).
+compiler/lint/suppress.py).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ register(
     "Any project with an error and a [[expect]] table.",
     "Fix the errors; the expectations then run.",
 )
-# --- CH89x: suppressions (compiler/suppress.py) -------------------------------
+# --- CH89x: suppressions (compiler/lint/suppress.py) -------------------------------
 register(
     "CH890",
     "unused-suppression",

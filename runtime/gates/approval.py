@@ -17,10 +17,10 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from charter.runtime.approval import ApprovalAnswer, ApprovalProvider, ApprovalRequest
 from charter.runtime.gates.outcome import Outcome
+from charter.runtime.policy.approval import ApprovalAnswer, ApprovalProvider, ApprovalRequest
+from charter.runtime.policy.session import Session
 from charter.runtime.results import ToolCall
-from charter.runtime.session import Session
 
 if TYPE_CHECKING:
     from charter.runtime.tools.executables import Executables

@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from charter.runtime.capabilities import is_granted, spawn_capability
 from charter.runtime.gates.outcome import Outcome, deny
 from charter.runtime.plan import ToolEntry
-from charter.runtime.prepared import usable_grants
+from charter.runtime.plan.prepared import usable_grants
+from charter.runtime.policy.capabilities import is_granted, spawn_capability
+from charter.runtime.policy.session import Session
 from charter.runtime.results import ToolCall
-from charter.runtime.session import Session
 
 __all__ = ["GATE", "check"]
 
@@ -57,7 +57,7 @@ def check(session: Session, call: ToolCall, entry: ToolEntry) -> Outcome | tuple
     bindings = _bindings(call.args)
     if not bindings:
         return ()
-    from charter.runtime.env import validate_bindings
+    from charter.runtime.policy.env import validate_bindings
 
     problems = validate_bindings(bindings, grants)
     if call.args.get("background"):
@@ -77,7 +77,7 @@ def _bindings(args: Mapping[str, Any]) -> list[Any]:
     raw = args.get("secret_bindings") or []
     if not raw:
         return []
-    from charter.runtime.env import SecretBinding
+    from charter.runtime.policy.env import SecretBinding
 
     return [
         SecretBinding(

@@ -5,7 +5,7 @@ Outside the workspace (a traversal, an escaping symlink, ``~``, a NUL or
 encoded form, Charter's own ``.charter/`` records for a write) is a deny no
 flag lifts: confinement is not a permission. A credential path inside, or a
 write under ``.git/``, asks, and only a person can answer that. See
-:func:`charter.runtime.workspace.confine`.
+:func:`charter.runtime.policy.workspace.confine`.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from charter.runtime.approval import call_key
 from charter.runtime.gates.outcome import Outcome, PathCheck, deny
 from charter.runtime.plan import ToolEntry
+from charter.runtime.policy.approval import call_key
+from charter.runtime.policy.session import Session
+from charter.runtime.policy.workspace import confine
 from charter.runtime.results import ToolCall
-from charter.runtime.session import Session
 from charter.runtime.tools.paths import path_args
-from charter.runtime.workspace import confine
 
 __all__ = ["GATE", "check", "path_checks"]
 

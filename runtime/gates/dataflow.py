@@ -13,8 +13,8 @@ import dataclasses
 from typing import Any
 
 from charter.runtime.gates.outcome import Outcome
+from charter.runtime.policy.session import Session
 from charter.runtime.results import ToolCall
-from charter.runtime.session import Session
 
 __all__ = ["GATE", "check"]
 
@@ -25,7 +25,7 @@ def check(session: Session, call: ToolCall, out: Outcome) -> Outcome:
     tracker = session.taint
     if tracker is None:
         return out
-    from charter.runtime.taint import outbound_targets
+    from charter.runtime.policy.taint import outbound_targets
 
     guard_allowed = out.shell is not None and out.shell.decision == "allow"
     targets = outbound_targets(

@@ -2,7 +2,7 @@
 entry's ``source`` says.
 
 - ``authored``: only now is the tool's module read, digest-checked and
-  imported (``charter.runtime.authored``).
+  imported (``charter.runtime.tools.authored``).
 - ``mcp``: the call goes to the connected server, which checks the call
   capability again against the same grants.
 - ``script``: the plan's copy of the Rhai script, run by Charter's own
@@ -20,9 +20,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.gates.outcome import Outcome
-from charter.runtime.prepared import usable_grants
+from charter.runtime.plan.prepared import usable_grants
+from charter.runtime.policy.session import Session
 from charter.runtime.results import ToolCall, ToolResult, refusal
-from charter.runtime.session import Session
 
 if TYPE_CHECKING:
     # Imported when a call is run: deciding never loads the tool modules.
@@ -44,7 +44,7 @@ def run(
 ) -> ToolResult:
     entry = out.entry
     if entry is not None and entry.source == "authored":
-        from charter.runtime.authored import TurnInfo, run_authored
+        from charter.runtime.tools.authored import TurnInfo, run_authored
 
         turn = TurnInfo(session.agent.agent.name, session.stage_name, session.run_id, call.call_id)
         return run_authored(

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from charter.runtime.plan import Permission, ToolEntry
+from charter.runtime.policy.workspace import PathVerdict
 from charter.runtime.results import Status, ToolCall, ToolResult, refusal
-from charter.runtime.workspace import PathVerdict
 
 if TYPE_CHECKING:
+    from charter.runtime.policy.taint import TaintVerdict
     from charter.runtime.shell import Verdict
-    from charter.runtime.taint import TaintVerdict
 
 __all__ = ["Outcome", "PathCheck", "deny"]
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from charter.runtime.approval import call_key
 from charter.runtime.gates.outcome import Outcome, deny
 from charter.runtime.plan import Decision, ToolEntry
+from charter.runtime.policy.approval import call_key
+from charter.runtime.policy.session import Session
 from charter.runtime.results import ToolCall
-from charter.runtime.session import Session
 
 __all__ = ["GATE", "check", "provenance"]
 

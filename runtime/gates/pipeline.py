@@ -31,9 +31,9 @@ from charter.runtime.gates.outcome import Outcome
 from charter.runtime.results import ToolCall, ToolResult
 
 if TYPE_CHECKING:
-    from charter.runtime.approval import ApprovalAnswer, ApprovalProvider
     from charter.runtime.audit import AuditLog
-    from charter.runtime.session import Session
+    from charter.runtime.policy.approval import ApprovalAnswer, ApprovalProvider
+    from charter.runtime.policy.session import Session
     from charter.runtime.tools.executables import Executables
     from charter.runtime.tools.registry import Registry
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.gates.outcome import Outcome
+from charter.runtime.policy.session import Session
 from charter.runtime.results import ToolCall, ToolResult
-from charter.runtime.session import Session
 
 if TYPE_CHECKING:
     from charter.runtime.audit import AuditLog

@@ -69,7 +69,7 @@ GATE_RULES: Mapping[str, tuple[str, ...]] = MappingProxyType(
     }
 )
 
-# What charter.runtime.workspace.confine reports ("path-inside" is its allow).
+# What charter.runtime.policy.workspace.confine reports ("path-inside" is its allow).
 PATH_RULES: tuple[str, ...] = (
     "path-backslash",
     "path-client-settings",

@@ -1,16 +1,16 @@
 """Gate 2, schema: do the arguments fit the schema the plan advertised?
 
-:func:`charter.runtime.arguments.check_arguments` is the one argument check;
+:func:`charter.runtime.policy.arguments.check_arguments` is the one argument check;
 this gate turns its answer into a refusal. Each violation names its JSON
 path; three are shown, then "and N more".
 """
 
 from __future__ import annotations
 
-from charter.runtime.arguments import check_arguments
 from charter.runtime.gates.outcome import Outcome, deny
+from charter.runtime.policy.arguments import check_arguments
+from charter.runtime.policy.session import Session
 from charter.runtime.results import ToolCall
-from charter.runtime.session import Session
 
 __all__ = ["GATE", "check"]
 

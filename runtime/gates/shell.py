@@ -19,9 +19,9 @@ from typing import Any
 
 from charter.runtime.gates.outcome import Outcome, PathCheck, deny
 from charter.runtime.plan import Permission
+from charter.runtime.policy.session import Session
+from charter.runtime.policy.workspace import confine
 from charter.runtime.results import ToolCall
-from charter.runtime.session import Session
-from charter.runtime.workspace import confine
 
 __all__ = ["GATE", "check"]
 
@@ -61,7 +61,7 @@ def check(session: Session, call: ToolCall, out: Outcome, secrets: tuple[str, ..
         )
     env = args.get("env") or {}
     if env:
-        from charter.runtime.env import validate_overlay
+        from charter.runtime.policy.env import validate_overlay
 
         problems = validate_overlay(env)
         if problems:

@@ -11,8 +11,8 @@ need DNS pass here; Charter's transport still pins every answer.
 from __future__ import annotations
 
 from charter.runtime.gates.outcome import Outcome, deny
+from charter.runtime.policy.session import Session
 from charter.runtime.results import ToolCall
-from charter.runtime.session import Session
 
 __all__ = ["GATE", "check"]
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from charter.runtime.gates.outcome import Outcome, deny
 from charter.runtime.plan import ToolEntry
+from charter.runtime.policy.session import Session
 from charter.runtime.results import ToolCall
-from charter.runtime.session import Session
 
 __all__ = ["GATE", "check"]
 

@@ -48,8 +48,8 @@ from charter.runtime.results import ToolCall
 
 if TYPE_CHECKING:
     from charter.runtime.gates import Outcome
-    from charter.runtime.prepared import PreparedPlan
-    from charter.runtime.session import Session
+    from charter.runtime.plan.prepared import PreparedPlan
+    from charter.runtime.policy.session import Session
 
 __all__ = [
     "ATTENDED_MODES",

@@ -22,8 +22,8 @@ from charter.runtime.results import ToolCall
 
 if TYPE_CHECKING:
     from charter.runtime.gates import Outcome
-    from charter.runtime.prepared import PreparedPlan
-    from charter.runtime.session import Session
+    from charter.runtime.plan.prepared import PreparedPlan
+    from charter.runtime.policy.session import Session
 
 __all__ = [
     "MAX_EVENT_BYTES",
@@ -159,9 +159,9 @@ def open_for_event(
     ``options.workspace`` when given, else the event's ``cwd``. ``unattended``
     selects the stage's unattended tool set (a peer's sub-agent: nobody
     watches it)."""
-    from charter.runtime.loader import PlanError
-    from charter.runtime.prepared import load_for_agents
-    from charter.runtime.session import SessionError, open_session
+    from charter.runtime.plan.loader import PlanError
+    from charter.runtime.plan.prepared import load_for_agents
+    from charter.runtime.policy.session import SessionError, open_session
 
     agent = options.agent
     if prepared is not None:
@@ -248,7 +248,7 @@ def mcp_plan_name(session: Session, server: str, tool: str) -> str | None:
         if entry.source == "mcp" and entry.mcp is not None:
             if entry.mcp.server == server and entry.mcp.tool == tool:
                 return str(entry.name)
-    from charter.runtime.naming import mcp_safe_name
+    from charter.runtime.mcp.naming import mcp_safe_name
 
     safe = mcp_safe_name(server, tool)
     return safe if safe in session.agent.tools else None

@@ -49,8 +49,8 @@ from charter.runtime.results import ToolCall
 
 if TYPE_CHECKING:
     from charter.runtime.gates import Outcome
-    from charter.runtime.prepared import PreparedPlan
-    from charter.runtime.session import Session
+    from charter.runtime.plan.prepared import PreparedPlan
+    from charter.runtime.policy.session import Session
 
 __all__ = [
     "ASK_MODES",
@@ -225,7 +225,7 @@ def _shell(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
 
 def _working_dir(ctx: _Ctx, target: str) -> tuple[str, str]:
     """``target`` relative to the workspace root, or why it is refused."""
-    from charter.runtime.workspace import confine
+    from charter.runtime.policy.workspace import confine
 
     found = confine(ctx.session.workspace, target, op="read")
     if found.decision == "deny" or found.resolved is None:
@@ -437,7 +437,7 @@ def _pattern_reach(ctx: _Ctx, pattern: str, *, skip_defaults: bool) -> list[str]
     here is looser still (a part it cannot read matches any name), so it never
     misses a file Gemini CLI would read; it may name one Gemini CLI would not,
     which only makes the answer stricter."""
-    from charter.runtime.workspace import is_sensitive
+    from charter.runtime.policy.workspace import is_sensitive
 
     variants = _brace_variants(pattern)
     if variants is None:

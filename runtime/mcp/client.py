@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import anyio
 
-from charter.runtime.capabilities import is_granted
 from charter.runtime.errors import CharterError
 from charter.runtime.mcp.filters import select_tools
 from charter.runtime.mcp.launch import (
@@ -56,10 +55,11 @@ from charter.runtime.mcp.launch import (
     resolve_launch,
 )
 from charter.runtime.mcp.lock import Change, ListedTool, compare
+from charter.runtime.mcp.naming import mcp_safe_names
 from charter.runtime.mcp.stderr import StderrCapture
-from charter.runtime.naming import mcp_safe_names
 from charter.runtime.net.urlpolicy import UrlPolicy, audit_origin
 from charter.runtime.plan import AgentPlan, McpServerPlan, McpToolPin
+from charter.runtime.policy.capabilities import is_granted
 from charter.runtime.redact import Redactor
 from charter.runtime.results import ToolResult, refusal
 

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from charter.runtime.env import build_env, validate_overlay
 from charter.runtime.errors import CharterError
 from charter.runtime.net.urlpolicy import audit_origin
 from charter.runtime.plan import McpServerPlan
+from charter.runtime.policy.env import build_env, validate_overlay
 from charter.runtime.redact import Redactor, sensitive_name
 
 __all__ = [

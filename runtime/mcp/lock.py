@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol
 from charter.runtime.atomic import write_atomic
 from charter.runtime.capped import read_text_capped
 from charter.runtime.errors import CharterError
-from charter.runtime.naming import mcp_safe_names
+from charter.runtime.mcp.naming import mcp_safe_names
 from charter.runtime.records import field_values
 
 __all__ = [
@@ -146,7 +146,7 @@ class Lock:
 
 def pin_tools(server: str, listed: Iterable[ListedTool]) -> tuple[ToolPin, ...]:
     """Pins for every listed tool; safe names are assigned over the whole
-    listing, as :func:`charter.runtime.naming.mcp_safe_names` does."""
+    listing, as :func:`charter.runtime.mcp.naming.mcp_safe_names` does."""
     tools = list(listed)
     names = [t.name for t in tools]
     if len(set(names)) != len(names):

@@ -5,7 +5,7 @@ The gates are synchronous and run wherever their caller is (a worker thread of
 outlives single calls. :class:`McpRuntime` therefore keeps its connections on
 an event loop of its own (an anyio blocking portal in a private thread), and
 offers a blocking API: :meth:`McpRuntime.attach` connects an agent's servers
-and installs what they offer into a :class:`~charter.runtime.session.Session`;
+and installs what they offer into a :class:`~charter.runtime.policy.session.Session`;
 the gates' dispatch step calls :meth:`McpBinding.call`.
 
 ``attach`` is meant to run at the start of every turn. Healthy connections
@@ -48,9 +48,6 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from charter.runtime.approval import ApprovalRequest
-from charter.runtime.arguments import SchemaCheck
-from charter.runtime.capabilities import is_granted
 from charter.runtime.mcp.client import (
     DISCOVERY_CONCURRENCY,
     ConnectAuthorization,
@@ -68,7 +65,7 @@ from charter.runtime.mcp.client import (
 from charter.runtime.mcp.filters import pattern_matches
 from charter.runtime.mcp.launch import ConnectPreview
 from charter.runtime.mcp.lock import canonical
-from charter.runtime.naming import mcp_safe_name
+from charter.runtime.mcp.naming import mcp_safe_name
 from charter.runtime.plan import (
     AgentPlan,
     Clamp,
@@ -79,16 +76,19 @@ from charter.runtime.plan import (
     StageTool,
     ToolEntry,
 )
-from charter.runtime.prepared import PreparedAgent, PreparedStage
+from charter.runtime.plan.prepared import PreparedAgent, PreparedStage
+from charter.runtime.policy.approval import ApprovalRequest
+from charter.runtime.policy.arguments import SchemaCheck
+from charter.runtime.policy.capabilities import is_granted
 from charter.runtime.results import ToolResult, refusal
 
 if TYPE_CHECKING:
     from anyio import CapacityLimiter
     from anyio.from_thread import BlockingPortal
 
-    from charter.runtime.approval import ApprovalProvider
     from charter.runtime.audit import AuditLog
-    from charter.runtime.session import Session
+    from charter.runtime.policy.approval import ApprovalProvider
+    from charter.runtime.policy.session import Session
 
 __all__ = [
     "NEGATIVE_CACHE_SECONDS",

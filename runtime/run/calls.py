@@ -19,8 +19,8 @@ from charter.runtime.results import ToolResult, refusal
 from charter.runtime.run.progress import Meter
 
 if TYPE_CHECKING:
-    from charter.runtime.approval import ApprovalAnswer, ApprovalProvider, ApprovalRequest
     from charter.runtime.plan import ToolEntry
+    from charter.runtime.policy.approval import ApprovalAnswer, ApprovalProvider, ApprovalRequest
     from charter.runtime.run.context import RunContext
 
 __all__ = ["Announced", "guard_records", "run_in_worker"]

@@ -16,11 +16,11 @@ import anyio.to_thread
 from charter.runtime.records import field_values
 
 if TYPE_CHECKING:
-    from charter.runtime.approval import ApprovalProvider
     from charter.runtime.audit import AuditLog
     from charter.runtime.mcp.session import McpRuntime
     from charter.runtime.models import ModelProvider
-    from charter.runtime.prepared import PreparedPlan
+    from charter.runtime.plan.prepared import PreparedPlan
+    from charter.runtime.policy.approval import ApprovalProvider
     from charter.runtime.redact import Redactor
     from charter.runtime.run.events import EventBus
     from charter.runtime.run.people import Prompter

@@ -90,6 +90,7 @@ from charter.runtime.models import (
     ToolSpec,
 )
 from charter.runtime.plan import OutputSpec, Stage
+from charter.runtime.policy.session import Session, open_session
 from charter.runtime.results import ToolCall, ToolResult, refusal
 from charter.runtime.run.calls import Announced, guard_records, run_in_worker
 from charter.runtime.run.checkpoints import Checkpoints
@@ -119,7 +120,6 @@ from charter.runtime.run.repetition import RepetitionWatch
 from charter.runtime.run.shape import is_output_stage, output_spec
 from charter.runtime.run.stagemodels import candidates, falls_over
 from charter.runtime.run.transforms import plan_transform
-from charter.runtime.session import Session, open_session
 from charter.runtime.tools.context import fold_sections, validate_output
 from charter.runtime.tools.regions import layout_of
 from charter.runtime.tools.registry import IMPLEMENTATIONS, Registry, RunStore, ToolRuntime

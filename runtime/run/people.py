@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
-from charter.runtime.approval import (
+from charter.runtime.policy.approval import (
     REPLY_CHOICES,
     ApprovalAnswer,
     ApprovalRequest,

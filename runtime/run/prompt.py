@@ -16,8 +16,8 @@ import functools
 
 from charter.runtime.models import EdgeChoice, ToolSpec
 from charter.runtime.plan import OutputSpec, Stage
+from charter.runtime.policy.session import Session
 from charter.runtime.run.shape import ends_with_text, is_output_stage
-from charter.runtime.session import Session
 
 __all__ = ["hinted_edges", "offered_specs", "system_prompt"]
 

@@ -40,7 +40,7 @@ def main(request_path: str) -> int:
     # The answer goes to the real stdout; the tool's own prints go to stderr.
     out = os.dup(1)
     os.dup2(2, 1)
-    from charter.runtime.authored import (
+    from charter.runtime.tools.authored import (
         CapabilityFacade,
         ToolContext,
         ToolOutput,

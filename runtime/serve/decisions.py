@@ -297,8 +297,8 @@ class Decider:
 
         def work() -> dict[str, Any]:
             from charter.runtime.gates import decide
+            from charter.runtime.policy.session import SessionError, open_session
             from charter.runtime.results import ToolCall
-            from charter.runtime.session import SessionError, open_session
 
             try:
                 req = json.loads(raw.decode("utf-8"))

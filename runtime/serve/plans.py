@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Protocol
 from charter.runtime.errors import CharterError
 
 if TYPE_CHECKING:
-    from charter.runtime.prepared import PreparedPlan
+    from charter.runtime.plan.prepared import PreparedPlan
 
 __all__ = ["FileSource", "Loaded", "PlanHolder", "PlanLoadError", "PlanSource"]
 
@@ -71,8 +71,8 @@ class FileSource:
         return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
 
     def load(self) -> PreparedPlan:
-        from charter.runtime.loader import PlanError
-        from charter.runtime.prepared import load_for_agents
+        from charter.runtime.plan.loader import PlanError
+        from charter.runtime.plan.prepared import load_for_agents
 
         try:
             # Every agent, and every argument validator compiled now: the

@@ -15,7 +15,7 @@ and never a workspace laid out as a bare repository (``HEAD``, ``objects/``,
 for a repository of its own, nor a trusted configuration that includes a
 file from the workspace or names a helper program inside it. The shell
 child's environment also sets ``safe.bareRepository=explicit``
-(``charter.runtime.env``), so a git that honours it refuses the bare layout
+(``charter.runtime.policy.env``), so a git that honours it refuses the bare layout
 anyway; the guard does not rely on that alone (older gits ignore it).
 
 The discovery follows git's order (``.git`` in a directory before the

@@ -91,7 +91,7 @@ class Verdict(NamedTuple):
 # combine() answers those with the write_file permission instead.
 REDIRECT_WRITE_RULE = "redirect-write"
 # A write into a coding client's own settings or instructions (see
-# charter.runtime.workspace.client_settings_reason): only a person may
+# charter.runtime.policy.workspace.client_settings_reason): only a person may
 # approve it, so no launch flag lifts it.
 CLIENT_SETTINGS_RULE = "client-settings"
 

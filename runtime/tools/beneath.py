@@ -3,7 +3,7 @@
 The file tools run in Charter's own, unsandboxed process, while commands the
 agent started earlier (a background task, say) keep running in the sandbox
 and can rename and symlink inside the workspace at any moment. Confinement
-(:func:`charter.runtime.workspace.confine`) decides on a *resolved* path, the
+(:func:`charter.runtime.policy.workspace.confine`) decides on a *resolved* path, the
 real path with every symlink already followed. Re-walking that path by name
 later would follow whatever a racing process put there: a directory swapped
 for a symlink to an outside folder turns a checked read into an outside read.

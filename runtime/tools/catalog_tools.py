@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.atomic import write_atomic
-from charter.runtime.capabilities import is_granted
+from charter.runtime.policy.capabilities import is_granted
 from charter.runtime.results import ToolResult, refusal
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def _effective(session: Any, name: str) -> str:
     if entry.host_only:
         return "not available in this runtime (host-only)"
     if agent.checks_capabilities and entry.capability is not None:
-        from charter.runtime.prepared import usable_grants
+        from charter.runtime.plan.prepared import usable_grants
 
         if not is_granted(entry.capability, usable_grants(agent, entry)):
             return f"deny (capability {entry.capability} not granted)"

@@ -7,7 +7,7 @@ its training data. Every tool here only reads and changes nothing, which is
 why they default to allow. Two of them touch what the runtime guards:
 
 * ``environment_info`` reports the environment a shell command of this run
-  gets (:func:`charter.runtime.env.build_env`'s allowlist), never the
+  gets (:func:`charter.runtime.policy.env.build_env`'s allowlist), never the
   runtime's own. Of the runtime's other variables it lists only the names
   that look like credentials, so the model can tell a key is set without
   seeing it; values always pass through the run's redactor.
@@ -260,7 +260,7 @@ def resolve_program(name: str, *, path: str, workspace: Path) -> tuple[str | Non
     A bare name is searched on ``path``; a name with a separator is taken
     relative to the workspace and must stay inside it."""
     if "/" in name or "\\" in name:
-        from charter.runtime.workspace import confine
+        from charter.runtime.policy.workspace import confine
 
         decision = confine(workspace, name, op="read")
         if not decision.allowed or decision.resolved is None:

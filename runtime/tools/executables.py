@@ -9,7 +9,7 @@ module starts from the same inputs the shell tool uses
 - the runtime's configured shell turned into an argv by ``shell_argv``;
 - the working directory confined to the workspace exactly as the tool does
   (``terminal`` honours ``cwd``, ``shell`` always runs at the workspace root);
-- the child's environment built by :func:`charter.runtime.env.call_env` from
+- the child's environment built by :func:`charter.runtime.policy.env.call_env` from
   the runtime's allowlisted environment and the call's overlay (``terminal``
   only), whose PATH is the search path the OS will use.
 
@@ -71,9 +71,9 @@ def call_executables(
     try:
         # Imported here: the gate pipeline loads this module for every run, and
         # ``charter check`` should pay for the shell tool only when it resolves.
-        from charter.runtime.env import call_env
+        from charter.runtime.policy.env import call_env
+        from charter.runtime.policy.workspace import confine
         from charter.runtime.tools.shell import shell_argv
-        from charter.runtime.workspace import confine
 
         command = args.get("command")
         if not isinstance(command, str) or not command.strip() or "\x00" in command:

@@ -1,6 +1,6 @@
 """The file tools: read, write, exact replacement, listing and search.
 
-Every path goes through :func:`charter.runtime.workspace.confine` first and
+Every path goes through :func:`charter.runtime.policy.workspace.confine` first and
 the tool then works on the *resolved* real path it returns, opened component
 by component relative to a descriptor of the workspace root with no symlink
 followed (:mod:`charter.runtime.tools.beneath`), so a directory or file
@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from charter.runtime.policy.workspace import PathOp, confine, is_sensitive
 from charter.runtime.results import ToolResult, refusal
 from charter.runtime.tools.beneath import PathChanged, opener_for
-from charter.runtime.workspace import PathOp, confine, is_sensitive
 
 if TYPE_CHECKING:
     from charter.runtime.tools.registry import ToolRuntime

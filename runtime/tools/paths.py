@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from charter.runtime.plan import ToolEntry
-    from charter.runtime.workspace import PathOp
+    from charter.runtime.policy.workspace import PathOp
 
 __all__ = ["path_args"]
 

@@ -91,7 +91,7 @@ class ToolRuntime:
     timeout_s: int = 60  # the shell tool's timeout (plan limits.shell_timeout_secs)
     output_cap: int = 1_000_000  # bytes kept per stream
     cancel: threading.Event = field(default_factory=threading.Event)
-    env: Mapping[str, str] = field(default_factory=dict)  # built by charter.runtime.env
+    env: Mapping[str, str] = field(default_factory=dict)  # built by charter.runtime.policy.env
     grants: frozenset[str] = frozenset()  # the agent's capabilities (secret.bind:NAME)
     # Where secret-binding sources are read from: the runtime's own environment.
     secret_env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
@@ -149,7 +149,7 @@ def calling_session(session: Any) -> Iterator[None]:
 
 
 def current_session() -> Any:
-    """The ``charter.runtime.session.Session`` of the call being dispatched,
+    """The ``charter.runtime.policy.session.Session`` of the call being dispatched,
     or None outside the gate pipeline."""
     return _SESSION.get()
 

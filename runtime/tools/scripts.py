@@ -33,8 +33,8 @@ from charter.runtime.results import ToolResult
 
 if TYPE_CHECKING:
     from charter.runtime.plan import ToolEntry
+    from charter.runtime.policy.session import Session
     from charter.runtime.rhai import Script
-    from charter.runtime.session import Session
     from charter.runtime.tools.registry import ToolRuntime
 
 __all__ = ["run_script_tool", "sensitive_env_name"]

@@ -36,20 +36,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from charter.runtime.env import (
+from charter.runtime.policy.env import (
     SecretBinding,
     call_env,
     effective_timeout,
     validate_bindings,
     validate_overlay,
 )
+from charter.runtime.policy.workspace import confine
 from charter.runtime.proc import ProcResult, run_command
 from charter.runtime.redact import FAILED_MARKER, MIN_SECRET_LEN, head_overlap
 from charter.runtime.results import ToolResult, refusal
-from charter.runtime.workspace import confine
 
 if TYPE_CHECKING:
-    from charter.runtime.session import Session
+    from charter.runtime.policy.session import Session
     from charter.runtime.tools.registry import ToolRuntime
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from charter.runtime.approval import ApprovalAnswer, ApprovalRequest
+from charter.runtime.policy.approval import ApprovalAnswer, ApprovalRequest
 
 __all__ = ["Recorder"]
 

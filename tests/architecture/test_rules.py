@@ -51,7 +51,10 @@ def _literal_rules(path: Path) -> set[str]:
 
 
 def test_every_key_a_gate_writes_is_registered() -> None:
-    files = [*sorted((REPO / "runtime" / "gates").glob("*.py")), REPO / "runtime/arguments.py"]
+    files = [
+        *sorted((REPO / "runtime" / "gates").glob("*.py")),
+        REPO / "runtime/policy/arguments.py",
+    ]
     written: set[str] = set()
     for path in files:
         written |= _literal_rules(path)
@@ -62,9 +65,9 @@ def test_every_key_a_gate_writes_is_registered() -> None:
 
 
 def test_each_family_is_the_one_its_module_decides() -> None:
-    workspace = set(_KEY.findall((REPO / "runtime/workspace.py").read_text("utf-8")))
+    workspace = set(_KEY.findall((REPO / "runtime/policy/workspace.py").read_text("utf-8")))
     assert {k for k in workspace if k.startswith("path-")} == set(PATH_RULES)
-    taint = set(_KEY.findall((REPO / "runtime/taint.py").read_text("utf-8")))
+    taint = set(_KEY.findall((REPO / "runtime/policy/taint.py").read_text("utf-8")))
     assert {k for k in taint if k.startswith("dataflow-")} == set(DATAFLOW_RULES)
     policy = (REPO / "runtime/net/urlpolicy.py").read_text("utf-8")
     stale = [k for k in URL_RULES if f'"{k.removeprefix("url-")}"' not in policy]

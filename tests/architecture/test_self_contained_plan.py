@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
+from charter.compiler.catalog import builtin as catalog
 from charter.compiler.cli import main
-from charter.runtime import catalog
 from charter.runtime.gates import decide
 from charter.runtime.hooks.claude_code import decide_event
-from charter.runtime.loader import load_plan
+from charter.runtime.plan.loader import load_plan
+from charter.runtime.policy.session import open_session
 from charter.runtime.results import ToolCall
-from charter.runtime.session import open_session
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -13,9 +13,9 @@ from _support.approvals import Recorder
 
 from charter.runtime.gates import execute
 from charter.runtime.plan import Plan
+from charter.runtime.policy.session import Session, open_session
 from charter.runtime.redact import Redactor
 from charter.runtime.results import ToolCall, ToolResult
-from charter.runtime.session import Session, open_session
 from charter.runtime.tools.registry import ToolRuntime
 
 REPO = Path(__file__).resolve().parents[2]

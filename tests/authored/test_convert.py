@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from charter.runtime.authored import MAX_RESULT_CHARS, convert_result
 from charter.runtime.results import ToolResult
+from charter.runtime.tools.authored import MAX_RESULT_CHARS, convert_result
 
 CASES = Path(__file__).resolve().parents[1] / "fixtures" / "authored" / "results.jsonl"
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from _support.corpora import SKIP_REASON, corpora_root
 
-from charter.runtime.authored import _load
+from charter.runtime.tools.authored import _load
 
 SPEC = """\
 entrypoint: module:execute

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from charter.runtime import authored
-from charter.runtime.tools import skills, tasks
+from charter.runtime.tools import authored, skills, tasks
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "authored-tools.md").read_text()
 

@@ -18,8 +18,8 @@ import pytest
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ValidationError
 
-from charter.runtime import catalog
-from charter.runtime.catalog import (
+from charter.compiler.catalog import builtin as catalog
+from charter.compiler.catalog.builtin import (
     BLUEPRINT_LOOSENABLE,
     BuiltinTool,
     CatalogError,
@@ -465,11 +465,15 @@ def test_loader_refuses_text_that_is_not_json() -> None:
 def test_runtime_catalog_stays_light() -> None:
     code = (
         "import sys\n"
-        "from charter.runtime.catalog import builtin_tools, resolve_builtin\n"
-        "assert not any(m.startswith('charter.compiler') for m in sys.modules), 'compiler'\n"
+        "from charter.compiler.catalog.builtin import builtin_tools, resolve_builtin\n"
+        "own = ('charter.compiler', 'charter.compiler.catalog',\n"
+        "       'charter.compiler.catalog.builtin')\n"
+        "others = lambda: [m for m in sys.modules\n"
+        "                  if m.startswith('charter.compiler') and m not in own]\n"
+        "assert not others(), 'compiler'\n"
         "assert 'jsonschema' not in sys.modules and 'jinja2' not in sys.modules, 'heavy'\n"
         "builtin_tools(); resolve_builtin('bash')\n"
-        "assert not any(m.startswith('charter.compiler') for m in sys.modules), 'compiler'\n"
+        "assert not others(), 'compiler'\n"
         "assert 'jsonschema' not in sys.modules and 'jinja2' not in sys.modules, 'heavy'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

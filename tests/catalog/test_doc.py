@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from charter.runtime.catalog import BuiltinTool, builtin_tools
+from charter.compiler.catalog.builtin import BuiltinTool, builtin_tools
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "builtin-tools.md"
 START = "<!-- generated:{name}:start (tests/catalog/test_doc.py --write) -->"

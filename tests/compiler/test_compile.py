@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from charter.compiler.compile import CompileOptions, CompileResult, compile_project
 from charter.compiler.frontends.project import load_project
-from charter.runtime.loader import PlanError, load_plan_bytes
 from charter.runtime.plan import AgentPlan
+from charter.runtime.plan.loader import PlanError, load_plan_bytes
 
 POSIX = CompileOptions("posix", "/bin/bash")
 
@@ -350,7 +350,7 @@ def test_a_schema_that_does_not_compile_is_an_error_and_stays_closed(tree: Any) 
     """CH701 is an error (no plan), and the agent's tool keeps the broken schema
     text, so a plan made anyway (the error suppressed) refuses every call to it
     instead of letting unchecked arguments through."""
-    from charter.runtime.arguments import SchemaCheck
+    from charter.runtime.policy.arguments import SchemaCheck
 
     files = project_files(tool="note")
     files["agent/tools/note/tool.yaml"] = (

@@ -27,8 +27,8 @@ from charter.compiler.compile import CompileOptions, compile_project
 from charter.compiler.frontends.project import load_project
 from charter.runtime.gates import decide
 from charter.runtime.plan import Plan
+from charter.runtime.policy.session import open_session
 from charter.runtime.results import ToolCall
-from charter.runtime.session import open_session
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "demiurge" / "approval"
 OPTIONS = CompileOptions("posix", "/bin/bash")

@@ -25,8 +25,8 @@ from charter.compiler.diagnostics import Diagnostic
 from charter.compiler.frontends.project import Project, load_project
 from charter.runtime.gates import decide
 from charter.runtime.plan import AgentPlan, Plan
+from charter.runtime.policy.session import open_session
 from charter.runtime.results import ToolCall
-from charter.runtime.session import open_session
 
 OPTIONS = CompileOptions("posix", "/bin/bash")
 

@@ -12,7 +12,7 @@ from _support.files import write_tree
 from charter.compiler.compile import CompileOptions, CompileResult, compile_project
 from charter.compiler.frontends.config_toml import McpServer
 from charter.compiler.frontends.project import load_project
-from charter.compiler.leviath_mcp import entry_digest
+from charter.compiler.resolve.leviath_mcp import entry_digest
 from charter.runtime.mcp.lock import LOCK_FILE, ListedTool, Lock, ServerLock, pin_tools, write_lock
 from charter.runtime.plan import AgentPlan
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from charter.compiler.literal_secrets import literal_secrets
+from charter.compiler.support.literal_secrets import literal_secrets
 
 CASES = Path(__file__).resolve().parents[1] / "fixtures" / "secrets" / "literal_secrets.jsonl"
 

@@ -7,7 +7,7 @@ from typing import Any, cast
 
 import pytest
 
-from charter.compiler.permissions import CoreInputs, Said, ScopeInputs, resolve_permission
+from charter.compiler.resolve.permissions import CoreInputs, Said, ScopeInputs, resolve_permission
 from charter.runtime.plan import Permission, SourceRef
 
 DATA = Path(__file__).resolve().parent.parent / "fixtures" / "permissions" / "resolution.txt"

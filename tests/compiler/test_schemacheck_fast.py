@@ -14,8 +14,8 @@ import referencing
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from charter.compiler.schemacheck import certainly_valid, check_schema
-from charter.runtime.catalog import builtin_tools
+from charter.compiler.catalog.builtin import builtin_tools
+from charter.compiler.resolve.schemacheck import certainly_valid, check_schema
 
 
 def _full_check_passes(schema: Any) -> bool:

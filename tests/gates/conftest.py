@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 
-from charter.compiler.emit_runtime import builtin_entry, redirect_write
-from charter.runtime.approval import ApprovalAnswer, ApprovalProvider, ApprovalRequest
+from charter.compiler.catalog.builtin import resolve_builtin
+from charter.compiler.resolve.emit_runtime import builtin_entry, redirect_write
 from charter.runtime.audit import AuditLog
-from charter.runtime.catalog import resolve_builtin
 from charter.runtime.gates import execute
 from charter.runtime.plan import (
     AgentPlan,
@@ -28,8 +27,9 @@ from charter.runtime.plan import (
     TaintPolicy,
     ToolEntry,
 )
+from charter.runtime.policy.approval import ApprovalAnswer, ApprovalProvider, ApprovalRequest
+from charter.runtime.policy.session import Session, open_session
 from charter.runtime.results import ToolCall, ToolResult
-from charter.runtime.session import Session, open_session
 
 
 def builtin(name: str, *, schema: str | None | bool = True) -> ToolEntry:

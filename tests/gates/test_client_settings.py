@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 from charter.runtime.gates import decide
+from charter.runtime.policy.session import open_session
+from charter.runtime.policy.workspace import decide_path
 from charter.runtime.results import ToolCall
-from charter.runtime.session import open_session
-from charter.runtime.workspace import decide_path
 
 SETTINGS = [
     ".claude/settings.json",

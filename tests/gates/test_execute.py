@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from charter.runtime.approval import (
+from charter.runtime.gates import decide, execute
+from charter.runtime.policy.approval import (
     ApprovalAnswer,
     ApprovalCache,
     HeadlessProvider,
@@ -19,7 +20,6 @@ from charter.runtime.approval import (
     TerminalProvider,
     call_key,
 )
-from charter.runtime.gates import decide, execute
 from charter.runtime.redact import Redactor
 from charter.runtime.results import ToolCall
 from charter.runtime.tools.registry import Registry, ToolRuntime
@@ -323,7 +323,7 @@ def test_a_broken_provider_is_a_denial(
 
 
 def _req(rid: str, **kw: Any) -> Any:
-    from charter.runtime.approval import ApprovalRequest
+    from charter.runtime.policy.approval import ApprovalRequest
 
     fields: dict[str, Any] = {
         "request_id": rid,

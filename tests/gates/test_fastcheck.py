@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from charter.runtime.arguments import SchemaCheck, check_arguments, fast_check
-from charter.runtime.catalog import builtin_tools
+from charter.compiler.catalog.builtin import builtin_tools
+from charter.runtime.policy.arguments import SchemaCheck, check_arguments, fast_check
 
 SCHEMAS = {name: json.loads(t.input_schema) for name, t in builtin_tools().items()}
 FAST = {name: fast_check(schema) for name, schema in SCHEMAS.items()}

@@ -7,8 +7,8 @@ from pathlib import Path
 from charter.compiler.compile import CompileOptions, compile_project
 from charter.compiler.frontends.project import load_project
 from charter.runtime.gates import decide
+from charter.runtime.policy.session import open_session
 from charter.runtime.results import ToolCall
-from charter.runtime.session import open_session
 
 
 def test_evolve_core_review_without_run_id_is_refused_at_the_schema_gate(tmp_path: Path) -> None:

@@ -20,9 +20,9 @@ PROBE = textwrap.dedent(
     """
     import json, sys
     import charter.runtime.gates as gates
-    from charter.runtime.loader import load_plan
+    from charter.runtime.plan.loader import load_plan
     from charter.runtime.results import ToolCall
-    from charter.runtime.session import open_session
+    from charter.runtime.policy.session import open_session
     from charter.runtime.hooks.claude_code import decide_event
 
     session = open_session(load_plan(sys.argv[1]), "a", workspace=sys.argv[2])
@@ -213,8 +213,8 @@ def test_load_for_agents_fast_path_and_fallback(kit: SimpleNamespace, tmp_path: 
 
     import pytest
 
-    from charter.runtime.loader import PlanError
-    from charter.runtime.prepared import load_for_agents
+    from charter.runtime.plan.loader import PlanError
+    from charter.runtime.plan.prepared import load_for_agents
 
     plan = kit.make_plan({"s": {"read_file": "allow"}})
     body = plan.body.model_copy(

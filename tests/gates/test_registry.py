@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from charter.runtime.catalog import builtin_tools
+from charter.compiler.catalog.builtin import builtin_tools
 from charter.runtime.gates import execute
 from charter.runtime.plan import PathArg
 from charter.runtime.redact import Redactor

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from charter.runtime.approval import TerminalProvider
 from charter.runtime.audit import AuditLog, read_events
 from charter.runtime.gates import decide, execute
+from charter.runtime.policy.approval import TerminalProvider
 from charter.runtime.redact import Redactor
 from charter.runtime.results import ToolCall
 from charter.runtime.tools import executables as executables_mod

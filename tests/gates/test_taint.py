@@ -10,9 +10,9 @@ import pytest
 
 from charter.runtime.gates import decide, execute
 from charter.runtime.plan import TaintPolicy
+from charter.runtime.policy.taint import Label, TaintTracker, outbound_targets, shell_targets
 from charter.runtime.redact import Redactor
 from charter.runtime.results import ToolCall
-from charter.runtime.taint import Label, TaintTracker, outbound_targets, shell_targets
 from charter.runtime.tools.registry import ToolRuntime
 
 

@@ -169,8 +169,8 @@ def test_a_pinned_schema_that_does_not_compile_is_an_error_and_stays_closed(
     """A server whose locked schema is not a JSON Schema: CH701 is an error and
     the schema stays pinned as written, so the runtime would refuse every call
     to the tool rather than run it unchecked."""
-    from charter.compiler.mcp_lock import lock_path
-    from charter.runtime.arguments import SchemaCheck
+    from charter.compiler.resolve.mcp_lock import lock_path
+    from charter.runtime.policy.arguments import SchemaCheck
 
     root = project(kit, tmp_path)
     path = lock_path(root, ".")

@@ -222,10 +222,10 @@ def test_an_error_echoing_a_header_value_is_redacted(
 
 
 def test_a_run_writes_url_decisions_to_its_audit_log(kit: Any, tmp_path: Path, port: int) -> None:
-    from charter.runtime.approval import ApprovalAnswer, ApprovalRequest
     from charter.runtime.audit import AuditLog, read_events
     from charter.runtime.mcp.session import McpRuntime
-    from charter.runtime.session import open_session
+    from charter.runtime.policy.approval import ApprovalAnswer, ApprovalRequest
+    from charter.runtime.policy.session import open_session
 
     class Yes:
         def request(self, req: ApprovalRequest) -> ApprovalAnswer:

@@ -16,12 +16,12 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
-from charter.runtime.approval import ApprovalAnswer, ApprovalRequest
 from charter.runtime.audit import AuditLog, read_events
 from charter.runtime.mcp.client import McpHost
 from charter.runtime.mcp.session import NEGATIVE_CACHE_SECONDS, McpRuntime
 from charter.runtime.plan import Plan
-from charter.runtime.session import Session, open_session
+from charter.runtime.policy.approval import ApprovalAnswer, ApprovalRequest
+from charter.runtime.policy.session import Session, open_session
 
 
 class Approver:

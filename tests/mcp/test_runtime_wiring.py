@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from charter.runtime.approval import ApprovalAnswer, ApprovalRequest
 from charter.runtime.audit import AuditLog, read_events
 from charter.runtime.gates import decide, execute
 from charter.runtime.mcp.client import McpHost
 from charter.runtime.mcp.session import McpRuntime
 from charter.runtime.plan import Plan, TaintPolicy
+from charter.runtime.policy.approval import ApprovalAnswer, ApprovalRequest
+from charter.runtime.policy.session import Session, open_session
+from charter.runtime.policy.taint import TaintTracker
 from charter.runtime.results import ToolCall, ToolResult
-from charter.runtime.session import Session, open_session
-from charter.runtime.taint import TaintTracker
 
 SERVER = Path(__file__).resolve().parent.parent / "fixtures" / "mcp" / "fake_server.py"
 SCRIPTS = SERVER.parent / "scripts"

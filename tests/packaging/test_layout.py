@@ -21,8 +21,8 @@ def _run(code: str) -> str:
 def test_runtime_never_imports_the_compiler() -> None:
     code = (
         "import sys, json\n"
-        "import charter.runtime.plan, charter.runtime.loader, charter.runtime.catalog\n"
-        "import charter.runtime.capabilities, charter.runtime.naming\n"
+        "import charter.runtime.plan, charter.runtime.plan.loader\n"
+        "import charter.runtime.policy.capabilities, charter.runtime.mcp.naming\n"
         "print(sorted(m for m in sys.modules if m.startswith('charter.compiler')))\n"
     )
     assert _run(code).strip() == "[]"
@@ -44,7 +44,7 @@ def test_wheel_contains_the_packages_and_their_data(tmp_path: Path) -> None:
     assert "charter/schemas/plan.v1.json" in names
     assert "charter/blueprints/coder/agent.leviath" in names
     assert "charter/blueprints/notes-core/agent/tools/project_note/module.py" in names
-    assert "charter/runtime/data/builtin_tools.json" in names
+    assert "charter/compiler/catalog/data/builtin_tools.json" in names
     assert any(n.startswith("charter/runtime/shell/") and n.endswith(".lark") for n in names)
     assert not any(n.startswith(("tests/", "compiler/", "runtime/", "bench/")) for n in names)
     # every package of the source tree ships (an explicit list in pyproject.toml)

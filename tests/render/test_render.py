@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from charter.compiler.diagnostics import Diagnostic, Severity, Span
+from charter.compiler.lint.suppress import apply_suppressions
 from charter.compiler.render import FORMATS, _common, default_format, exit_code, render, want_color
 from charter.compiler.render.github import escape_data, escape_property
 from charter.compiler.rules import diag
-from charter.compiler.suppress import apply_suppressions
 
 
 @pytest.fixture(autouse=True)

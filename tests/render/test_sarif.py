@@ -9,9 +9,9 @@ import jsonschema  # type: ignore[import-untyped]
 import pytest
 
 from charter.compiler.diagnostics import Span
+from charter.compiler.lint.suppress import apply_suppressions
 from charter.compiler.render import render
 from charter.compiler.rules import RULES, diag
-from charter.compiler.suppress import apply_suppressions
 
 SCHEMA_PATH = (
     Path(__file__).resolve().parent.parent / "fixtures" / "render" / "sarif-schema-2.1.0.json"

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from charter.compiler.diagnostics import Diagnostic, Span
+from charter.compiler.lint.suppress import apply_suppressions, find_comments
 from charter.compiler.render._common import suppression_kind
 from charter.compiler.rules import RULES, diag
-from charter.compiler.suppress import apply_suppressions, find_comments
 
 CASES = Path(__file__).resolve().parent.parent / "fixtures" / "render" / "suppress_cases.txt"
 

@@ -17,11 +17,11 @@ import pytest
 
 from charter.compiler.compile import CompileOptions, compile_project
 from charter.compiler.frontends.project import load_project
-from charter.runtime.approval import ApprovalAnswer, ApprovalRequest
 from charter.runtime.gates import execute
 from charter.runtime.net.resolve import StaticResolver
+from charter.runtime.policy.approval import ApprovalAnswer, ApprovalRequest
+from charter.runtime.policy.session import open_session
 from charter.runtime.results import ToolCall
-from charter.runtime.session import open_session
 from charter.runtime.tools.registry import ToolRuntime
 from charter.runtime.tools.web import WebConfig
 from tests._support.corpora import leviath_root

@@ -30,10 +30,10 @@ import pytest
 from charter.compiler.check import check_project
 from charter.compiler.compile import CompileOptions
 from charter.compiler.diagnostics import Diagnostic
-from charter.compiler.expectations import project_ignores
 from charter.compiler.frontends.project import load_project
+from charter.compiler.lint.expectations import project_ignores
+from charter.compiler.lint.suppress import apply_suppressions
 from charter.compiler.rules import RULES
-from charter.compiler.suppress import apply_suppressions
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "fixtures" / "rules"
 USER_CONFIG = "user-config.toml"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from charter.runtime.approval import ApprovalRequest
+from charter.runtime.policy.approval import ApprovalRequest
 from charter.runtime.run.people import LineSource, PromptApprovals, Prompter, people_tools
 
 

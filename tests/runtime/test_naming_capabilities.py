@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from charter.runtime.capabilities import grant_covers, is_granted, valid_capability
-from charter.runtime.naming import MAX_NAME, mcp_safe_name, mcp_safe_names
+from charter.runtime.mcp.naming import MAX_NAME, mcp_safe_name, mcp_safe_names
+from charter.runtime.policy.capabilities import grant_covers, is_granted, valid_capability
 
 
 @pytest.mark.parametrize(

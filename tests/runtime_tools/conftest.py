@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from charter.runtime.env import build_env
+from charter.runtime.policy.env import build_env
 from charter.runtime.tools.registry import ToolRuntime
 
 

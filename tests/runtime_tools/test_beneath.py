@@ -141,7 +141,7 @@ def test_confinement_answers_when_a_link_vanishes_while_it_is_read(
 ) -> None:
     # A racing process removes the link between lstat and its resolution:
     # the verdict is a refusal, never an exception out of the gate.
-    from charter.runtime import workspace
+    from charter.runtime.policy import workspace
 
     real = os.path.realpath
 

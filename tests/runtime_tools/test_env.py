@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from charter.runtime.env import (
+from charter.runtime.policy.env import (
     GIT_SAFETY,
     MAX_BINDINGS,
     SecretBinding,

@@ -17,10 +17,10 @@ import pytest
 
 from charter.compiler.compile import CompileOptions, compile_project
 from charter.compiler.frontends.project import load_project
-from charter.runtime.approval import ApprovalAnswer, ApprovalRequest
 from charter.runtime.gates import decide, execute
+from charter.runtime.policy.approval import ApprovalAnswer, ApprovalRequest
+from charter.runtime.policy.session import open_session
 from charter.runtime.results import ToolCall
-from charter.runtime.session import open_session
 from charter.runtime.tools.environment import (
     describe_environment,
     describe_instant,

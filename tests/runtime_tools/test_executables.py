@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from charter.runtime.env import build_env
+from charter.runtime.policy.env import build_env
 from charter.runtime.tools.executables import UNKNOWN, Executables, call_executables
 from charter.runtime.tools.registry import ToolRuntime, dispatch
 

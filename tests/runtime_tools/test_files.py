@@ -5,8 +5,8 @@ from typing import Any
 
 import pytest
 
-from charter.compiler.emit_runtime import builtin_entry
-from charter.runtime.catalog import resolve_builtin
+from charter.compiler.catalog.builtin import resolve_builtin
+from charter.compiler.resolve.emit_runtime import builtin_entry
 from charter.runtime.plan import ToolEntry
 from charter.runtime.tools.files import READ_CAP_BYTES
 from charter.runtime.tools.paths import path_args

@@ -56,7 +56,7 @@ def test_runs_in_the_workspace_with_the_built_env(rt: ToolRuntime) -> None:
 
 
 def test_env_allowlist_drops_provider_keys(make_rt: Any, tmp_path: Path, monkeypatch: Any) -> None:
-    from charter.runtime.env import build_env
+    from charter.runtime.policy.env import build_env
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "aws-should-not-leak")
@@ -126,7 +126,7 @@ def test_a_bound_secret_never_appears_in_any_view(rt: ToolRuntime) -> None:
 
 def test_a_secret_cut_by_the_output_cap_leaves_no_prefix(make_rt: Any, tmp_path: Path) -> None:
     # seed 004's shell keeps a head: the cap cuts the secret at its end.
-    from charter.runtime.env import build_env
+    from charter.runtime.policy.env import build_env
 
     rt: ToolRuntime = make_rt(
         env={**build_env(os.environ, home=tmp_path / "home"), "T": SECRET}, output_cap=10

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from charter.runtime.workspace import confine, decide_path, is_sensitive
+from charter.runtime.policy.workspace import confine, decide_path, is_sensitive
 
 CASES = Path(__file__).resolve().parent.parent / "fixtures" / "paths" / "cases.txt"
 

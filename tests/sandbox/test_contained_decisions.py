@@ -12,9 +12,9 @@ import pytest
 
 from charter.compiler.cli import main
 from charter.runtime.gates import decide
+from charter.runtime.policy.session import open_session
 from charter.runtime.results import ToolCall
 from charter.runtime.sandbox.contained import GROUPS, NEVER, allow_contained, rules_for_groups
-from charter.runtime.session import open_session
 from charter.runtime.shell import ShellPolicy, evaluate
 from charter.runtime.shell.policy import PERSON_ONLY_RULES, RULE_KEYS
 
@@ -96,7 +96,7 @@ def coder_plan(tmp_path: Path, capsys: Any) -> Path:
 def test_only_a_session_with_the_sandbox_in_force_lifts_the_ask(
     coder_plan: Path, tmp_path: Path
 ) -> None:
-    from charter.runtime.loader import load_plan
+    from charter.runtime.plan.loader import load_plan
 
     plan = load_plan(coder_plan)
     call = ToolCall("shell", {"command": "curl -sS https://example.com"}, "c1")

@@ -21,10 +21,10 @@ from _support.sandbox import facts, need_full_sandbox, sandboxed_workspace
 from charter.compiler.cli import main
 from charter.compiler.compile import CompileOptions, compile_project
 from charter.compiler.frontends.project import load_project
-from charter.runtime.authored import run_authored
 from charter.runtime.mcp.launch import Launch
 from charter.runtime.redact import Redactor
 from charter.runtime.sandbox.containment import prepare
+from charter.runtime.tools.authored import run_authored
 from charter.runtime.tools.registry import ToolRuntime
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "sandbox"

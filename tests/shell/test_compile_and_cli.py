@@ -10,7 +10,7 @@ import pytest
 
 from charter.compiler.cli import main
 from charter.compiler.frontends.config_toml import SafeCommands, SafeShellEntry
-from charter.compiler.shell_policy import compile_shell_policy
+from charter.compiler.resolve.shell_policy import compile_shell_policy
 from charter.runtime.shell import ShellPolicy
 
 

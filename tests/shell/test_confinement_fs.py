@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from charter.runtime import workspace as ws_mod
+from charter.runtime.policy import workspace as ws_mod
+from charter.runtime.policy.workspace import case_insensitive, confine
 from charter.runtime.shell import ShellPolicy, evaluate
-from charter.runtime.workspace import case_insensitive, confine
 
 
 def _v(command: str, ws: Path, cwd: Path | None = None):  # type: ignore[no-untyped-def]

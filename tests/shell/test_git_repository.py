@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from charter.runtime.env import GIT_SAFETY, build_env
+from charter.runtime.policy.env import GIT_SAFETY, build_env
 from charter.runtime.shell import ShellPolicy, evaluate
 from charter.runtime.shell.gitrepo import untrusted_repository
 

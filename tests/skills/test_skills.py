@@ -175,8 +175,8 @@ def test_skill_manage_asks_as_an_fs_write_tool(tmp_path: Path) -> None:
     from charter.compiler.compile import CompileOptions, compile_project
     from charter.compiler.frontends.project import load_project
     from charter.runtime.gates import decide
+    from charter.runtime.policy.session import open_session
     from charter.runtime.results import ToolCall
-    from charter.runtime.session import open_session
 
     root = tmp_path / "notes"
     shutil.copytree(NOTES_CORE, root)

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from _support.approvals import Recorder
 
-from charter.runtime.env import build_env
 from charter.runtime.plan import Plan
+from charter.runtime.policy.env import build_env
 from charter.runtime.redact import Redactor
 from charter.runtime.tools.registry import RunStore, ToolRuntime
 

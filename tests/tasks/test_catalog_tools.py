@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from charter.runtime.catalog import builtin_tools
+from charter.compiler.catalog.builtin import builtin_tools
 from charter.runtime.gates import execute
 from charter.runtime.plan import Plan
+from charter.runtime.policy.session import open_session
 from charter.runtime.results import ToolCall, ToolResult
-from charter.runtime.session import open_session
 from charter.runtime.tools.catalog_tools import cron_problem
 from charter.runtime.tools.registry import IMPLEMENTATIONS, dispatch
 

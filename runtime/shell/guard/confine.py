@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import posixpath
 
+from charter.runtime.policy.workspace import RECORDS_DIR, case_insensitive, protection
 from charter.runtime.shell.guard import commands
 from charter.runtime.shell.guard.paths import (
     DISCARD,
@@ -42,7 +43,6 @@ from charter.runtime.shell.policy import CLIENT_SETTINGS_RULE, REDIRECT_WRITE_RU
 from charter.runtime.shell.programs import UNKNOWN, block_device
 from charter.runtime.shell.syntax import Redirect, Word
 from charter.runtime.shell.writers import CWD, RUN_TIME, Target, write_targets
-from charter.runtime.workspace import RECORDS_DIR, case_insensitive, protection
 
 __all__ = ["confine_write", "embedded_write", "judge_redirect", "unnameable", "writer_targets"]
 

@@ -19,6 +19,7 @@ import re
 import stat
 from collections.abc import Sequence
 
+from charter.runtime.policy.workspace import client_settings_path_reason, is_sensitive
 from charter.runtime.shell.gitrepo import untrusted_repository
 from charter.runtime.shell.guard.state import State, clip
 from charter.runtime.shell.policy import CLIENT_SETTINGS_RULE
@@ -26,7 +27,6 @@ from charter.runtime.shell.programs import UNKNOWN
 from charter.runtime.shell.programs.base import Walk
 from charter.runtime.shell.syntax import Word
 from charter.runtime.shell.walk import WALK_LIMIT, Budget, gitignored_dirs, walk_tree
-from charter.runtime.workspace import client_settings_path_reason, is_sensitive
 
 __all__ = [
     "DISCARD",

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     # decide: most projects have none, and the gates pull in the session,
     # approvals and the shell guard.
     from charter.runtime.plan import Plan
-    from charter.runtime.prepared import PreparedPlan
+    from charter.runtime.plan.prepared import PreparedPlan
 
 __all__ = ["check_expectations", "expectation_count", "project_ignores"]
 
@@ -56,7 +56,7 @@ def check_expectations(project: Project, plan: Plan | None) -> list[Diagnostic]:
                 first.smap.value_span(("expect",)),
             )
         ]
-    from charter.runtime.prepared import prepare
+    from charter.runtime.plan.prepared import prepare
 
     # Validators are compiled only for the tools an expectation calls.
     prepared = prepare(plan, eager=False)
@@ -81,8 +81,8 @@ def _check_one(
     e: Expectation,
 ) -> list[Diagnostic]:
     from charter.runtime.gates import decide
+    from charter.runtime.policy.session import SessionError, open_session
     from charter.runtime.results import ToolCall
-    from charter.runtime.session import SessionError, open_session
 
     smap = loaded.smap
     where: Span = smap.value_span(("expect", i))

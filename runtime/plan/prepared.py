@@ -1,10 +1,10 @@
 """A loaded plan made ready for deciding tool calls.
 
-Loading a plan (:mod:`charter.runtime.loader`) proves it is intact;
+Loading a plan (:mod:`charter.runtime.plan.loader`) proves it is intact;
 preparing it (:func:`prepare`) builds what every decision needs so no call
 pays for it: lookup maps from names (and aliases) to tool entries and stage
 decisions, and one argument check per distinct schema text
-(:class:`~charter.runtime.arguments.SchemaCheck`). Everything here comes from
+(:class:`~charter.runtime.policy.arguments.SchemaCheck`). Everything here comes from
 the plan: nothing is looked up in the built-in catalog.
 """
 
@@ -17,9 +17,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from charter.runtime.arguments import SchemaCheck
-from charter.runtime.loader import load_plan
 from charter.runtime.plan import AgentPlan, Decision, Plan, Stage, ToolEntry
+from charter.runtime.plan.loader import load_plan
+from charter.runtime.policy.arguments import SchemaCheck
 
 __all__ = [
     "PreparedAgent",
@@ -188,7 +188,7 @@ def prepare(plan: Plan, *, agents: Iterable[str] | None = None, eager: bool = Tr
 def load_for_agents(
     path: str | Path, agents: Iterable[str] | None, *, eager: bool = False
 ) -> PreparedPlan:
-    """Load the plan at ``path`` (:func:`charter.runtime.loader.load_plan`,
+    """Load the plan at ``path`` (:func:`charter.runtime.plan.loader.load_plan`,
     selectively when ``agents`` names some) and prepare the named agents
     (every agent when ``agents`` is None). Raises ``PlanError``. When the
     selective mode read only the named agents, ``agent_names`` lists only

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+from charter.compiler.catalog.builtin import BuiltinTool, builtin_tools, resolve_builtin
 from charter.compiler.diagnostics import Diagnostic, Span
 from charter.compiler.rules import diag
-from charter.runtime.catalog import BuiltinTool, builtin_tools, resolve_builtin
-from charter.runtime.naming import mcp_safe_names
+from charter.runtime.mcp.naming import mcp_safe_names
 
 __all__ = ["ToolRef", "ToolTable", "all_builtin_names", "builtin_canonical"]
 

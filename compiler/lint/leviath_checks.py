@@ -25,8 +25,8 @@ from charter.compiler.diagnostics import Diagnostic, format_key_path
 from charter.compiler.frontends.blueprint import Blueprint
 from charter.compiler.frontends.regions import Region
 from charter.compiler.frontends.stage_toml import StageEntry
+from charter.compiler.resolve.tooltable import builtin_canonical
 from charter.compiler.rules import diag
-from charter.compiler.tooltable import builtin_canonical
 
 __all__ = ["ALWAYS_VISIBLE", "blueprint_refusals"]
 

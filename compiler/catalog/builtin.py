@@ -2,7 +2,7 @@
 
 The runtime owns this catalog because it implements the tools; the compiler
 only reads it (this module never imports ``charter.compiler``). The data lives
-in ``runtime/data/builtin_tools.json`` and is loaded once, lazily (see
+in ``compiler/catalog/data/builtin_tools.json`` and is loaded once, lazily (see
 :mod:`charter.runtime.datafiles`), so importing this module costs almost
 nothing: no JSON is parsed and no :mod:`jsonschema` is imported until a caller asks.
 
@@ -292,7 +292,7 @@ class _Catalog:
 
 
 def _read_data() -> str:
-    return read_text("charter.runtime", __file__, "data", _DATA_FILE)
+    return read_text("charter.compiler.catalog", __file__, "data", _DATA_FILE)
 
 
 def _build(text: str) -> _Catalog:
@@ -443,7 +443,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     # TOOLSETS and BLOCKING_TOOLS come from the data file; computing them on
-    # first access keeps `import charter.runtime.catalog` free of file I/O.
+    # first access keeps `import charter.compiler.catalog.builtin` free of file I/O.
     if name == "TOOLSETS":
         return _catalog().toolsets
     if name == "BLOCKING_TOOLS":

@@ -61,10 +61,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from charter.runtime.authored_sdk import CapabilityDenied, install
-from charter.runtime.capabilities import is_granted
+from charter.runtime.policy.capabilities import is_granted
 from charter.runtime.redact import Redactor, redacted_views
 from charter.runtime.results import ToolResult, refusal
+from charter.runtime.tools.authored_sdk import CapabilityDenied, install
 
 if TYPE_CHECKING:
     from charter.runtime.plan import AuthoredTool, ToolEntry
@@ -291,7 +291,7 @@ def _load(path: Path, data: bytes, digest: str, tool_id: str) -> types.ModuleTyp
     module.__file__ = str(path)
     module.__package__ = package
     code = compile(data, str(path), "exec", dont_inherit=True)
-    install()  # `from demiurge.sdk import ToolResult` (see charter.runtime.authored_sdk)
+    install()  # `from demiurge.sdk import ToolResult` (see charter.runtime.tools.authored_sdk)
     # Registered while it runs so dataclasses and pickling can find it.
     sys.modules.setdefault("charter_authored", _namespace("charter_authored"))
     sys.modules[package] = holder

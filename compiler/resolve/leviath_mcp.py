@@ -139,7 +139,7 @@ def referenced(servers: list[LeviathServer], named: Iterable[str]) -> list[Levia
     """The servers an agent uses: every one its blueprint declares, and each
     config server a stage names (a connector, or the prefix of a
     ``<server>__<tool>`` name)."""
-    from charter.runtime.naming import mcp_safe_name
+    from charter.runtime.mcp.naming import mcp_safe_name
 
     wanted = set(named)
     return [
@@ -174,7 +174,7 @@ def trusted(server: LeviathServer, agent: str, config: UserConfig | None) -> boo
 
 def server_checks(server: LeviathServer) -> list[Diagnostic]:
     """What the entry must say to be usable, and literal credentials in it."""
-    from charter.compiler.literal_secrets import literal_secrets
+    from charter.compiler.support.literal_secrets import literal_secrets
 
     out: list[Diagnostic] = []
     m = server.model

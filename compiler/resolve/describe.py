@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from charter.runtime.catalog import BuiltinTool, shell_hint
+from charter.compiler.catalog.builtin import BuiltinTool, shell_hint
 
 if TYPE_CHECKING:
     import jinja2

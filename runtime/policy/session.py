@@ -4,7 +4,7 @@ A :class:`Session` is one agent in one stage with the launch flags and the
 workspace it was started with; it also carries the run-scoped state the
 gates keep (approval cache, data-flow labels, the connected MCP servers).
 :func:`open_session` opens one on a plan prepared by
-:mod:`charter.runtime.prepared`.
+:mod:`charter.runtime.plan.prepared`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING
 
 from charter.runtime.errors import CharterError
 from charter.runtime.plan import Plan
-from charter.runtime.prepared import PreparedAgent, PreparedPlan, PreparedStage, prepare
+from charter.runtime.plan.prepared import PreparedAgent, PreparedPlan, PreparedStage, prepare
 
 if TYPE_CHECKING:
-    from charter.runtime.approval import ApprovalCache
     from charter.runtime.mcp.session import McpBinding
-    from charter.runtime.taint import TaintTracker
+    from charter.runtime.policy.approval import ApprovalCache
+    from charter.runtime.policy.taint import TaintTracker
 
 __all__ = ["Session", "SessionError", "normalise_allow", "open_session"]
 
@@ -124,11 +124,11 @@ def open_session(
     stage_name = stage if stage is not None else found.agent.entry_stage
     if stage_name not in found.stages:
         raise SessionError(_unknown("stage", stage_name, found.stages))
-    from charter.runtime.approval import ApprovalCache
+    from charter.runtime.policy.approval import ApprovalCache
 
     taint = None
     if found.agent.taint.enabled:
-        from charter.runtime.taint import TaintTracker
+        from charter.runtime.policy.taint import TaintTracker
 
         taint = TaintTracker(found.agent.taint)
     return Session(

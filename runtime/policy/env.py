@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
-from charter.runtime.capabilities import SECRET_PREFIX
+from charter.runtime.policy.capabilities import SECRET_PREFIX
 
 __all__ = [
     "ALLOWED_VARS",

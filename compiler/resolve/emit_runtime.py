@@ -1,7 +1,7 @@
 """What the runtime needs to decide a call, pinned into the plan.
 
 The runtime decides every call from the plan alone: it never opens the
-built-in catalog (``runtime/data/builtin_tools.json``) at decision time. So
+built-in catalog (``compiler/catalog/data/builtin_tools.json``) at decision time. So
 each fact of the catalog that a decision depends on is copied into the plan
 here, once, when compiling, and a newer catalog changes nothing about a plan
 already written and reviewed:
@@ -18,8 +18,8 @@ already written and reviewed:
 
 from __future__ import annotations
 
-from charter.compiler.describe import shows_answer_shape
-from charter.runtime.catalog import BuiltinTool, Risk, default_permission
+from charter.compiler.catalog.builtin import BuiltinTool, Risk, default_permission
+from charter.compiler.resolve.describe import shows_answer_shape
 from charter.runtime.plan import Permission, SourceRef, ToolEntry
 
 __all__ = ["builtin_entry", "redirect_write"]

@@ -4,7 +4,7 @@ A Demiurge tool's ``module.py`` starts with ``from demiurge.sdk import
 ToolResult``; Charter runs such tools without Demiurge installed, so this
 module supplies the names a tool module uses, with Demiurge's meaning, and
 :func:`install` makes ``import demiurge.sdk`` find them. It is installed only
-while an authored module loads (:func:`charter.runtime.authored._load`), in
+while an authored module loads (:func:`charter.runtime.tools.authored._load`), in
 the runtime's process or in the sandboxed child, and never replaces a module
 of that name that is already imported.
 

@@ -23,17 +23,17 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from charter.compiler.catalog.builtin import resolve_builtin
 from charter.compiler.diagnostics import Diagnostic, Span, format_key_path
 from charter.compiler.frontends.blueprint import Blueprint, Region, StageTable
 from charter.compiler.frontends.config_toml import UserConfig
 from charter.compiler.frontends.project import AgentSources
 from charter.compiler.frontends.regions import SEED_KEYS, parse_percentage
 from charter.compiler.frontends.stage_toml import StageEntry, combine_stages
-from charter.compiler.model_catalog import is_known, window
+from charter.compiler.lint.model_catalog import is_known, window
+from charter.compiler.resolve.tooltable import builtin_canonical
 from charter.compiler.rules import diag, diag_at
 from charter.compiler.sources.sourcemap import KeyPath, SourceMap
-from charter.compiler.tooltable import builtin_canonical
-from charter.runtime.catalog import resolve_builtin
 from charter.runtime.plan import AgentPlan
 
 __all__ = ["lint_blueprint"]
@@ -582,7 +582,7 @@ def _read_paths(
     declared = bp.read_paths.allow if bp.read_paths is not None else ()
     if not declared:
         return []
-    from charter.compiler.read_paths import grant_status, grants_problem, is_broad
+    from charter.compiler.frontends.read_paths import grant_status, grants_problem, is_broad
 
     out = []
     where = smap.key_span(("read_paths",))

@@ -112,7 +112,7 @@ def pinned_schema(schema: Any) -> tuple[str | None, str, str | None]:
     written, so the runtime refuses every call to the tool rather than letting
     unchecked arguments through; one that needs an external ``$ref`` (never
     fetched) has no text, and validation is off for it."""
-    from charter.compiler.schemacheck import check_schema
+    from charter.compiler.resolve.schemacheck import check_schema
 
     problem = check_schema(schema)
     if problem is None:
