@@ -291,25 +291,9 @@ def test_deciding_never_reads_the_catalog(tmp_path: Path) -> None:
 # ------------------------------------------------------------------- cycles
 
 
-# The one cycle left, and why: the shell guard judges a nested command
-# (``bash -c``, a heredoc fed to a shell, ``$(...)``) by handing it back to
-# ``commands`` from ``argv`` and ``confine``, which ``commands`` calls. Breaking
-# it means passing the way back in through ``State``; until then it is pinned
-# here so no other cycle can join it.
-KNOWN_CYCLES = [
-    [
-        "charter.runtime.shell.guard.argv",
-        "charter.runtime.shell.guard.commands",
-        "charter.runtime.shell.guard.confine",
-    ],
-]
-
-
 def test_no_import_cycle_among_charter_modules() -> None:
     cycles = _cycles(_graph())
-    assert cycles == KNOWN_CYCLES, "module-level import cycles:\n" + "\n".join(
-        map(" -> ".join, cycles)
-    )
+    assert cycles == [], "module-level import cycles:\n" + "\n".join(map(" -> ".join, cycles))
 
 
 def test_imports_inside_functions_are_counted() -> None:

@@ -23,7 +23,6 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import overload
 
-from charter.runtime.shell.guard import commands
 from charter.runtime.shell.guard.confine import embedded_write, unnameable, writer_targets
 from charter.runtime.shell.guard.paths import (
     check_trees,
@@ -206,9 +205,9 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word], *, run_by: bool 
         # even inside quotes: test -v 'a[$(cmd)]' runs cmd
         for w in words[1:]:
             if w.value is not None and ("$(" in w.value or "`" in w.value):
-                commands.salvage(st, w.value, (w.start, w.end), opaque=False)
+                st.walk().salvage(st, w.value, (w.start, w.end), opaque=False)
                 if st.seen is not None:
-                    commands.report_embedded(st, w.value)
+                    st.walk().report_embedded(st, w.value)
     if not w0.quoted:
         if name == "coproc":
             # coproc CMD and coproc NAME { CMD; } run CMD in the background
@@ -290,7 +289,7 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word], *, run_by: bool 
         if st.seen is not None and any(w.value is None for w in args):
             st.seen.opaque = True  # the script is only known when it runs
         if args and all(t is not None for t in texts):
-            commands.nested(
+            st.walk().nested(
                 st,
                 " ".join(t or "" for t in texts),
                 (args[0].start, args[-1].end),
@@ -532,7 +531,7 @@ def _privilege(
     if prog in WRAPPERS:
         u = unwrap(prog, vals)
         if u.split_string is not None:
-            commands.nested(st, u.split_string, (w0.start, args[-1].end if args else w0.end))
+            st.walk().nested(st, u.split_string, (w0.start, args[-1].end if args else w0.end))
         if u.inner_start is not None:
             _spawn_argv(st, args[u.inner_start :])
     elif prog != "sudoedit":
@@ -587,7 +586,7 @@ def _wrapper(
         w = args[iss.index] if 0 <= iss.index < len(args) else w0
         st.add("ask", iss.rule, (w.start, w.end), iss.message)
     if u.split_string is not None:
-        commands.nested(st, u.split_string, (w0.start, args[-1].end if args else w0.end))
+        st.walk().nested(st, u.split_string, (w0.start, args[-1].end if args else w0.end))
     if u.inner_start is not None:
         generic_args(st, args[: u.inner_start], frozenset())
         _spawn_argv(st, args[u.inner_start :])
@@ -626,7 +625,7 @@ def _shell(
     script = _script_text(script_word)
     if script is None:
         return  # its expansions are already findings
-    commands.nested(st, script, (script_word.start, script_word.end))
+    st.walk().nested(st, script, (script_word.start, script_word.end))
 
 
 def _trap_action(st: State, args: tuple[Word, ...] | list[Word]) -> None:
@@ -648,7 +647,7 @@ def _trap_action(st: State, args: tuple[Word, ...] | list[Word]) -> None:
         return
     if text.strip() in ("", "-"):
         return
-    commands.nested(st, text, (rest[0].start, rest[0].end))
+    st.walk().nested(st, text, (rest[0].start, rest[0].end))
 
 
 def _find_exec(st: State, args: tuple[Word, ...] | list[Word], vals: list[str]) -> None:

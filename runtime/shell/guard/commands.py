@@ -10,8 +10,9 @@ that does not parse is searched piece by piece by :func:`salvage`, which
 keeps only refusals: a guess can make a command denied, never allowed.
 
 The program rules (:mod:`.argv`) and the redirect rules (:mod:`.confine`)
-call back into this module for nested text; they import it as a module, so
-the cycle is resolved when they call, not when they load.
+call back into this module for nested text through the state they are given
+(``st.walk()``, a :class:`~.state.Walker` that is this module): they never
+import it, so the guard's modules import one another without a cycle.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from charter.runtime.shell.syntax import (
     parse,
 )
 
-__all__ = ["judge_program", "judge_text", "nested", "report_embedded", "salvage"]
+__all__ = ["heredoc_body", "judge_program", "judge_text", "nested", "report_embedded", "salvage"]
 # A function whose body pipes it into itself. Linear on any text: a name
 # starts at a name boundary and is never backtracked into (a possessive
 # run), and the body is bounded (a bound only limits what can be *denied*:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import posixpath
 
 from charter.runtime.policy.workspace import RECORDS_DIR, case_insensitive, protection
-from charter.runtime.shell.guard import commands
 from charter.runtime.shell.guard.paths import (
     DISCARD,
     FD_PATH,
@@ -64,7 +63,7 @@ def judge_redirect(st: State, r: Redirect) -> None:
         )
         doc = r.heredoc
         if doc is not None and not doc.quoted and ("$(" in doc.body or "`" in doc.body):
-            commands.heredoc_body(st, doc.body, span)
+            st.walk().heredoc_body(st, doc.body, span)
         return
     if op == "<<<":
         # Like a heredoc, a here-string is inline input; some parsers (and

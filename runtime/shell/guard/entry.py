@@ -18,6 +18,7 @@ from pathlib import Path
 
 from charter.runtime.deadline import Abandoned
 from charter.runtime.plan.vocabulary import Permission, stricter
+from charter.runtime.shell.guard import commands as command_walk
 from charter.runtime.shell.guard.commands import judge_text, salvage
 from charter.runtime.shell.guard.paths import realpath
 from charter.runtime.shell.guard.state import MAX_COMMAND_CHARS, State
@@ -93,7 +94,7 @@ def _flat_refusal(command: str, cwd: str, workspace: str, policy: ShellPolicy) -
     pieces between shell operators are still searched for destructive payloads."""
     try:
         ws, cw, ws_real = _roots(workspace, cwd)
-        st = State(command, cw, ws, ws_real, policy)
+        st = State(command, cw, ws, ws_real, policy, walker=command_walk)
         st.root = command
         st.drive(lambda: salvage(st, command, (0, len(command)), unquote=True))
         return next((f for f in st.findings if f.decision == "deny"), None)
@@ -132,7 +133,7 @@ def _evaluate(
             # the raw text was too long to read to its end: the other
             # readings could only add refusals, at the same cost again
             break
-        st = State(reading.text, cw, ws, ws_real, policy)
+        st = State(reading.text, cw, ws, ws_real, policy, walker=command_walk)
         st.root = command
         if reading.label == "raw":
             st.seen = seen

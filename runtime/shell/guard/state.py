@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from charter.runtime import deadline
 from charter.runtime.plan.vocabulary import Permission
@@ -19,7 +20,7 @@ from charter.runtime.shell.policy import Finding, ShellPolicy, Write
 from charter.runtime.shell.report import Collector
 from charter.runtime.shell.syntax import ParseResult, SimpleCommand, Subshell
 
-__all__ = ["MAX_COMMAND_CHARS", "MAX_TOKENS", "PARSE_COST", "State", "Work", "clip"]
+__all__ = ["MAX_COMMAND_CHARS", "MAX_TOKENS", "PARSE_COST", "State", "Walker", "Work", "clip"]
 
 # The guard's size limits. A command line longer than MAX_COMMAND_CHARS is
 # "ask" (`too-long`) without being read; each reading of a shorter one may
@@ -49,6 +50,36 @@ class Work:
 
     stack: list[Job] = field(default_factory=list)
     fresh: list[Job] = field(default_factory=list)
+
+
+class Walker(Protocol):
+    """The way back into the command walk for text found inside one command
+    (a ``bash -c`` script, a heredoc, an argument a program may evaluate).
+    :mod:`.commands` is the one implementation; :mod:`.entry` gives it to
+    each state, so the rules that find such text (:mod:`.argv`,
+    :mod:`.confine`) do not import the walk that imports them."""
+
+    def nested(
+        self,
+        st: State,
+        script: str,
+        span: tuple[int, int],
+        then: Callable[[State], None] | None = None,
+    ) -> None: ...
+
+    def salvage(
+        self,
+        st: State,
+        text: str,
+        span: tuple[int, int],
+        *,
+        opaque: bool = True,
+        unquote: bool = False,
+    ) -> None: ...
+
+    def report_embedded(self, st: State, text: str) -> None: ...
+
+    def heredoc_body(self, st: State, body: str, span: tuple[int, int]) -> None: ...
 
 
 # Mutable working state, compared by identity (nothing compares two by value).
@@ -102,6 +133,13 @@ class State:
     resolved: dict[str, str] = field(default_factory=dict)
     # the jobs still to run (shared with every nested state)
     work: Work = field(default_factory=Work)
+    # the command walk, for nested text (set by entry; shared with every nested state)
+    walker: Walker | None = None
+
+    def walk(self) -> Walker:
+        """The command walk this state was made by, for text found inside it."""
+        assert self.walker is not None, "a State judging commands is made by entry"
+        return self.walker
 
     def spawn(self, job: Job) -> None:
         """Run ``job`` once the job running now has returned (see :class:`Work`)."""
@@ -144,6 +182,7 @@ class State:
             budget=self.budget,
             resolved=self.resolved,
             work=self.work,
+            walker=self.walker,
         )
         sub.home_cwd, sub.prev_cwd, sub.root = self.home_cwd, self.prev_cwd, self.root
         sub.cd_trusted, sub.pwd_trusted = self.cd_trusted, self.pwd_trusted
