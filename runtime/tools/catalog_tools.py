@@ -32,9 +32,10 @@ from typing import TYPE_CHECKING, Any
 from charter.runtime.atomic import write_atomic
 from charter.runtime.policy.capabilities import is_granted
 from charter.runtime.results import ToolResult, refusal
+from charter.runtime.tools.base import current_session
 
 if TYPE_CHECKING:
-    from charter.runtime.tools.registry import ToolRuntime
+    from charter.runtime.tools.base import ToolRuntime
 
 __all__ = [
     "CRON_FIELDS",
@@ -52,8 +53,6 @@ def _err(rule: str, message: str, status: Any = "error") -> ToolResult:
 
 
 def _session() -> Any:
-    from charter.runtime.tools.registry import current_session
-
     return current_session()
 
 

@@ -19,7 +19,7 @@ from charter.runtime.results import ToolResult, refusal
 
 if TYPE_CHECKING:
     from charter.runtime.plan import ContextRegion, ScriptSource
-    from charter.runtime.tools.registry import ToolRuntime
+    from charter.runtime.tools.base import ToolRuntime
 
 __all__ = [
     "ChecklistItem",

@@ -38,9 +38,10 @@ from typing import TYPE_CHECKING, Any
 
 from charter.runtime.redact import sensitive_name
 from charter.runtime.results import ToolResult, refusal
+from charter.runtime.tools.base import current_session
 
 if TYPE_CHECKING:
-    from charter.runtime.tools.registry import ToolRuntime
+    from charter.runtime.tools.base import ToolRuntime
 
 __all__ = [
     "describe_environment",
@@ -290,8 +291,6 @@ def run_which_command(
 def run_runtime_info(
     args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, approved: bool
 ) -> ToolResult:
-    from charter.runtime.tools.registry import current_session
-
     session = current_session()
     if session is None:
         return _answer({"agent": None, "stage": None, "attended": None, "run_id": None})

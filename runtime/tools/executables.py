@@ -25,12 +25,25 @@ whatever cannot be told is None.
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["UNKNOWN", "Executables", "call_executables", "is_terminal_call", "resolved"]
+__all__ = [
+    "UNKNOWN",
+    "Executables",
+    "call_executables",
+    "command_executable",
+    "is_terminal_call",
+    "resolve_executable",
+    "resolved",
+    "shell_argv",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,10 +83,10 @@ def call_executables(
     decision into a failure."""
     try:
         # Imported here: the gate pipeline loads this module for every run, and
-        # ``charter check`` should pay for the shell tool only when it resolves.
+        # ``charter check`` should pay for the environment and confinement
+        # engines only when it resolves.
         from charter.runtime.policy.env import call_env
         from charter.runtime.policy.workspace import confine
-        from charter.runtime.tools.shell import shell_argv
 
         command = args.get("command")
         if not isinstance(command, str) or not command.strip() or "\x00" in command:
@@ -92,12 +105,125 @@ def call_executables(
         return UNKNOWN
 
 
+# Names the shell runs itself: no file on PATH is what runs, even when one
+# exists (/usr/bin/echo), so no executable is reported for them.
+_POSIX_BUILTINS = frozenset(
+    {
+        ".", ":", "[", "alias", "bg", "break", "builtin", "cd", "continue", "declare",
+        "echo", "eval", "exit", "export", "false", "fg", "getopts", "hash", "jobs",
+        "kill", "let", "local", "printf", "pwd", "read", "readonly", "return", "set",
+        "shift", "source", "test", "times", "trap", "true", "type", "typeset", "ulimit",
+        "umask", "unalias", "unset", "wait",
+    }
+)  # fmt: skip
+_CMD_BUILTINS = frozenset(
+    {
+        "assoc", "break", "call", "cd", "chdir", "cls", "color", "copy", "date", "del",
+        "dir", "echo", "endlocal", "erase", "exit", "for", "ftype", "goto", "if", "md",
+        "mkdir", "mklink", "move", "path", "pause", "popd", "prompt", "pushd", "rd",
+        "rem", "ren", "rename", "rmdir", "set", "setlocal", "shift", "start", "time",
+        "title", "type", "ver", "verify", "vol",
+    }
+)  # fmt: skip
+# Prefixes after which the next word is the program that runs.
+_PASS_THROUGH = frozenset({"exec", "command"})
+
+
+def shell_argv(shell: str, command: str) -> list[str]:
+    """The argv that runs ``command`` through the plan's resolved shell."""
+    lowered = shell.strip().lower()
+    if "cmd.exe" in lowered or lowered in ("cmd", "cmd /c") or sys.platform == "win32":
+        exe = shell.split()[0] if shell.strip() else "cmd.exe"
+        return [exe, "/C", command]
+    return [shell.split()[0] if " " in shell.strip() else shell, "-c", command]
+
+
+def _is_cmd(argv: list[str]) -> bool:
+    return len(argv) == 3 and argv[1] == "/C"
+
+
+def resolve_executable(name: str, *, cwd: Path, path: str | None) -> str | None:
+    """Where ``name`` would be found when run from ``cwd`` with the search
+    path ``path`` (the child's PATH, which is what the OS uses); None when
+    it names no executable file."""
+    if not name:
+        return None
+    seps = {os.sep, "/"} | ({os.altsep} if os.altsep else set())
+    if any(sep in name for sep in seps):
+        candidate = Path(name) if os.path.isabs(name) else cwd / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+        return None
+    return shutil.which(name, path=path)
+
+
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
+
+
+def _is_assignment(kind: str, raw: str) -> bool:
+    return kind == "lit" and _ASSIGNMENT.match(raw) is not None
+
+
+def _first_posix_program(command: str) -> str | None:
+    """The literal name of the first program a POSIX command line runs, per
+    the shell guard's parser; None when it expands or cannot be parsed."""
+    from charter.runtime.shell.syntax import Program, SimpleCommand, parse
+
+    parsed = parse(command)
+    program: Program | None = parsed.program
+    while program is not None and program.commands:
+        first = program.commands[0]
+        if not isinstance(first, SimpleCommand):
+            program = first.body  # ( ... ): the subshell's first command
+            continue
+        words = first.words
+        i = 0
+        while i < len(words) and _is_assignment(words[i].parts[0].kind, words[i].parts[0].raw):
+            i += 1  # NAME=value before the program: an assignment, not the program
+        while i + 1 < len(words) and words[i].value in _PASS_THROUGH:
+            nxt = words[i + 1].value
+            if nxt is None or nxt.startswith("-"):
+                break
+            i += 1
+        if i >= len(words):
+            return None
+        return words[i].value
+    return None
+
+
+def _first_cmd_program(command: str) -> str | None:
+    text = command.lstrip(" \t@")
+    if text.startswith('"'):
+        end = text.find('"', 1)
+        return text[1:end] if end > 1 else None
+    word = re.split(r"[\s&|<>()]", text, maxsplit=1)[0]
+    return word or None
+
+
+def command_executable(command: str, argv: list[str], *, cwd: Path, path: str | None) -> str | None:
+    """Best effort: the file the command's first program runs from.
+
+    The first word of the first simple command (after ``NAME=value``
+    assignments and ``exec``/``command``) is resolved like the OS would, on
+    the child's PATH and from its working directory. None when it cannot be
+    told: a name that expands (``$CMD``), text the parser refuses, a shell
+    builtin (the shell runs it itself) or a name that resolves to nothing.
+    """
+    if _is_cmd(argv):
+        name = _first_cmd_program(command)
+        builtins = _CMD_BUILTINS
+    else:
+        name = _first_posix_program(command)
+        builtins = _POSIX_BUILTINS
+    if name is None or (name.lower() if _is_cmd(argv) else name) in builtins:
+        return None
+    return resolve_executable(name, cwd=cwd, path=path)
+
+
 def resolved(argv: list[str], command: str, *, cwd: Path, path: str | None) -> Executables:
     """The executables of ``argv`` (the shell's argv for ``command``) run in
     ``cwd`` with search path ``path``: what the shell tool records when it
     runs a call, and what :func:`call_executables` names before it does."""
-    from charter.runtime.tools.shell import command_executable, resolve_executable
-
     # The configured name stands when the search path does not hold it,
     # since that is what the OS will be asked to run.
     shell_exe = resolve_executable(argv[0], cwd=cwd, path=path) or argv[0]

@@ -29,7 +29,7 @@ from charter.runtime.results import ToolResult, refusal
 from charter.runtime.tools.beneath import PathChanged, opener_for
 
 if TYPE_CHECKING:
-    from charter.runtime.tools.registry import ToolRuntime
+    from charter.runtime.tools.base import ToolRuntime
 
 __all__ = [
     "READ_CAP_BYTES",

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from charter.runtime.plan import ToolEntry
     from charter.runtime.policy.session import Session
     from charter.runtime.rhai import Script
-    from charter.runtime.tools.registry import ToolRuntime
+    from charter.runtime.tools.base import ToolRuntime
 
 __all__ = ["run_script_tool", "sensitive_env_name"]
 

@@ -28,12 +28,8 @@ The operator view also shows the command, the shell and the directory.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.policy.env import (
@@ -47,10 +43,18 @@ from charter.runtime.policy.workspace import confine
 from charter.runtime.proc import ProcResult, run_command
 from charter.runtime.redact import FAILED_MARKER, MIN_SECRET_LEN, head_overlap
 from charter.runtime.results import ToolResult, refusal
+from charter.runtime.tools.executables import (
+    command_executable,
+    resolve_executable,
+    resolved,
+    shell_argv,
+)
+from charter.runtime.tools.tasks import start_shell_task
+from charter.runtime.tools.tasks.output import TERMINAL_TAIL_CHARS
 
 if TYPE_CHECKING:
     from charter.runtime.policy.session import Session
-    from charter.runtime.tools.registry import ToolRuntime
+    from charter.runtime.tools.base import ToolRuntime
 
 __all__ = [
     "TERMINAL_DEFAULT_TIMEOUT",
@@ -65,124 +69,9 @@ __all__ = [
 
 TERMINAL_DEFAULT_TIMEOUT = 30
 TERMINAL_MAX_TIMEOUT = 120
-TERMINAL_TAIL_CHARS = 12_000  # seed 000: characters of each stream's end kept
 # no `<` inside: a marker name never holds one, and `[^>]*` would make a
 # megabyte of "<redacted:" quadratic
 _NAMED = re.compile(r"<redacted:[^<>]*+>")
-
-# Names the shell runs itself: no file on PATH is what runs, even when one
-# exists (/usr/bin/echo), so no executable is reported for them.
-_POSIX_BUILTINS = frozenset(
-    {
-        ".", ":", "[", "alias", "bg", "break", "builtin", "cd", "continue", "declare",
-        "echo", "eval", "exit", "export", "false", "fg", "getopts", "hash", "jobs",
-        "kill", "let", "local", "printf", "pwd", "read", "readonly", "return", "set",
-        "shift", "source", "test", "times", "trap", "true", "type", "typeset", "ulimit",
-        "umask", "unalias", "unset", "wait",
-    }
-)  # fmt: skip
-_CMD_BUILTINS = frozenset(
-    {
-        "assoc", "break", "call", "cd", "chdir", "cls", "color", "copy", "date", "del",
-        "dir", "echo", "endlocal", "erase", "exit", "for", "ftype", "goto", "if", "md",
-        "mkdir", "mklink", "move", "path", "pause", "popd", "prompt", "pushd", "rd",
-        "rem", "ren", "rename", "rmdir", "set", "setlocal", "shift", "start", "time",
-        "title", "type", "ver", "verify", "vol",
-    }
-)  # fmt: skip
-# Prefixes after which the next word is the program that runs.
-_PASS_THROUGH = frozenset({"exec", "command"})
-
-
-def shell_argv(shell: str, command: str) -> list[str]:
-    """The argv that runs ``command`` through the plan's resolved shell."""
-    lowered = shell.strip().lower()
-    if "cmd.exe" in lowered or lowered in ("cmd", "cmd /c") or sys.platform == "win32":
-        exe = shell.split()[0] if shell.strip() else "cmd.exe"
-        return [exe, "/C", command]
-    return [shell.split()[0] if " " in shell.strip() else shell, "-c", command]
-
-
-def _is_cmd(argv: list[str]) -> bool:
-    return len(argv) == 3 and argv[1] == "/C"
-
-
-def resolve_executable(name: str, *, cwd: Path, path: str | None) -> str | None:
-    """Where ``name`` would be found when run from ``cwd`` with the search
-    path ``path`` (the child's PATH, which is what the OS uses); None when
-    it names no executable file."""
-    if not name:
-        return None
-    seps = {os.sep, "/"} | ({os.altsep} if os.altsep else set())
-    if any(sep in name for sep in seps):
-        candidate = Path(name) if os.path.isabs(name) else cwd / name
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-        return None
-    return shutil.which(name, path=path)
-
-
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\+?=")
-
-
-def _is_assignment(kind: str, raw: str) -> bool:
-    return kind == "lit" and _ASSIGNMENT.match(raw) is not None
-
-
-def _first_posix_program(command: str) -> str | None:
-    """The literal name of the first program a POSIX command line runs, per
-    the shell guard's parser; None when it expands or cannot be parsed."""
-    from charter.runtime.shell.syntax import Program, SimpleCommand, parse
-
-    parsed = parse(command)
-    program: Program | None = parsed.program
-    while program is not None and program.commands:
-        first = program.commands[0]
-        if not isinstance(first, SimpleCommand):
-            program = first.body  # ( ... ): the subshell's first command
-            continue
-        words = first.words
-        i = 0
-        while i < len(words) and _is_assignment(words[i].parts[0].kind, words[i].parts[0].raw):
-            i += 1  # NAME=value before the program: an assignment, not the program
-        while i + 1 < len(words) and words[i].value in _PASS_THROUGH:
-            nxt = words[i + 1].value
-            if nxt is None or nxt.startswith("-"):
-                break
-            i += 1
-        if i >= len(words):
-            return None
-        return words[i].value
-    return None
-
-
-def _first_cmd_program(command: str) -> str | None:
-    text = command.lstrip(" \t@")
-    if text.startswith('"'):
-        end = text.find('"', 1)
-        return text[1:end] if end > 1 else None
-    word = re.split(r"[\s&|<>()]", text, maxsplit=1)[0]
-    return word or None
-
-
-def command_executable(command: str, argv: list[str], *, cwd: Path, path: str | None) -> str | None:
-    """Best effort: the file the command's first program runs from.
-
-    The first word of the first simple command (after ``NAME=value``
-    assignments and ``exec``/``command``) is resolved like the OS would, on
-    the child's PATH and from its working directory. None when it cannot be
-    told: a name that expands (``$CMD``), text the parser refuses, a shell
-    builtin (the shell runs it itself) or a name that resolves to nothing.
-    """
-    if _is_cmd(argv):
-        name = _first_cmd_program(command)
-        builtins = _CMD_BUILTINS
-    else:
-        name = _first_posix_program(command)
-        builtins = _POSIX_BUILTINS
-    if name is None or (name.lower() if _is_cmd(argv) else name) in builtins:
-        return None
-    return resolve_executable(name, cwd=cwd, path=path)
 
 
 def _mask_leading(text: str, bound: Mapping[str, str]) -> str:
@@ -328,12 +217,8 @@ def run_shell(
     # The bound values live only in this per-call environment, which is
     # emptied when the block ends; the runtime's own environment never sees them.
     with call_env(rt.env, overlay=overlay, bindings=bindings, secrets=rt.secret_env) as env:
-        from charter.runtime.tools.executables import resolved
-
         exe = resolved(argv, command, cwd=where.resolved, path=env.get("PATH"))
         if background:
-            from charter.runtime.tools.tasks import start_shell_task
-
             return start_shell_task(
                 rt,
                 argv=argv,

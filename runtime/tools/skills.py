@@ -32,7 +32,7 @@ from charter.runtime.atomic import write_atomic
 from charter.runtime.results import ToolResult, refusal
 
 if TYPE_CHECKING:
-    from charter.runtime.tools.registry import ToolRuntime
+    from charter.runtime.tools.base import ToolRuntime
 
 __all__ = [
     "MAX_SKILL_BYTES",

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import httpx
 
     from charter.runtime.net.resolve import Resolver
-    from charter.runtime.tools.registry import ToolRuntime
+    from charter.runtime.tools.base import ToolRuntime
 
 __all__ = ["WebConfig", "html_to_text", "run_fetch", "run_search", "web_config_for"]
 

@@ -17,7 +17,6 @@ from charter.runtime.policy.approval import TerminalProvider
 from charter.runtime.redact import Redactor
 from charter.runtime.results import ToolCall
 from charter.runtime.tools import executables as executables_mod
-from charter.runtime.tools import shell as shell_mod
 from charter.runtime.tools.registry import ToolRuntime
 
 
@@ -192,7 +191,7 @@ def test_resolution_never_fails_the_call(
     def broken(*args: Any, **kw: Any) -> str | None:
         raise OSError("stat failed")
 
-    monkeypatch.setattr(shell_mod, "resolve_executable", broken)
+    monkeypatch.setattr(executables_mod, "resolve_executable", broken)
     session = session_for(_plan(kit))
     rec = kit.Recorder("deny")
     log = tmp_path / "audit.jsonl"

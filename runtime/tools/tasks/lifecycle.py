@@ -31,13 +31,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.results import ToolResult, refusal
-from charter.runtime.tools.shell import TERMINAL_TAIL_CHARS
-from charter.runtime.tools.tasks.output import TaskOutput
+from charter.runtime.tools.tasks.output import TERMINAL_TAIL_CHARS, TaskOutput
 from charter.runtime.tools.tasks.store import TaskStore, artifact_ref, run_identity, store_for
 
 if TYPE_CHECKING:
     from charter.runtime.proc import ProcResult
-    from charter.runtime.tools.registry import ToolRuntime
+    from charter.runtime.tools.base import ToolRuntime
 
 __all__ = [
     "MAX_TASKS_PER_RUN",

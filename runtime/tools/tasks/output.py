@@ -14,9 +14,12 @@ from charter.runtime.redact import Redactor
 from charter.runtime.tools.tasks.store import AppendFile
 from charter.runtime.tools.tasks.stream import StreamRedactor
 
-__all__ = ["LOG_ENTRY_CHARS", "TaskOutput"]
+__all__ = ["LOG_ENTRY_CHARS", "TERMINAL_TAIL_CHARS", "TaskOutput"]
 
 LOG_ENTRY_CHARS = 8192  # at most this much text in one task-log line
+# seed 000: characters of each stream's end kept, by ``terminal`` (the shell
+# tool's other face, charter.runtime.tools.shell) and by its background tasks
+TERMINAL_TAIL_CHARS = 12_000
 
 
 class TaskOutput:

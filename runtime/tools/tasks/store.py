@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from charter.runtime.atomic import fsync_dir, write_atomic
 from charter.runtime.errors import CharterError
+from charter.runtime.tools.base import current_session
 
 if TYPE_CHECKING:
-    from charter.runtime.tools.registry import ToolRuntime
+    from charter.runtime.tools.base import ToolRuntime
 
 __all__ = [
     "STREAM_FILES",
@@ -69,8 +70,6 @@ def runtime_dir(rt: ToolRuntime) -> Path:
     run id) it is ``<workspace>/.charter/runtime``. Either is inside
     ``.charter/``, which the file tools may not write to.
     """
-    from charter.runtime.tools.registry import current_session
-
     base = Path(rt.workspace) / ".charter"
     run_id = getattr(current_session(), "run_id", "")
     if isinstance(run_id, str) and _RUN_ID.fullmatch(run_id):
@@ -81,8 +80,6 @@ def runtime_dir(rt: ToolRuntime) -> Path:
 def run_identity() -> str:
     """The calling run's id (empty outside a run): part of what names its
     artifacts."""
-    from charter.runtime.tools.registry import current_session
-
     run_id = getattr(current_session(), "run_id", "")
     return run_id if isinstance(run_id, str) else ""
 

@@ -22,7 +22,7 @@ from charter.runtime.results import ToolResult, refusal
 from charter.runtime.tools.tasks.lifecycle import Task, find_task, request_cancel, tasks_of
 
 if TYPE_CHECKING:
-    from charter.runtime.tools.registry import ToolRuntime
+    from charter.runtime.tools.base import ToolRuntime
 
 __all__ = ["TAIL_CHARS", "run_cancel", "run_list", "run_status", "run_wait"]
 
