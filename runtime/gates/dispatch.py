@@ -17,7 +17,7 @@ entry's ``source`` says.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from charter.runtime.gates.outcome import Outcome
 from charter.runtime.plan.prepared import usable_grants
@@ -26,6 +26,7 @@ from charter.runtime.results import ToolCall, ToolResult, refusal
 
 if TYPE_CHECKING:
     # Imported when a call is run: deciding never loads the tool modules.
+    from charter.runtime.tools.base import ToolRuntime
     from charter.runtime.tools.registry import Registry
 
 __all__ = ["GATE", "run"]
@@ -38,7 +39,7 @@ def run(
     call: ToolCall,
     out: Outcome,
     registry: Registry | None,
-    runtime: Any,
+    runtime: ToolRuntime,
     *,
     approved: bool,
 ) -> ToolResult:
@@ -62,7 +63,7 @@ def run(
             entry.name,
             call.args,
             grants=usable_grants(session.agent, entry),
-            cancel=getattr(runtime, "cancel", None),
+            cancel=runtime.cancel,
         )
     if entry is not None and entry.source == "script" and entry.script is not None:
         from charter.runtime.tools.scripts import run_script_tool

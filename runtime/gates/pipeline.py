@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from charter.runtime.audit import AuditLog
     from charter.runtime.policy.approval import ApprovalAnswer, ApprovalProvider
     from charter.runtime.policy.session import Session
+    from charter.runtime.tools.base import ToolRuntime
     from charter.runtime.tools.executables import Executables
     from charter.runtime.tools.registry import Registry
 
@@ -89,19 +90,20 @@ def execute(
     provider: ApprovalProvider,
     audit: AuditLog | None = None,
     *,
-    runtime: Any,
+    runtime: ToolRuntime,
 ) -> ToolResult:
     """Run ``call`` through every gate and, when all pass, its implementation
     (``registry`` by the plan's ``impl`` key; the package's own
-    ``IMPLEMENTATIONS`` when None). ``runtime`` is the ToolRuntime the
-    implementation receives. Never raises for anything the call contains."""
-    redactor = getattr(runtime, "redactor", None)
+    ``IMPLEMENTATIONS`` when None). ``runtime`` is what the implementation
+    receives; its redactor also redacts the events and what a person is
+    shown. Never raises for anything the call contains."""
+    redactor = runtime.redactor
 
     def redact(text: str) -> str:
-        return redactor.redact(text, "event") if redactor is not None else text
+        return redactor.redact(text, "event")
 
     def show(text: str) -> str:  # what the person asked for approval sees
-        return redactor.redact(text, "operator") if redactor is not None else text
+        return redactor.redact(text, "operator")
 
     t0 = time.perf_counter()
     out = decide(session, call)
@@ -128,7 +130,7 @@ def execute(
     if out.decision == "deny":
         records.audit(audit, "decision", session, call, out, redact, timings=timings, **audited())
         return out.refusal()
-    if redactor is not None and isinstance(call.args, dict):
+    if isinstance(call.args, dict):
         redactor.discover_value(call.args)
 
     def ask_person(

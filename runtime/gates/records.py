@@ -10,7 +10,7 @@ stays free of file-system look-ups.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.gates.outcome import Outcome
@@ -19,28 +19,28 @@ from charter.runtime.results import ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from charter.runtime.audit import AuditLog
+    from charter.runtime.tools.base import ToolRuntime
     from charter.runtime.tools.executables import Executables
 
 __all__ = ["audit", "call_executables", "ran_executables"]
 
 
-def call_executables(session: Session, call: ToolCall, out: Outcome, runtime: Any) -> Executables:
+def call_executables(
+    session: Session, call: ToolCall, out: Outcome, runtime: ToolRuntime
+) -> Executables:
     """What the shell call would execute, resolved from the runtime the call
     will run with (its shell, environment and workspace), never raising."""
     from charter.runtime.tools.executables import UNKNOWN
     from charter.runtime.tools.executables import call_executables as resolve
 
-    shell = getattr(runtime, "shell", None)
-    env = getattr(runtime, "env", None)
-    workspace = getattr(runtime, "workspace", None) or session.workspace
-    if not isinstance(shell, str) or not isinstance(call.args, dict):
+    if not isinstance(call.args, dict):
         return UNKNOWN
     return resolve(
         call.args,
         tool=out.entry.name if out.entry is not None else out.canonical,
-        shell=shell,
-        env=env if isinstance(env, Mapping) else {},
-        workspace=workspace,
+        shell=runtime.shell,
+        env=runtime.env,
+        workspace=runtime.workspace or session.workspace,
     )
 
 

@@ -21,6 +21,7 @@ from charter.runtime.policy.approval import ApprovalAnswer, ApprovalRequest
 from charter.runtime.policy.session import Session, open_session
 from charter.runtime.policy.taint import TaintTracker
 from charter.runtime.results import ToolCall, ToolResult
+from charter.runtime.tools.base import ToolRuntime
 
 SERVER = Path(__file__).resolve().parent.parent / "fixtures" / "mcp" / "fake_server.py"
 SCRIPTS = SERVER.parent / "scripts"
@@ -67,7 +68,8 @@ def _session(plan: Plan, root: Path) -> Session:
 
 
 def _run(session: Session, tool: str, args: dict[str, Any], approver: Approver) -> ToolResult:
-    return execute(session, ToolCall(tool, args, "c1"), None, approver, runtime=None)
+    rt = ToolRuntime(workspace=session.workspace)
+    return execute(session, ToolCall(tool, args, "c1"), None, approver, runtime=rt)
 
 
 def _locked(kit: Any, tmp_path: Path, grants: str | None = None, manifest: str = "") -> Path:
@@ -363,7 +365,6 @@ def test_an_allow_for_an_unlocked_servers_tools_is_raised_to_ask(kit: Any, tmp_p
 def test_a_call_in_flight_stops_when_the_run_is_cancelled(kit: Any, tmp_path: Path) -> None:
     import threading
     import time
-    from types import SimpleNamespace
 
     import anyio
 
@@ -385,7 +386,8 @@ def test_a_call_in_flight_stops_when_the_run_is_cancelled(kit: Any, tmp_path: Pa
         timer.start()
         t0 = time.perf_counter()
         call = ToolCall("docs__slow", {"n": 1}, "c1")
-        result = execute(session, call, None, Approver(), runtime=SimpleNamespace(cancel=cancel))
+        rt = ToolRuntime(workspace=root, cancel=cancel)
+        result = execute(session, call, None, Approver(), runtime=rt)
         waited = time.perf_counter() - t0
         quick = _run(session, "docs__search", {"query": "still there"}, Approver())
     assert (result.status, result.rule) == ("error", "mcp-call-cancelled")
