@@ -23,12 +23,12 @@ so ``charter validate`` stays cheap to start in CI.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TextIO
 
-from charter.compiler.diagnostics import Diagnostic, Severity
+from charter.compiler.diagnostics import Diagnostic
 from charter.compiler.errors import UnknownChoice
-from charter.compiler.render._common import suppression_kind
+from charter.compiler.render._common import exit_code
 
 __all__ = ["FORMATS", "default_format", "exit_code", "render", "want_color"]
 
@@ -96,22 +96,6 @@ def want_color(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool
     from charter.runtime.terminal import wants_colour
 
     return wants_colour(stream, environ)
-
-
-def exit_code(diagnostics: Iterable[Diagnostic], *, deny_warnings: bool) -> int:
-    """0 when nothing fails the run, else 1.
-
-    Errors always fail; warnings fail under ``deny_warnings``; notes never do.
-    A suppressed finding never fails, even if a caller passes it here.
-    """
-    for d in diagnostics:
-        if suppression_kind(d) is not None:
-            continue
-        if d.severity is Severity.ERROR:
-            return 1
-        if d.severity is Severity.WARNING and deny_warnings:
-            return 1
-    return 0
 
 
 def _isatty(stream: TextIO) -> bool:

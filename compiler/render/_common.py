@@ -11,6 +11,7 @@ __all__ = [
     "SUPPRESSION_KEY",
     "Counts",
     "count",
+    "exit_code",
     "ordered",
     "plural",
     "source_line",
@@ -89,3 +90,19 @@ def tool_version() -> str:
     from charter.runtime.version import VERSION
 
     return VERSION
+
+
+def exit_code(diagnostics: Iterable[Diagnostic], *, deny_warnings: bool) -> int:
+    """0 when nothing fails the run, else 1.
+
+    Errors always fail; warnings fail under ``deny_warnings``; notes never do.
+    A suppressed finding never fails, even if a caller passes it here.
+    """
+    for d in diagnostics:
+        if suppression_kind(d) is not None:
+            continue
+        if d.severity is Severity.ERROR:
+            return 1
+        if d.severity is Severity.WARNING and deny_warnings:
+            return 1
+    return 0

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from charter.compiler.diagnostics import Diagnostic
-from charter.compiler.render._common import count, ordered, suppression_kind
+from charter.compiler.render._common import count, exit_code, ordered, suppression_kind
 
 __all__ = ["SCHEMA_VERSION", "finding_object", "render_json"]
 
@@ -42,8 +42,6 @@ def finding_object(d: Diagnostic, *, suppressed: bool) -> dict[str, Any]:
 def render_json(
     diagnostics: Sequence[Diagnostic], suppressed: Sequence[Diagnostic], *, deny_warnings: bool
 ) -> str:
-    from charter.compiler.render import exit_code
-
     counts = count(diagnostics, suppressed)
     rows = [(d, False) for d in set(diagnostics)] + [(d, True) for d in set(suppressed)]
     rows.sort(key=lambda row: (row[0].sort_key(), row[1]))
