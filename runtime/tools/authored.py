@@ -447,7 +447,7 @@ def run_authored(
 ) -> ToolResult:
     """Run the authored tool ``entry`` for a call every gate has passed.
 
-    ``rt`` is the run's :class:`~charter.runtime.tools.registry.ToolRuntime`
+    ``rt`` is the run's :class:`~charter.runtime.tools.base.ToolRuntime`
     (its workspace, project root, redactor, timeout and cancel event are
     used). Never raises for anything the module does."""
     redactor: Redactor = rt.redactor
