@@ -505,13 +505,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _with_client_rules(starter: str, root: Path) -> tuple[str, list[Any]]:
     """The starter policy with the workspace's Claude Code permission rules
-    carried in (see :mod:`charter.compiler.client_rules`): a rule for a whole
+    carried in (see :mod:`charter.compiler.resolve.client_rules`): a rule for a whole
     tool sets that tool's permission in the stage (only ever stricter, but
     for the web tools a blueprint may allow), an allowed command becomes a
     ``[safe_commands]`` entry. Returns the text and every rule's fate."""
     import re
 
-    from charter.compiler.client_rules import policy_additions, read_rules, translate
+    from charter.compiler.resolve.client_rules import policy_additions, read_rules, translate
     from charter.runtime.plan.vocabulary import RANK
 
     rules, problems = read_rules(root)
@@ -543,7 +543,7 @@ def _report_client_rules(root: Path, carried: list[Any], *, kept: bool) -> None:
     the policy, already Charter's answer, kept by Claude Code itself, or not
     carried (Charter's own answer stands); never silently dropped."""
     if kept:
-        from charter.compiler.client_rules import read_rules
+        from charter.compiler.resolve.client_rules import read_rules
 
         rules, _problems = read_rules(root)
         if rules:

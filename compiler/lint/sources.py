@@ -282,7 +282,7 @@ def _inert_blueprint_safe_commands(ctx: AgentContext, project_root: Path) -> Non
     )
     if trusted:
         return
-    from charter.compiler.client_rules import vouched
+    from charter.compiler.resolve.client_rules import vouched
     from charter.compiler.frontends.config_toml import SafeShellEntry
     from charter.compiler.resolve.agent import agent_directory
 

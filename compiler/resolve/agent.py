@@ -68,8 +68,8 @@ def resolve_shell_policy(
         # error whether or not anyone has trusted the block yet. An entry
         # carrying a coding client's allow rule takes effect while the
         # client's settings in the policy's workspace still hold that rule
-        # (charter init writes them; see charter.compiler.client_rules).
-        from charter.compiler.client_rules import vouched
+        # (charter init writes them; see charter.compiler.resolve.client_rules).
+        from charter.compiler.resolve.client_rules import vouched
 
         bp_policy, inert_diags = compile_shell_policy(
             bp.safe_commands,

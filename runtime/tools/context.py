@@ -16,6 +16,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.results import ToolResult, refusal
+from charter.runtime.tools.regions import (
+    RUNTIME_REGIONS,
+    ContextEntry,
+    admit,
+    not_found,
+    region_tokens,
+)
 
 if TYPE_CHECKING:
     from charter.runtime.plan import ContextRegion, ScriptSource
@@ -44,13 +51,6 @@ MAX_ITEMS = 512
 # prompt says what was left out and how to reach it (context_read), rather
 # than letting one large section crowd out the conversation.
 FOLD_MAX_CHARS = 48_000
-
-
-@dataclass(slots=True)
-class ContextEntry:
-    content: str
-    key: str | None = None
-    stamp: int = 0  # when it was last written (a hashmap evicts the least recent)
 
 
 @dataclass(slots=True)
@@ -123,8 +123,6 @@ def _known(names: Mapping[str, object]) -> str:
 def _undeclared(store: RunStore, region: str) -> ToolResult | None:
     """The refusal for a region the stage's layout does not have, if it has
     a layout (the runtime's own regions are always there)."""
-    from charter.runtime.tools.regions import RUNTIME_REGIONS, not_found
-
     if store.layout is None or region in store.layout or region in RUNTIME_REGIONS:
         return None
     return not_found(store, region)
@@ -139,8 +137,6 @@ def _context_write(args: Mapping[str, Any], store: RunStore, append: bool) -> To
         return refused
     declared = store.layout.get(region) if store.layout is not None else None
     if declared is not None:
-        from charter.runtime.tools.regions import admit
-
         if len(store.regions.get(region, ())) >= MAX_ENTRIES and declared.kind != "hashmap":
             return _error("context-full", f"section {region!r} holds at most {MAX_ENTRIES} entries")
         return admit(store, declared, content, key, replace=not append)
@@ -234,8 +230,6 @@ def _context_delete(args: Mapping[str, Any], store: RunStore) -> ToolResult:
 def _context_list(args: Mapping[str, Any], store: RunStore) -> ToolResult:
     region = args.get("region")
     if region is None and store.layout is not None:
-        from charter.runtime.tools.regions import region_tokens
-
         lines = [
             f"{name} ({r.kind}): {len(store.regions.get(name, ()))} entries, "
             f"~{region_tokens(store.regions.get(name, []))} of {r.max_tokens} tokens"
@@ -450,8 +444,6 @@ def run_checklist(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None) ->
         if store.layout is not None:
             declared = store.layout.get(region)
             if declared is None:
-                from charter.runtime.tools.regions import not_found
-
                 return not_found(store, region)
             if declared.kind != "checklist":
                 return _error(

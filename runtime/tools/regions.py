@@ -28,16 +28,18 @@ this module only decides what a write does to them.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from charter.runtime.results import ToolResult, refusal
 
 if TYPE_CHECKING:
     from charter.runtime.plan import ContextRegion
-    from charter.runtime.tools.context import ContextEntry, RunStore
+    from charter.runtime.tools.context import RunStore
 
 __all__ = [
     "RUNTIME_REGIONS",
+    "ContextEntry",
     "admit",
     "estimate_tokens",
     "fill_region",
@@ -47,6 +49,16 @@ __all__ = [
     "region_tokens",
     "route_result",
 ]
+
+
+@dataclass(slots=True)
+class ContextEntry:
+    """One entry of a context region (or free-form section)."""
+
+    content: str
+    key: str | None = None
+    stamp: int = 0  # when it was last written (a hashmap evicts the least recent)
+
 
 # Regions the runtime itself writes, valid whatever the layout declares
 # (Leviath carries these in every window).
@@ -108,8 +120,6 @@ def admit(
     """Apply one ``context_write`` (``replace``) or ``context_append`` to
     ``region``, whose entries are ``store.regions[region.name]``. The caller
     holds the store's lock."""
-    from charter.runtime.tools.context import ContextEntry
-
     entries = store.regions.setdefault(region.name, [])
     if region.kind == "checklist":
         return refusal(
@@ -183,8 +193,6 @@ def _upsert(
     *,
     append: bool,
 ) -> ToolResult:
-    from charter.runtime.tools.context import ContextEntry
-
     for n, entry in enumerate(entries):
         if entry.key == key:
             text = f"{entry.content}\n{content}" if append else content
@@ -217,8 +225,6 @@ def layout_of(regions: tuple[ContextRegion, ...]) -> Mapping[str, ContextRegion]
 def fill_region(store: RunStore, region: ContextRegion, text: str) -> int:
     """Put a seed's ``text`` in ``region`` in place of what it held, cut to
     the region's budget (saying so) when it is larger; the tokens kept."""
-    from charter.runtime.tools.context import ContextEntry
-
     if region.kind == "checklist":
         return 0  # a checklist holds items, which only the todo tools add
     budget_chars = region.max_tokens * 4

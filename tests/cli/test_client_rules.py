@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from charter.compiler.cli import main
-from charter.compiler.client_rules import ClientRule, read_rules, translate
+from charter.compiler.resolve.client_rules import ClientRule, read_rules, translate
 
 CHARTER = [sys.executable, "-m", "charter.compiler"]
 GOLDEN = Path(__file__).resolve().parent.parent / "fixtures" / "clients" / "claude_rules.tsv"
@@ -227,6 +227,6 @@ def test_doctor_fails_a_plan_that_still_allows_a_rule_the_team_removed(
 def test_a_toml_string_reads_back_as_written(text: str) -> None:
     import tomllib
 
-    from charter.compiler.client_rules import toml_string
+    from charter.compiler.resolve.client_rules import toml_string
 
     assert tomllib.loads(f"k = {toml_string(text)}")["k"] == text
