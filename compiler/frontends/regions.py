@@ -1,13 +1,14 @@
 """Context regions of a blueprint: ``[context.regions.<name>]`` and a stage's
 ``[stages.<name>.context.regions]``.
 
-Charter does not lay out a context window, but it reads every region key the
-way Leviath does, for two reasons. A value Leviath refuses when it loads the
-blueprint (``kind = "cusotm"``, ``budget = "lots"``, ``"150%"``) must be an
-error here too, at its line and column, or ``charter validate`` would pass a
-blueprint that does not start. And several checks need the regions: a seed
-that runs a command or calls tools before anyone is asked, a required region
-no stage can fill, a compact edge that would paraphrase a deliverable.
+Charter reads every region key the way Leviath does: a value Leviath refuses
+when it loads the blueprint (``kind = "cusotm"``, ``budget = "lots"``,
+``"150%"``) is an error here too, at its line and column, or ``charter
+validate`` would pass a blueprint that does not start. The layout then reaches
+the plan (``compiler/resolve/regions.py``) and the runtime lays it out; several
+lints read it too: a seed that runs a command or calls tools before anyone is
+asked, a required region no stage can fill, a compact edge that would
+paraphrase a deliverable.
 
 Seeds are the one place where Leviath is lenient: a seed table none of whose
 keys it recognises is dropped and the region starts empty. Charter keeps such
