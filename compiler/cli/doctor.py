@@ -254,9 +254,9 @@ def _check_client_rules(plan: Path, agent: str | None, root: Path, rep: Report) 
     """The commands the plan allows because the team's Claude Code settings
     allowed them (charter init carried them) must still be allowed there:
     a rule the team removed keeps allowing until the plan is compiled again."""
-    from charter.compiler.resolve.client_rules import vouched
     from charter.compiler.frontends.blueprint import load_blueprint
     from charter.compiler.frontends.config_toml import SafeShellEntry
+    from charter.compiler.resolve.client_rules import vouched
     from charter.runtime.plan.loader import PlanError, load_plan
 
     if agent is None:

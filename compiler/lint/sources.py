@@ -282,9 +282,9 @@ def _inert_blueprint_safe_commands(ctx: AgentContext, project_root: Path) -> Non
     )
     if trusted:
         return
-    from charter.compiler.resolve.client_rules import vouched
     from charter.compiler.frontends.config_toml import SafeShellEntry
     from charter.compiler.resolve.agent import agent_directory
+    from charter.compiler.resolve.client_rules import vouched
 
     # Entries the client's own settings vouch for take effect (charter init
     # carried them from Claude Code's allow rules); name only the others.
