@@ -14,7 +14,6 @@ be installed.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -22,40 +21,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from _support.clients import (
-    CLAUDE_CODE_VERSION,
-    GEMINI_CLI_VERSION,
     FakeModel,
-    InstallError,
     Place,
-    install_claude,
-    install_gemini,
     run_claude,
     run_gemini,
 )
 
 CHARTER = [sys.executable, "-m", "charter.compiler"]
-
-
-@pytest.fixture(scope="module")
-def claude() -> Path:
-    try:
-        return Path(install_claude())
-    except InstallError as exc:
-        if os.environ.get("CHARTER_E2E") == "require":
-            raise
-        pytest.skip(f"Claude Code {CLAUDE_CODE_VERSION} end-to-end tests skipped: {exc}")
-
-
-@pytest.fixture(scope="module")
-def gemini() -> Path:
-    try:
-        return Path(install_gemini())
-    except InstallError as exc:
-        if os.environ.get("CHARTER_E2E") == "require":
-            raise
-        pytest.skip(f"Gemini CLI {GEMINI_CLI_VERSION} end-to-end tests skipped: {exc}")
 
 
 def _init(place: Place, url: str, client: str = "claude-code") -> Path:
