@@ -31,10 +31,18 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))] if ordered else 0.0
 
 
-def hook_events(ws: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[bytes]:
-    """Claude Code PreToolUse events for ``(tool_name, tool_input)`` pairs in ``ws``."""
+def hook_events(ws: Path, more: list[tuple[str, dict[str, Any]]]) -> list[bytes]:
+    """Claude Code PreToolUse events in ``ws``: a read, a read-only Bash command
+    and a write outside the workspace, then a bench's own ``(tool_name,
+    tool_input)`` pairs."""
     base = {"session_id": "bench", "cwd": str(ws), "permission_mode": "default",
             "hook_event_name": "PreToolUse", "tool_use_id": "toolu_bench"}  # fmt: skip
+    calls = [
+        ("Read", {"file_path": str(ws / "README.md")}),
+        ("Bash", {"command": "git status --short", "description": "status"}),
+        ("Write", {"file_path": "/etc/motd", "content": "x"}),
+        *more,
+    ]
     return [json.dumps({**base, "tool_name": t, "tool_input": i}).encode() for t, i in calls]
 
 

@@ -44,9 +44,6 @@ def _events(ws: Path) -> list[bytes]:
     return hook_events(
         ws,
         [
-            ("Read", {"file_path": str(ws / "README.md")}),
-            ("Bash", {"command": "git status --short", "description": "status"}),
-            ("Write", {"file_path": "/etc/motd", "content": "x"}),
             ("Bash", {"command": "rm -rf ~/.ssh", "description": "x"}),
         ],
     )
