@@ -55,6 +55,19 @@ def _serve(place: Place, tmp: Path) -> tuple[subprocess.Popen[bytes], int]:
     raise AssertionError("charter serve did not start")
 
 
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 0
+
+
+def _assert_allowed_and_denied_with_the_token(tmp: Path) -> None:
+    """The server's log: it allowed a call and denied one, and no call lacked the token."""
+    log = [json.loads(x) for x in (tmp / "decisions.jsonl").read_text().splitlines()]
+    decided = [x["decision"] for x in log if x["event"] == "decision"]
+    assert "allow" in decided and "deny" in decided
+    assert not any("bearer token" in str(x.get("reason")) for x in log)  # every call had it
+
+
 def _point_at(settings: Path, port: int) -> None:
     settings.write_text(settings.read_text().replace("127.0.0.1:8787", f"127.0.0.1:{port}"))
 
@@ -86,12 +99,8 @@ def test_the_http_hook_init_writes_sends_the_token_and_blocks_when_the_server_is
         assert result is not None and result["error"] and "charter:" in result["text"], result
         assert "outside-marker" not in result["text"]
     finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
-    log = [json.loads(x) for x in (tmp_path / "decisions.jsonl").read_text().splitlines()]
-    decided = [x["decision"] for x in log if x["event"] == "decision"]
-    assert "allow" in decided and "deny" in decided
-    assert not any("bearer token" in str(x.get("reason")) for x in log)  # every call had it
+        _stop(proc)
+    _assert_allowed_and_denied_with_the_token(tmp_path)
 
     # the server is down: Claude Code blocks the call (onFailure), never runs it
     write = {"name": "Write", "input": {"file_path": "{WS}/new.txt", "content": "x\n"}}
@@ -121,9 +130,5 @@ def test_the_curl_hook_init_writes_for_gemini_sends_the_token(gemini: Path, tmp_
                 assert "charter:" in result["text"], result
                 assert not (place.ws / "new.txt").exists()
     finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
-    log = [json.loads(x) for x in (tmp_path / "decisions.jsonl").read_text().splitlines()]
-    decided = [x["decision"] for x in log if x["event"] == "decision"]
-    assert "allow" in decided and "deny" in decided
-    assert not any("bearer token" in str(x.get("reason")) for x in log)  # every call had it
+        _stop(proc)
+    _assert_allowed_and_denied_with_the_token(tmp_path)
