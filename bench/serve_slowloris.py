@@ -25,39 +25,28 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import json
 import os
-import shutil
-import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from _serve import hook_events, prepare, start, stop, wait_port
+from _serve import pct as _pct
+
 HALF = (
     b"POST /v1/hooks/claude-code HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
 )
 
 
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def _events(ws: Path) -> list[bytes]:
-    base = {"session_id": "bench", "cwd": str(ws), "permission_mode": "default",
-            "hook_event_name": "PreToolUse", "tool_use_id": "toolu_bench"}  # fmt: skip
-    calls = [
-        ("Read", {"file_path": str(ws / "README.md")}),
-        ("Bash", {"command": "git status --short", "description": "status"}),
-        ("Write", {"file_path": "/etc/motd", "content": "x"}),
-        ("Bash", {"command": "rm -rf ~/.ssh", "description": "x"}),
-    ]
-    return [json.dumps({**base, "tool_name": t, "tool_input": i}).encode() for t, i in calls]
+    return hook_events(
+        ws,
+        [
+            ("Bash", {"command": "rm -rf ~/.ssh", "description": "x"}),
+        ],
+    )
 
 
 class Attack:
@@ -161,34 +150,14 @@ def main() -> int:
     ap.add_argument("--serve-arg", action="append", default=[], help="extra server option")
     a = ap.parse_args()
     attack_n = max(1, min(a.attack, 2000))
-    env = dict(os.environ)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    work = Path(tempfile.mkdtemp(prefix="charter-slowloris-"))
-    ws = work / "ws"
-    ws.mkdir()
-    (ws / "README.md").write_text("bench\n")
-    plan = work / "plan.json"
-    charter = [a.python, "-m", "charter.compiler"]
-    subprocess.run([*charter, "compile", str(REPO / "blueprints" / "coder"), "--no-user-config",
-                    "-o", str(plan)], check=True, capture_output=True, env=env)  # fmt: skip
-    port_file = work / "port"
-    server = subprocess.Popen(
-        [*charter, "serve", str(plan), "--agent", "coder", "--stage", "implement",
-         "--listen", "127.0.0.1:0", "--port-file", str(port_file),
-         "--log", str(work / "decisions.jsonl"), *a.serve_arg],
-        env=env, stderr=subprocess.DEVNULL, cwd=work,
-    )  # fmt: skip
+    b = prepare("charter-slowloris-", a.python)
+    server = start(b, a.serve_arg, cwd=b.work)
     attack: Attack | None = None
     try:
-        for _ in range(300):
-            if port_file.exists() and port_file.read_text().strip():
-                break
-            if server.poll() is not None:
-                print("charter serve did not start", file=sys.stderr)
-                return 1
-            time.sleep(0.05)
-        port = int(port_file.read_text())
-        events = _events(ws)
+        port = wait_port(b, server, 300)
+        if port is None:
+            return 1
+        events = _events(b.ws)
         _honest(port, events, 20, a.phase_seconds)  # warm up
         base_fresh, base_kept, base_failed = _honest(port, events, a.calls, a.phase_seconds)
         attack = Attack(port, attack_n)
@@ -200,12 +169,7 @@ def main() -> int:
     finally:
         if attack is not None:
             attack.close()
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        shutil.rmtree(work, ignore_errors=True)
+        stop(b, server, 15)
 
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"attack: {attack_n} half-sent connections ({held} open when timing began, "

@@ -108,7 +108,30 @@ def enqueue(q: queue.Queue[_Line | None], line: _Line, block: bool, counter: lis
     return line
 
 
-class DecisionLog:
+class _Recorder:
+    """How lines reach the decision log, shared by the log itself and a
+    worker's link to it: onto a bounded queue that one thread drains."""
+
+    _queue: queue.Queue[_Line | None]
+    dropped: list[int]
+
+    def record(self, event: str, fields: dict[str, Any], *, args: Any = None) -> _Line:
+        """Queue one line; ``args`` (the call's arguments) only serve to find
+        secrets and to compute the digest, and are never written. Wait on the
+        returned line (:meth:`_Line.durable`) before answering."""
+        line = _Line(event, fields, args)
+        self._queue.put(line)
+        return line
+
+    def record_later(
+        self, event: str, work: Callable[[], tuple[dict[str, Any], Any]], *, block: bool = True
+    ) -> _Line:
+        """:meth:`record`, with the fields and arguments worked out by
+        ``work()`` in the writer thread (``block`` False: see :func:`enqueue`)."""
+        return enqueue(self._queue, _Line(event, {}, None, work), block, self.dropped)
+
+
+class DecisionLog(_Recorder):
     """Append decision records to ``path`` from a background thread."""
 
     def __init__(
@@ -164,21 +187,6 @@ class DecisionLog:
         if self._lock_fd >= 0:
             os.close(self._lock_fd)  # the owner's descriptor still holds the lock
             self._lock_fd = -1
-
-    def record(self, event: str, fields: dict[str, Any], *, args: Any = None) -> _Line:
-        """Queue one line; ``args`` (the call's arguments) only serve to find
-        secrets and to compute the digest, and are never written. Wait on the
-        returned line (:meth:`_Line.durable`) before answering."""
-        line = _Line(event, fields, args)
-        self._queue.put(line)
-        return line
-
-    def record_later(
-        self, event: str, work: Callable[[], tuple[dict[str, Any], Any]], *, block: bool = True
-    ) -> _Line:
-        """:meth:`record`, with the fields and arguments worked out by
-        ``work()`` in the writer thread (``block`` False: see :func:`enqueue`)."""
-        return enqueue(self._queue, _Line(event, {}, None, work), block, self.dropped)
 
     def close(self) -> None:
         if self._thread.is_alive():

@@ -22,14 +22,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
-from charter.runtime.serve.log import DecisionLog, _Line, enqueue
+from charter.runtime.serve.log import DecisionLog, _Line, _Recorder
 
 __all__ = ["LogLink", "relay"]
 
 
-class LogLink:
+class LogLink(_Recorder):
     """A worker's side: the :class:`DecisionLog` interface the Decider uses."""
 
     def __init__(self, sock: socket.socket, *, on_lost: Callable[[], None] | None = None) -> None:
@@ -46,16 +45,6 @@ class LogLink:
         self._receiver = threading.Thread(target=self._receive, name="charter-log-ack", daemon=True)
         self._sender.start()
         self._receiver.start()
-
-    def record(self, event: str, fields: dict[str, Any], *, args: Any = None) -> _Line:
-        line = _Line(event, fields, args)
-        self._queue.put(line)
-        return line
-
-    def record_later(
-        self, event: str, work: Callable[[], tuple[dict[str, Any], Any]], *, block: bool = True
-    ) -> _Line:
-        return enqueue(self._queue, _Line(event, {}, None, work), block, self.dropped)
 
     def close(self) -> None:
         """Send what is queued, wait (a few seconds at most) for it to be on

@@ -31,14 +31,9 @@ from typing import Any
 
 import pytest
 from _support.clients import (
-    CLAUDE_CODE_VERSION,
-    GEMINI_CLI_VERSION,
     GEMINI_USER_SETTINGS,
     FakeModel,
-    InstallError,
     Place,
-    install_claude,
-    install_gemini,
     run_claude,
     run_gemini,
 )
@@ -46,25 +41,6 @@ from _support.clients import (
 from charter.compiler.cli import main
 
 BIN = str(Path(sys.executable).parent)
-
-
-def _client(install: Any, what: str) -> Path:
-    try:
-        return Path(install())
-    except InstallError as exc:
-        if os.environ.get("CHARTER_E2E") == "require":
-            raise
-        pytest.skip(f"{what} end-to-end tests skipped: {exc}")
-
-
-@pytest.fixture(scope="module")
-def claude() -> Path:
-    return _client(install_claude, f"Claude Code {CLAUDE_CODE_VERSION}")
-
-
-@pytest.fixture(scope="module")
-def gemini() -> Path:
-    return _client(install_gemini, f"Gemini CLI {GEMINI_CLI_VERSION}")
 
 
 @pytest.fixture

@@ -14,7 +14,6 @@ be installed.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -22,40 +21,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from _support.clients import (
-    CLAUDE_CODE_VERSION,
-    GEMINI_CLI_VERSION,
     FakeModel,
-    InstallError,
     Place,
-    install_claude,
-    install_gemini,
     run_claude,
     run_gemini,
 )
 
 CHARTER = [sys.executable, "-m", "charter.compiler"]
-
-
-@pytest.fixture(scope="module")
-def claude() -> Path:
-    try:
-        return Path(install_claude())
-    except InstallError as exc:
-        if os.environ.get("CHARTER_E2E") == "require":
-            raise
-        pytest.skip(f"Claude Code {CLAUDE_CODE_VERSION} end-to-end tests skipped: {exc}")
-
-
-@pytest.fixture(scope="module")
-def gemini() -> Path:
-    try:
-        return Path(install_gemini())
-    except InstallError as exc:
-        if os.environ.get("CHARTER_E2E") == "require":
-            raise
-        pytest.skip(f"Gemini CLI {GEMINI_CLI_VERSION} end-to-end tests skipped: {exc}")
 
 
 def _init(place: Place, url: str, client: str = "claude-code") -> Path:
@@ -80,6 +53,19 @@ def _serve(place: Place, tmp: Path) -> tuple[subprocess.Popen[bytes], int]:
         time.sleep(0.05)
     proc.kill()
     raise AssertionError("charter serve did not start")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 0
+
+
+def _assert_allowed_and_denied_with_the_token(tmp: Path) -> None:
+    """The server's log: it allowed a call and denied one, and no call lacked the token."""
+    log = [json.loads(x) for x in (tmp / "decisions.jsonl").read_text().splitlines()]
+    decided = [x["decision"] for x in log if x["event"] == "decision"]
+    assert "allow" in decided and "deny" in decided
+    assert not any("bearer token" in str(x.get("reason")) for x in log)  # every call had it
 
 
 def _point_at(settings: Path, port: int) -> None:
@@ -113,12 +99,8 @@ def test_the_http_hook_init_writes_sends_the_token_and_blocks_when_the_server_is
         assert result is not None and result["error"] and "charter:" in result["text"], result
         assert "outside-marker" not in result["text"]
     finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
-    log = [json.loads(x) for x in (tmp_path / "decisions.jsonl").read_text().splitlines()]
-    decided = [x["decision"] for x in log if x["event"] == "decision"]
-    assert "allow" in decided and "deny" in decided
-    assert not any("bearer token" in str(x.get("reason")) for x in log)  # every call had it
+        _stop(proc)
+    _assert_allowed_and_denied_with_the_token(tmp_path)
 
     # the server is down: Claude Code blocks the call (onFailure), never runs it
     write = {"name": "Write", "input": {"file_path": "{WS}/new.txt", "content": "x\n"}}
@@ -148,9 +130,5 @@ def test_the_curl_hook_init_writes_for_gemini_sends_the_token(gemini: Path, tmp_
                 assert "charter:" in result["text"], result
                 assert not (place.ws / "new.txt").exists()
     finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
-    log = [json.loads(x) for x in (tmp_path / "decisions.jsonl").read_text().splitlines()]
-    decided = [x["decision"] for x in log if x["event"] == "decision"]
-    assert "allow" in decided and "deny" in decided
-    assert not any("bearer token" in str(x.get("reason")) for x in log)  # every call had it
+        _stop(proc)
+    _assert_allowed_and_denied_with_the_token(tmp_path)

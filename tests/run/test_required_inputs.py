@@ -12,15 +12,21 @@ import pytest
 from _support.corpora import SKIP_REASON, leviath_root
 
 
-def test_the_reviewer_does_not_start_without_its_diff(charter_run: Any, tmp_path: Path) -> None:
+def _reviewer(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of Leviath's reviewer agent and an empty work folder (skips without the corpora)."""
     root = leviath_root()
     if root is None:
         pytest.skip(SKIP_REASON)
     agent = tmp_path / "reviewer"
     shutil.copytree(root / "agents" / "reviewer", agent)
-    (tmp_path / "model.yaml").write_text("turns:\n  - {text: hi}\n", "utf-8")
     work = tmp_path / "work"
     work.mkdir()
+    return agent, work
+
+
+def test_the_reviewer_does_not_start_without_its_diff(charter_run: Any, tmp_path: Path) -> None:
+    agent, work = _reviewer(tmp_path)
+    (tmp_path / "model.yaml").write_text("turns:\n  - {text: hi}\n", "utf-8")
     args = ("--agent", "reviewer", "--model", f"script:{tmp_path / 'model.yaml'}", "--yolo")
     ran = charter_run(agent, *args, workdir=work)
     assert ran.code == 2 and "--input diff=VALUE" in ran.stderr
@@ -30,13 +36,7 @@ def test_the_reviewer_does_not_start_without_its_diff(charter_run: Any, tmp_path
 
 
 def test_a_task_no_region_reads_is_refused_not_ignored(charter_run: Any, tmp_path: Path) -> None:
-    root = leviath_root()
-    if root is None:
-        pytest.skip(SKIP_REASON)
-    agent = tmp_path / "reviewer"
-    shutil.copytree(root / "agents" / "reviewer", agent)
-    work = tmp_path / "work"
-    work.mkdir()
+    agent, work = _reviewer(tmp_path)
     args = ("--agent", "reviewer", "--model", "script:unused", "--yolo", "--input", "diff=+x")
     ran = charter_run(agent, *args, "--task", "review it", workdir=work)
     assert ran.code == 2 and not ran.of("run_started")
