@@ -90,6 +90,19 @@ def _budget(region: Region, size: int) -> int:
     return tokens
 
 
+def _compact_at(region: Region, budget: int) -> int | None:
+    """Where a compacting region is summarized in place: ``compact_at`` of
+    its resolved budget, ``threshold_tokens``, the lower of the two; None
+    when neither is set (the region then rolls its oldest entries off)."""
+    marks: list[int] = []
+    fraction = parse_percentage(region.compact_at) if region.compact_at is not None else None
+    if fraction is not None:
+        marks.append(round(budget * fraction))
+    if region.threshold_tokens is not None:
+        marks.append(region.threshold_tokens)
+    return min(marks) if marks else None
+
+
 def _seed(name: str, region: Region) -> RegionSeed | None:
     seed = region.seed
     if seed is None:
@@ -157,6 +170,10 @@ def stage_layout(ctx: AgentContext, entry: StageEntry, size: int) -> tuple[Conte
                 strategy=region.strategy or "per_item",
                 overflow=region.overflow or 0,
                 compact_count=region.compact_count or 10,
+                compact_at_tokens=_compact_at(region, _budget(region, size))
+                if kind == "compacting"
+                else None,
+                source_region=region.source_region if kind == "compact_history" else None,
                 max_entries=region.max_entries,
                 required=region.is_required,
                 summarizable=region.can_be_summarized,

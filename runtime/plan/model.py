@@ -470,6 +470,10 @@ class ContextRegion(_Frozen):
     strategy: Literal["per_item", "bulk", "compact"] = "per_item"
     overflow: int = 0  # sliding_window, strategy = "bulk"
     compact_count: int = 0  # sliding_window, strategy = "compact"
+    # compacting: past this many tokens the model summarizes the region in place
+    # (compact_at of the budget, threshold_tokens, whichever is lower)
+    compact_at_tokens: int | None = None
+    source_region: str | None = None  # compact_history: whose summaries it keeps
     max_entries: int | None = None  # hashmap
     required: bool = False
     summarizable: bool = True  # a compact edge may rewrite it

@@ -111,6 +111,7 @@ from charter.runtime.run.progress import Meter
 from charter.runtime.run.prompt import hinted_edges, offered_specs, system_prompt
 from charter.runtime.run.regionwork import (
     apply_transform,
+    queue_compactions,
     report,
     routed,
     seed_entered_stage,
@@ -846,6 +847,7 @@ class AgentRun:
                     f"stage '{stage.name}' used all {limit} of its iterations without finishing",
                 )
             await self._attach_mcp()
+            queue_compactions(self)
             if self.pending_summaries:
                 await summarize_pending(self)
             if self.seeding:

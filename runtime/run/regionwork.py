@@ -23,14 +23,27 @@ from charter.runtime.run.transforms import (
 )
 from charter.runtime.tools.context import ContextEntry
 from charter.runtime.tools.files import run_read
-from charter.runtime.tools.regions import fill_region, note_report, route_result
+from charter.runtime.tools.regions import (
+    admit,
+    fill_region,
+    note_report,
+    region_tokens,
+    route_result,
+)
 from charter.runtime.tools.shell import unattended_shell
 
 if TYPE_CHECKING:
     from charter.runtime.run.context import AgentResult
     from charter.runtime.run.loop import AgentRun
 
-__all__ = ["apply_transform", "report", "routed", "seed_entered_stage", "summarize_pending"]
+__all__ = [
+    "apply_transform",
+    "queue_compactions",
+    "report",
+    "routed",
+    "seed_entered_stage",
+    "summarize_pending",
+]
 
 
 async def seed_entered_stage(run: AgentRun) -> AgentResult | None:
@@ -147,6 +160,22 @@ def apply_transform(
             run.pending_summaries.append((name, text, how.prompt, None))
 
 
+def queue_compactions(run: AgentRun) -> None:
+    """A compacting region past its ``compact_at`` mark is summarized in
+    place before the next turn, as Leviath compacts it; the summary also
+    goes to every compact_history region that names it as its source."""
+    store = run.rt.store
+    with store.lock:
+        for region in run.stage.regions:
+            mark = region.compact_at_tokens
+            entries = store.regions.get(region.name, [])
+            if region.kind != "compacting" or mark is None or len(entries) < 2:
+                continue
+            if region_tokens(entries) > mark:
+                text = "\n\n".join(e.content for e in entries)
+                run.pending_summaries.append((region.name, text, None, None))
+
+
 async def summarize_pending(run: AgentRun) -> None:
     """Ask the model for the summaries a compact edge left (the conversation
     of the stage left, and each region it rewrites), before the new stage's
@@ -185,8 +214,10 @@ async def summarize_pending(run: AgentRun) -> None:
             )
             run.messages.append(Message.user(note))
         elif summary:
-            with run.rt.store.lock:
-                run.rt.store.regions[what] = [
-                    ContextEntry(summary, None, stamp=run.rt.store.tick())
-                ]
+            store = run.rt.store
+            with store.lock:
+                store.regions[what] = [ContextEntry(summary, None, stamp=store.tick())]
+                for history in run.stage.regions:
+                    if history.kind == "compact_history" and history.source_region == what:
+                        admit(store, history, summary, None, replace=False)
     run.refresh_system_prompt()

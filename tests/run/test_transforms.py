@@ -107,3 +107,36 @@ def test_a_summary_the_model_cannot_write_leaves_the_runtimes_record(recorded_ru
     assert "In stage 'one':\n- context_write: ok" in str(last.messages[-1].content)
     assert "## notes\nlong notes" in last.system  # left as it was
     assert sum("no summary" in n["message"] for n in ran.of("notice")) == 3
+
+
+COMPACTING = """[agent]
+name = "reader"
+
+[context.regions]
+task = { kind = "pinned" }
+codebase = { kind = "compacting", max_tokens = 1000, compact_at = "50%" }
+history = { kind = "compact_history", source_region = "codebase" }
+
+[stages.read]
+mode = "autonomous"
+available_tools = ["context_append"]
+"""
+
+
+def test_a_compacting_region_past_its_mark_is_summarized_in_place(recorded_run: Any) -> None:
+    big = "x" * 1200  # 300 tokens each: two are past 50% of 1,000
+    script = (
+        "turns:\n"
+        "  - stage: read\n    tool_calls:\n"
+        f"      - {{name: context_append, arguments: {{region: codebase, content: '{big}'}}}}\n"
+        f"      - {{name: context_append, arguments: {{region: codebase, content: '{big}'}}}}\n"
+        "  - {stage: read, text: 'CODE IN SHORT'}\n"  # the summary, asked with no tools
+        "  - {stage: read, text: finished}\n"
+    )
+    ran, provider = recorded_run(COMPACTING, script, "reader", "--yolo", "--task", "t")
+    assert ran.code == 0, ran.finished
+    summary, last = provider.requests[-2], provider.requests[-1]
+    assert not summary.tools and "'codebase'" in str(summary.messages[-1].content)
+    assert "## codebase\nCODE IN SHORT" in last.system and big not in last.system
+    assert "## history\nCODE IN SHORT" in last.system
+    assert [e["what"] for e in ran.of("context_compacted")] == ["codebase"]
