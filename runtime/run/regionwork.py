@@ -183,8 +183,12 @@ async def summarize_pending(run: AgentRun) -> None:
     record (a region as it was)."""
     pending, run.pending_summaries = run.pending_summaries, []
     compaction = run.session.agent.agent.compaction
-    served = compaction is not None and compaction.provider in run.ctx.stage_providers
-    model = compaction.model if served and compaction is not None else None
+    # [compaction]'s own model, when the run's endpoint serves its provider
+    model = (
+        compaction.model
+        if compaction is not None and compaction.provider in run.ctx.stage_providers
+        else None
+    )
     stage = run.stage.name
     for what, text, prompt, record in pending:
         messages = summary_request(what, text, prompt, compaction)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from charter.runtime.models import Message
 from charter.runtime.plan import ContextRegion, Edge, SummaryPolicy
 from charter.runtime.tools.context import RunStore
-from charter.runtime.tools.regions import estimate_tokens
+from charter.runtime.tools.regions import cut_to_tokens
 
 __all__ = ["Transform", "conversation_text", "cut_summary", "plan_transform", "summary_request"]
 
@@ -104,9 +104,7 @@ def summary_request(
 def cut_summary(text: str, compaction: SummaryPolicy | None) -> str:
     """A summary held to ``max_summary_tokens``."""
     limit = (compaction.max_summary_tokens if compaction is not None else None) or 2000
-    if estimate_tokens(text) <= limit:
-        return text
-    return text.encode("utf-8")[: limit * 4].decode("utf-8", "ignore") + "\n[summary cut]"
+    return cut_to_tokens(text, limit, "\n[summary cut]")
 
 
 def conversation_text(messages: list[Message]) -> str:

@@ -41,6 +41,7 @@ __all__ = [
     "RUNTIME_REGIONS",
     "ContextEntry",
     "admit",
+    "cut_to_tokens",
     "estimate_tokens",
     "fill_region",
     "note_report",
@@ -71,6 +72,19 @@ _ROLLS_OFF = frozenset({"temporary", "clearable", "sliding_window", "compacting"
 def estimate_tokens(text: str) -> int:
     """Leviath's budget unit: a quarter of the UTF-8 length, rounded up."""
     return (len(text.encode("utf-8")) + 3) // 4
+
+
+def cut_to_tokens(text: str, limit: int, note: str) -> str:
+    """``text`` held to ``limit`` tokens: cut (between whole characters) and
+    ended with ``note`` saying so, or cut bare when the limit is too small to
+    say so; unchanged when it fits."""
+    if estimate_tokens(text) <= limit:
+        return text
+    room = limit * 4
+    if room < 2 * len(note.encode("utf-8")):
+        note = ""
+    keep = text.encode("utf-8")[: room - len(note.encode("utf-8"))]
+    return keep.decode("utf-8", "ignore") + note
 
 
 def region_tokens(entries: list[ContextEntry]) -> int:
@@ -206,15 +220,16 @@ def _upsert(
     if region.max_entries is not None:
         while len(entries) >= region.max_entries:
             _drop_least_recent(entries)
-    while entries and region_tokens(entries) + tokens > region.max_tokens:
-        _drop_least_recent(entries)
+    used = region_tokens(entries)
+    while entries and used + tokens > region.max_tokens:
+        used -= estimate_tokens(_drop_least_recent(entries).content)
     entries.append(ContextEntry(content, key, stamp=store.tick()))
     return _ok(f"stored entry {key!r} in section {region.name!r}")
 
 
-def _drop_least_recent(entries: list[ContextEntry]) -> None:
+def _drop_least_recent(entries: list[ContextEntry]) -> ContextEntry:
     oldest = min(range(len(entries)), key=lambda i: entries[i].stamp)
-    del entries[oldest]
+    return entries.pop(oldest)
 
 
 def layout_of(regions: tuple[ContextRegion, ...]) -> Mapping[str, ContextRegion] | None:
@@ -227,13 +242,8 @@ def fill_region(store: RunStore, region: ContextRegion, text: str) -> int:
     the region's budget (saying so) when it is larger; the tokens kept."""
     if region.kind == "checklist":
         return 0  # a checklist holds items, which only the todo tools add
-    budget_chars = region.max_tokens * 4
-    if estimate_tokens(text) > region.max_tokens:
-        note = f"\n[seed cut to the region's budget of {region.max_tokens} tokens]"
-        if budget_chars < 2 * len(note):
-            note = ""  # a region too small to say so holds what fits
-        keep = text.encode("utf-8")[: budget_chars - len(note)]
-        text = keep.decode("utf-8", "ignore") + note
+    note = f"\n[seed cut to the region's budget of {region.max_tokens} tokens]"
+    text = cut_to_tokens(text, region.max_tokens, note)
     key = "seed" if region.kind == "hashmap" else None
     with store.lock:
         store.regions[region.name] = [ContextEntry(text, key, stamp=store.tick())]
@@ -248,11 +258,9 @@ def route_result(
     it is routed to a region the stage has, a pointer to that region in its
     place. A region that cannot take the result leaves it in the conversation
     and says why; nothing is dropped unseen."""
-    tokens = estimate_tokens(content)
-    if cap is not None and tokens > cap:
-        note = f"\n[result cut to {cap} of its {tokens} tokens]"
-        content = content.encode("utf-8")[: max(0, cap * 4 - len(note))].decode("utf-8", "ignore")
-        content += note
+    if cap is not None:
+        note = f"\n[result cut to {cap} of its {estimate_tokens(content)} tokens]"
+        content = cut_to_tokens(content, cap, note)
     layout = store.layout or {}
     declared = layout.get(region) if region is not None else None
     if declared is None or declared.name == "conversation" or declared.kind == "checklist":
