@@ -16,6 +16,7 @@ non-loopback address).
 from __future__ import annotations
 
 import argparse
+import gc
 import hashlib
 import os
 import signal
@@ -338,6 +339,11 @@ def run(args: argparse.Namespace) -> int:
         return _refuse(f"cannot listen on {args.listen}: {exc.strerror or exc}")
     # Decide once here, before any fork: the workers inherit the imports.
     Decider(holder, options).warm(os.path.abspath(args.workspace or "."))
+    # The plan and the modules live as long as the server: frozen, the
+    # collector never walks them again (nor writes to their pages, which
+    # the forked workers then keep sharing with this process).
+    gc.collect()
+    gc.freeze()
     bound_host, bound_port = listener.getsockname()[:2]
     url = f"http://[{bound_host}]:{bound_port}" if ":" in bound_host else (
         f"http://{bound_host}:{bound_port}")  # fmt: skip

@@ -89,44 +89,54 @@ class Answer:
 
 
 class Job:
-    """One decision handed to the pool: its future, and how the outcome
-    (the work's result, the time limit passing, a failure) becomes the
-    :class:`Answer`. Whoever waits on :attr:`future` calls exactly one of
-    :meth:`done`, :meth:`timed_out`, :meth:`failed`."""
+    """One decision: the work (under the time limit), and how its outcome
+    (the work's result, the time limit passing, a failure, the server
+    stopping) becomes the :class:`Answer`. Whoever runs it calls exactly one
+    of :meth:`done`, :meth:`timed_out`, :meth:`failed`, :meth:`stopping`:
+    the HTTP side through its :class:`~.handoff.DecisionQueue`, a blocking
+    caller through :meth:`wait` once :meth:`Decider.begin_hook` has handed
+    the job to the pool (:attr:`future`)."""
 
-    __slots__ = ("_deny", "_finish", "future", "limit", "stated")
+    __slots__ = ("_deny", "_finish", "_work", "future", "limit", "stated")
 
     def __init__(
         self,
-        future: Future[dict[str, Any]] | None,
+        work: Callable[[], dict[str, Any]],
         limit: float,
         finish: Callable[[dict[str, Any]], Answer],
         deny: Callable[[str], dict[str, Any]],
     ) -> None:
-        self.future = future  # None: the pool is shut down
+        self._work = work
+        self.future: Future[dict[str, Any]] | None = None  # set once handed to the pool
         self.stated = limit
-        # how long to wait for the future (a limit of 0 is answered at once)
+        # how long to wait for the work (a limit of 0 is answered at once)
         self.limit = limit if limit > 0 else 0.01
         self._finish = finish
         self._deny = deny
+
+    def run(self) -> dict[str, Any]:
+        """The decision, worked out in this thread."""
+        return self._work()
 
     def done(self, out: dict[str, Any]) -> Answer:
         return self._finish(out)
 
     def timed_out(self) -> Answer:
-        if self.future is None:
-            return self._finish(self._deny("the decision server is stopping"))
-        self.future.cancel()  # a decision still queued never starts
+        if self.future is not None:
+            self.future.cancel()  # a decision still queued never starts
         return self._finish(self._deny(f"no decision within {self.stated:g} s"))
 
     def failed(self, exc: BaseException) -> Answer:
         # the adapters never raise; fail closed if one does
         return self._finish(self._deny(f"the hook could not decide ({type(exc).__name__}: {exc})"))
 
+    def stopping(self) -> Answer:
+        return self._finish(self._deny("the decision server is stopping"))
+
     def wait(self) -> Answer:
-        """The answer, waiting in this thread."""
+        """The answer, waiting in this thread for the pool."""
         if self.future is None:
-            return self.timed_out()
+            return self.stopping()
         try:
             return self.done(self.future.result(timeout=self.limit))
         except FutureTimeout:
@@ -169,6 +179,7 @@ class Decider:
         self.holder = holder
         self.options = options
         self.log = log
+        self.threads = workers  # how many threads the pool may run at once
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="charter-decide")
 
     def close(self) -> None:
@@ -193,7 +204,7 @@ class Decider:
 
     # -- running one decision under the time limit ------------------------------
 
-    def _submit(
+    def _job(
         self,
         work: Callable[[], dict[str, Any]],
         finish: Callable[[dict[str, Any]], Answer],
@@ -208,11 +219,24 @@ class Decider:
             with deadline.limit(limit + _ABANDON_AFTER_S if limit > 0 else 0):
                 return work()
 
+        return Job(limited, limit, finish, deny)
+
+    def _submit(self, job: Job) -> Job:
+        """Hand ``job`` to the pool (a blocking caller then waits on it)."""
         try:
-            future: Future[dict[str, Any]] | None = self._pool.submit(limited)
+            job.future = self._pool.submit(job.run)
         except RuntimeError:  # the pool is shut down: the server is stopping
-            future = None
-        return Job(future, limit, finish, deny)
+            job.future = None
+        return job
+
+    def spawn(self, fn: Callable[[], None]) -> bool:
+        """Run ``fn`` in one of the pool's threads; False when the pool is
+        shut down (the server is stopping)."""
+        try:
+            self._pool.submit(fn)
+        except RuntimeError:
+            return False
+        return True
 
     # -- the endpoints ------------------------------------------------------------
 
@@ -222,6 +246,10 @@ class Decider:
 
     def begin_hook(self, kind: HookKind, raw: bytes, *, ask: AskMode | None = None) -> Job:
         """:meth:`hook`, handed to the pool."""
+        return self._submit(self.hook_job(kind, raw, ask=ask))
+
+    def hook_job(self, kind: HookKind, raw: bytes, *, ask: AskMode | None = None) -> Job:
+        """The decision of one hook event, not yet started."""
         start = time.perf_counter()
         used: list[str] = []
         work = self._hook_work(kind, raw, ask, used)
@@ -232,7 +260,7 @@ class Decider:
             ms = (time.perf_counter() - start) * 1000
             return Answer(200, body, decision, reason, ms, used[0] if used else "")
 
-        return self._submit(work, finish, lambda reason: hook_deny(kind, reason))
+        return self._job(work, finish, lambda reason: hook_deny(kind, reason))
 
     def _hook_work(
         self, kind: HookKind, raw: bytes, ask: AskMode | None, used: list[str]
@@ -282,6 +310,10 @@ class Decider:
 
     def begin_check(self, raw: bytes) -> Job:
         """:meth:`check`, handed to the pool."""
+        return self._submit(self.check_job(raw))
+
+    def check_job(self, raw: bytes) -> Job:
+        """The decision of one ``/v1/check`` request, not yet started."""
         start = time.perf_counter()
 
         def bad(reason: str) -> dict[str, Any]:
@@ -345,7 +377,7 @@ class Decider:
             ms = (time.perf_counter() - start) * 1000
             return Answer(status, body, str(out.get("decision")), str(out.get("reason", "")), ms)
 
-        return self._submit(work, finish, bad)
+        return self._job(work, finish, bad)
 
     def health(self) -> Answer:
         from charter.runtime.version import VERSION

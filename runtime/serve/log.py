@@ -25,13 +25,16 @@ import os
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["DecisionLog", "enqueue"]
+__all__ = ["DecisionLog", "Lines", "enqueue"]
 
 _MAX_PREVIEW = 300
+# How long a putter sleeps between looks for room in a full queue.
+_ROOM_WAIT_S = 0.001
 # Lines made durable by one fsync, at most.
 _MAX_BATCH = 512
 # When the log is rotated, and how many old files are kept.
@@ -44,7 +47,12 @@ CONTINUED = "log_continued"
 class _Line:
     """One queued line, and whether it reached the disk."""
 
-    __slots__ = ("_callbacks", "_lock", "args", "done", "event", "fields", "later", "ok")
+    __slots__ = ("_callbacks", "_waiter", "args", "event", "fields", "finished", "later", "ok")
+
+    # One lock for every line: a line is finished once, by the one writer,
+    # and a lock (with an event) of its own cost more than the rest of
+    # queueing it, at every request under load.
+    _guard = threading.Lock()
 
     def __init__(
         self,
@@ -59,29 +67,38 @@ class _Line:
         # fields and args worked out by the writer thread (reading an event
         # costs time the caller's thread may not have to give)
         self.later = later
-        self.done = threading.Event()
+        self.finished = False
         self.ok = False
-        self._lock = threading.Lock()
         self._callbacks: list[Callable[[bool], None]] = []
+        self._waiter: threading.Event | None = None  # made for a blocking wait only
 
     def durable(self, timeout: float) -> bool:
         """Whether the line is on disk, waiting at most ``timeout`` seconds."""
-        return self.done.wait(timeout) and self.ok
+        with _Line._guard:
+            if self.finished:
+                return self.ok
+            if self._waiter is None:
+                self._waiter = threading.Event()
+            waiter = self._waiter
+        return waiter.wait(timeout) and self.ok
 
     def add_done_callback(self, fn: Callable[[bool], None]) -> None:
         """Call ``fn(on_disk)`` once the writer is done with the line (at once
         when it already is), from the writer's thread."""
-        with self._lock:
-            if not self.done.is_set():
+        with _Line._guard:
+            if not self.finished:
                 self._callbacks.append(fn)
                 return
         fn(self.ok)
 
     def finish(self, ok: bool) -> None:
-        with self._lock:
+        with _Line._guard:
             self.ok = ok
-            self.done.set()
+            self.finished = True
             callbacks, self._callbacks = self._callbacks, []
+            waiter = self._waiter
+        if waiter is not None:
+            waiter.set()
         for fn in callbacks:
             try:
                 fn(ok)
@@ -89,22 +106,59 @@ class _Line:
                 print(f"charter serve: a log callback failed: {exc!r}", file=sys.stderr)
 
 
-def enqueue(q: queue.Queue[_Line | None], line: _Line, block: bool, counter: list[int]) -> _Line:
+class Lines:
+    """A bounded queue of lines between threads.
+
+    ``queue.Queue`` keeps its bound with condition variables written in
+    Python, and under load notifying them cost more than the rest of
+    queueing a line; here puts and gets are ``queue.SimpleQueue``'s (in C)
+    and the putter keeps the bound, waiting (rarely: the writer is that far
+    behind) in short sleeps.
+    """
+
+    __slots__ = ("_q", "bound")
+
+    def __init__(self, bound: int) -> None:
+        self._q: queue.SimpleQueue[_Line | None] = queue.SimpleQueue()
+        self.bound = bound
+
+    def put(self, line: _Line, *, block: bool = True) -> bool:
+        """Queue ``line``; False (not queued) when the queue is full and
+        ``block`` is False, else wait for room."""
+        while self._q.qsize() >= self.bound:
+            if not block:
+                return False
+            time.sleep(_ROOM_WAIT_S)
+        self._q.put(line)
+        return True
+
+    def end(self) -> None:
+        """Queue the end mark (past the bound: closing never waits)."""
+        self._q.put(None)
+
+    def get(self) -> _Line | None:
+        return self._q.get()
+
+    def get_nowait(self) -> _Line | None:
+        """The next line; raises ``queue.Empty`` when there is none."""
+        return self._q.get_nowait()
+
+    def empty(self) -> bool:
+        return self._q.empty()
+
+
+def enqueue(q: Lines, line: _Line, block: bool, counter: list[int]) -> _Line:
     """Queue ``line``; when ``block`` is False and the queue is full, drop it
     (it is finished as not written) and count it: a line about a request
     refused before any decision, which a client without the token could send
     as fast as it likes, never holds up the event loop or the decisions."""
-    if block:
-        q.put(line)
+    if q.put(line, block=block):
         return line
-    try:
-        q.put_nowait(line)
-    except queue.Full:
-        counter[0] += 1
-        if counter[0] == 1 or counter[0] % 1000 == 0:
-            print(f"charter serve: the decision log is behind; {counter[0]} refusals of "
-                  "requests not decided were not logged", file=sys.stderr)  # fmt: skip
-        line.finish(False)
+    counter[0] += 1
+    if counter[0] == 1 or counter[0] % 1000 == 0:
+        print(f"charter serve: the decision log is behind; {counter[0]} refusals of "
+              "requests not decided were not logged", file=sys.stderr)  # fmt: skip
+    line.finish(False)
     return line
 
 
@@ -112,7 +166,7 @@ class _Recorder:
     """How lines reach the decision log, shared by the log itself and a
     worker's link to it: onto a bounded queue that one thread drains."""
 
-    _queue: queue.Queue[_Line | None]
+    _queue: Lines
     dropped: list[int]
 
     def record(self, event: str, fields: dict[str, Any], *, args: Any = None) -> _Line:
@@ -170,11 +224,17 @@ class DecisionLog(_Recorder):
         base = Redactor()
         base.add_env(os.environ if env is None else env)
         _, self._base = base.snapshot()
-        self._queue: queue.Queue[_Line | None] = queue.Queue(maxsize=1024)
+        self._queue = Lines(1024)
+        self._after_commit: list[Callable[[], None]] = []
         self.dropped = [0]  # lines dropped rather than waited for (see enqueue)
         self._thread = threading.Thread(target=self._run, name="charter-serve-log", daemon=True)
         if start:
             self._thread.start()
+
+    def after_commit(self, hook: Callable[[], None]) -> None:
+        """Call ``hook()`` from the writer after each group commit, once
+        every line in it is finished (callbacks told)."""
+        self._after_commit.append(hook)
 
     def start(self) -> None:
         if not self._thread.is_alive():
@@ -190,7 +250,7 @@ class DecisionLog(_Recorder):
 
     def close(self) -> None:
         if self._thread.is_alive():
-            self._queue.put(None)
+            self._queue.end()
             self._thread.join(timeout=10)
         self._log.close()
         if self._lock_fd >= 0:
@@ -232,6 +292,11 @@ class DecisionLog(_Recorder):
                 print(f"charter serve: the decision log was not synced: {exc}", file=sys.stderr)
             for line in written:
                 line.finish(synced)
+            for hook in self._after_commit:
+                try:
+                    hook()
+                except Exception as exc:  # noqa: BLE001 - the writer thread must go on
+                    print(f"charter serve: a log commit hook failed: {exc!r}", file=sys.stderr)
             if written:
                 self._rotate_if_full()
             if stop:

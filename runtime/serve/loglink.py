@@ -16,14 +16,13 @@ leaves every waiting line unacknowledged, and those answers become denies.
 from __future__ import annotations
 
 import json
-import queue
 import socket
 import sys
 import threading
 import time
 from collections.abc import Callable
 
-from charter.runtime.serve.log import DecisionLog, _Line, _Recorder
+from charter.runtime.serve.log import DecisionLog, Lines, _Line, _Recorder
 
 __all__ = ["LogLink", "relay"]
 
@@ -39,7 +38,7 @@ class LogLink(_Recorder):
         self._next = 0
         self._lost = False
         self._closing = False
-        self._queue: queue.Queue[_Line | None] = queue.Queue(maxsize=4096)
+        self._queue = Lines(4096)
         self.dropped = [0]
         self._sender = threading.Thread(target=self._send, name="charter-log-send", daemon=True)
         self._receiver = threading.Thread(target=self._receive, name="charter-log-ack", daemon=True)
@@ -49,7 +48,7 @@ class LogLink(_Recorder):
     def close(self) -> None:
         """Send what is queued, wait (a few seconds at most) for it to be on
         disk, then hang up."""
-        self._queue.put(None)
+        self._queue.end()
         self._sender.join(timeout=10)
         deadline = time.monotonic() + 5
         while self._pending and time.monotonic() < deadline:
@@ -120,14 +119,30 @@ def relay(log: DecisionLog, sock: socket.socket, worker: int) -> threading.Threa
     and acknowledge it once durable. Returns the (started) reading thread."""
     write_lock = threading.Lock()
     out = sock.makefile("wb", buffering=0)
+    acks: list[bytes] = []
 
-    def ack(ident: int, ok: bool) -> None:
-        data = json.dumps({"id": ident, "ok": ok}).encode("ascii") + b"\n"
+    def flush() -> None:
+        """Send the acknowledgements gathered so far, in one write."""
         with write_lock:
+            data = b"".join(acks)
+            acks.clear()
+            if not data:
+                return
             try:
                 out.write(data)
             except OSError:
-                pass  # the worker is gone; nobody waits for this answer
+                pass  # the worker is gone; nobody waits for these answers
+
+    def ack(ident: int, ok: bool) -> None:
+        # the lines of one group commit are acknowledged together, once it
+        # is on disk (one write, not one per line); a line that failed is
+        # told at once, whenever it fails
+        with write_lock:
+            acks.append(b'{"id": %d, "ok": %s}\n' % (ident, b"true" if ok else b"false"))
+        if not ok:
+            flush()
+
+    log.after_commit(flush)
 
     def run() -> None:
         inp = sock.makefile("rb")

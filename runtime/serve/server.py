@@ -53,8 +53,8 @@ from charter.runtime.serve.connection import (
     Reply,
     Request,
 )
-from charter.runtime.serve.decisions import LOG_WAIT_S, Answer, Decider, HookKind, Job
-from charter.runtime.serve.log import _Line
+from charter.runtime.serve.decisions import LOG_WAIT_S, Decider, HookKind
+from charter.runtime.serve.handoff import DecisionQueue, DurableWaits
 
 __all__ = ["DecisionServer", "ListenError", "is_loopback", "listen_socket", "parse_listen"]
 
@@ -125,6 +125,10 @@ def _json_error(status: int, message: str, *, close: bool = False) -> Reply:
 
 class _Routes:
     """What each request is answered (the :class:`Router` of every connection)."""
+
+    # (set by the server once its event loop runs)
+    queue: DecisionQueue
+    waits: DurableWaits
 
     def __init__(self, decider: Decider, token: bytes | None, check_host: bool) -> None:
         self.decider = decider
@@ -222,49 +226,17 @@ class _Routes:
         endpoint: str
         if kind is not None:
             ask = _ask_query(head.query)[0] if head.query else None
-            job = decider.begin_hook(kind, request.body, ask=cast(Any, ask))
+            job = decider.hook_job(kind, request.body, ask=cast(Any, ask))
             endpoint = kind
         else:
-            job = decider.begin_check(request.body)
+            job = decider.check_job(request.body)
             endpoint = "check"
-        answer = await _outcome(job)
+        answer = await self.queue.put(job)
         line = decider.record(endpoint, request.body, answer, head.peer)
         if decider.must_wait(line, answer):
             assert line is not None
-            answer = decider.settled(endpoint, answer, await _durable(line))
+            answer = decider.settled(endpoint, answer, await self.waits.wait(line))
         return Reply(answer.status, answer.body)
-
-
-async def _outcome(job: Job) -> Answer:
-    """The job's answer, waiting on the pool without holding a thread."""
-    if job.future is None:
-        return job.timed_out()
-    try:
-        out = await asyncio.wait_for(asyncio.wrap_future(job.future), job.limit)
-    except TimeoutError:
-        return job.timed_out()
-    except Exception as exc:
-        return job.failed(exc)
-    return job.done(out)
-
-
-async def _durable(line: _Line) -> bool:
-    """Whether ``line`` reached the disk, waiting at most LOG_WAIT_S."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[bool] = loop.create_future()
-
-    def settle(ok: bool) -> None:
-        if not done.done():
-            done.set_result(ok)
-
-    def from_writer(ok: bool) -> None:
-        loop.call_soon_threadsafe(settle, ok)
-
-    line.add_done_callback(from_writer)
-    try:
-        return await asyncio.wait_for(done, LOG_WAIT_S)
-    except TimeoutError:
-        return False
 
 
 def _ask_query(query: str) -> tuple[str | None, str]:
@@ -390,6 +362,11 @@ class DecisionServer:
     async def _serve(self) -> None:
         loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
+        decider = self.decider
+        queue = DecisionQueue(loop, decider.spawn, limit=decider.options.time_limit or 0.01,
+                              threads=decider.threads)  # fmt: skip
+        self._routes.queue = queue
+        self._routes.waits = waits = DurableWaits(loop, LOG_WAIT_S)
         fd = self._sock.fileno()
         loop.add_reader(fd, self._accept, loop)
         self._started.set()
@@ -410,6 +387,8 @@ class DecisionServer:
                 await asyncio.sleep(0.05)
             for conn in list(self._admission.open):
                 conn.evict()
+            queue.close()
+            waits.close()
 
     def _accept(self, loop: asyncio.AbstractEventLoop) -> None:
         """Take a few waiting connections (not every one: with --workers,

@@ -542,7 +542,7 @@ def test_a_failed_request_is_one_line_on_stderr_and_a_deny(
     def broken(self: Decider, kind: str, raw: bytes, **kw: Any) -> Any:
         raise ValueError("Bearer s3cret in the text")
 
-    monkeypatch.setattr(Decider, "begin_hook", broken)
+    monkeypatch.setattr(Decider, "hook_job", broken)
     running = serve(ServeOptions())
     event = json.dumps({"cwd": str(workspace), "tool_name": "Read", "tool_input": {}}).encode()
     status, body = running.post("/v1/hooks/claude-code", event)
@@ -796,7 +796,7 @@ def test_a_refusal_is_dropped_not_waited_for_when_the_log_is_behind(
     start = time.monotonic()
     line = log.record_later("decision", lambda: ({"decision": "deny"}, None), block=False)
     assert time.monotonic() - start < 1
-    assert line.done.is_set() and not line.ok
+    assert line.finished and not line.ok
     assert "were not logged" in capsys.readouterr().err
     log.start()
     log.close()
