@@ -4,13 +4,15 @@ With ``charter serve --workers N`` (N > 1) the decisions are made in N worker
 processes, and the decision log stays one file with one writer: the parent
 process, which owns :class:`~charter.runtime.serve.log.DecisionLog` (its
 lock, its chain, its rotation, its group commit). A worker's
-:class:`LogLink` stands in for the log: each line goes to the parent over a
-Unix socket as one JSON line ``{"id", "event", "fields", "args"}``; the
-parent queues it in the log and, once the group commit that holds it has
-reached the disk, answers ``{"id", "ok"}``. The worker sends its answer only
-then, so a decision is on disk before its answer, whichever process is
-killed: a worker killed loses answers nobody received; the parent killed
-leaves every waiting line unacknowledged, and those answers become denies.
+:class:`LogLink` stands in for the log: each line is redacted in the worker
+(:class:`~.log.LinePreparer`) and goes to the parent over a Unix socket as
+one JSON line ``{"id", "event", "fields", "args", "prepared"}``; the parent
+queues it in the log and, once the group commit that holds it has reached
+the disk, answers ``{"id", "ok"}`` (the answers of one commit in one
+write). The worker sends its answer only then, so a decision is on disk
+before its answer, whichever process is killed: a worker killed loses
+answers nobody received; the parent killed leaves every waiting line
+unacknowledged, and those answers become denies.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from charter.runtime.serve.log import DecisionLog, Lines, _Line, _Recorder
+from charter.runtime.serve.log import DecisionLog, LinePreparer, Lines, _Line, _Recorder
 
 __all__ = ["LogLink", "relay"]
 
@@ -30,8 +32,17 @@ __all__ = ["LogLink", "relay"]
 class LogLink(_Recorder):
     """A worker's side: the :class:`DecisionLog` interface the Decider uses."""
 
-    def __init__(self, sock: socket.socket, *, on_lost: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        *,
+        on_lost: Callable[[], None] | None = None,
+        preparer: LinePreparer | None = None,
+    ) -> None:
+        """``preparer``: redact each line here (in this worker) into what the
+        log holds, so that the owner only chains and writes it."""
         self._sock = sock
+        self._preparer = preparer
         self._on_lost = on_lost
         self._pending: dict[int, _Line] = {}
         self._lock = threading.Lock()
@@ -77,8 +88,11 @@ class LogLink(_Recorder):
                     ident = self._next
                     self._next += 1
                     self._pending[ident] = line
+                if self._preparer is not None and not line.prepared:
+                    line.fields = self._preparer.prepare(line.fields, line.args)
+                    line.args, line.prepared = None, True
                 record = {"id": ident, "event": line.event, "fields": line.fields,
-                          "args": line.args}  # fmt: skip
+                          "args": line.args, "prepared": line.prepared}  # fmt: skip
                 out.write(json.dumps(record, ensure_ascii=False).encode("utf-8") + b"\n")
                 if self._queue.empty():
                     out.flush()
@@ -158,7 +172,8 @@ def relay(log: DecisionLog, sock: socket.socket, worker: int) -> threading.Threa
                           file=sys.stderr)  # fmt: skip
                     continue
                 fields.setdefault("worker", worker)
-                line = log.record(event, fields, args=record.get("args"))
+                line = log.record(event, fields, args=record.get("args"),
+                                  prepared=record.get("prepared") is True)  # fmt: skip
                 line.add_done_callback(lambda ok, ident=ident: ack(ident, ok))  # type: ignore[misc]
         except OSError:
             pass

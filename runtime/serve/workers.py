@@ -119,7 +119,7 @@ def prefork(
                 log.forget()
                 for sig in (signal.SIGTERM, signal.SIGINT):
                     signal.signal(sig, signal.SIG_DFL)
-                code = child(number, LogLink(theirs, on_lost=_stop_self))
+                code = child(number, LogLink(theirs, on_lost=_stop_self, preparer=log.preparer))
             except BaseException as exc:  # noqa: BLE001 - a worker never returns into the parent's code
                 print(f"charter serve: worker {number} failed ({type(exc).__name__}: {exc})",
                       file=sys.stderr)  # fmt: skip
