@@ -13,11 +13,12 @@ a decision that never returns; such a worker stays busy, and once every
 worker is, each new request waits out its limit and is denied: the server
 slows down, it never lets a call through.
 
-Each endpoint has two forms: ``begin_*`` hands the decision to the pool and
-returns a :class:`Job` at once (the HTTP side's event loop waits on its
-future with the time limit, holding no thread), and the blocking form
-(:meth:`Decider.hook`, :meth:`Decider.check`) waits for it in the caller's
-thread.
+Each endpoint has three forms: ``*_job`` returns the decision as a
+:class:`Job` not yet started (the HTTP side queues it in its
+:class:`~charter.runtime.serve.handoff.DecisionQueue`, whose pool threads
+drain it, and waits holding no thread); ``begin_*`` hands it to the pool at
+once; and the blocking form (:meth:`Decider.hook`, :meth:`Decider.check`)
+waits for it in the caller's thread.
 """
 
 from __future__ import annotations

@@ -56,19 +56,25 @@ class Mailbox:
     """Calls posted from any thread, run on the loop in the order posted."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        """(Made on the loop's thread.)"""
         self._loop = loop
+        self._loop_thread = threading.get_ident()
         self._lock = threading.Lock()
         self._items: list[tuple[Callable[[Any], None], Any]] = []
 
     def post(self, fn: Callable[[T], None], value: T) -> None:
         """Run ``fn(value)`` on the loop soon; wakes the loop only when
-        nothing posted before is still waiting for it."""
+        nothing posted before is still waiting for it (and never when the
+        poster is the loop itself)."""
         with self._lock:
             self._items.append((fn, value))
             if len(self._items) > 1:
                 return  # the wake-up already asked for delivers this one too
         try:
-            self._loop.call_soon_threadsafe(self._deliver)
+            if threading.get_ident() == self._loop_thread:
+                self._loop.call_soon(self._deliver)
+            else:
+                self._loop.call_soon_threadsafe(self._deliver)
         except RuntimeError:
             pass  # the loop is closed: the server has stopped, nobody waits
 

@@ -385,6 +385,48 @@ def test_a_hanging_decision_is_denied_within_the_time_limit(
     assert out["permissionDecisionReason"] == "charter: no decision within 0.5 s"
 
 
+def test_a_hanging_decision_does_not_hold_up_the_requests_behind_it(
+    serve: Any, workspace: Path, monkeypatch: Any
+) -> None:
+    # Decisions are drained from one queue by pool threads; one that hangs
+    # (a stat on a dead mount, say) keeps its own thread, and the next
+    # request is decided by another, long before the hung one's limit.
+    from charter.runtime.hooks import claude_code
+
+    release = threading.Event()
+    real = claude_code.decide_event
+
+    def maybe_hang(raw: bytes, **kw: Any) -> dict[str, Any]:
+        if b"hang-here" in raw:
+            release.wait(20)
+        return real(raw, **kw)
+
+    monkeypatch.setattr(claude_code, "decide_event", maybe_hang)
+    running = serve(ServeOptions(time_limit=10))
+    hung = {"cwd": str(workspace), "tool_name": "Read", "tool_input": {"file_path": "hang-here"}}
+    fine = {"cwd": str(workspace), "tool_name": "Bash", "tool_input": {"command": "ls"}}
+    first: list[tuple[int, bytes]] = []
+    waiting = threading.Thread(
+        target=lambda: first.append(
+            running.post("/v1/hooks/claude-code", json.dumps(hung).encode())
+        )
+    )
+    waiting.start()
+    time.sleep(0.3)  # the first request is being decided (and hangs)
+    try:
+        start = time.monotonic()
+        for _ in range(3):
+            status, body = running.post("/v1/hooks/claude-code", json.dumps(fine).encode())
+            out = json.loads(body)["hookSpecificOutput"]
+            assert (status, out["permissionDecision"]) == (200, "allow")
+        assert time.monotonic() - start < 2, "requests waited behind a hung decision"
+        assert not first, "the hung request was answered before it was released"
+    finally:
+        release.set()
+        waiting.join(30)
+    assert first and json.loads(first[0][1])["hookSpecificOutput"]["permissionDecision"] == "allow"
+
+
 def test_work_for_a_decision_answered_at_the_time_limit_stops(
     serve: Any, workspace: Path, monkeypatch: Any
 ) -> None:
