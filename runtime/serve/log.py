@@ -374,6 +374,16 @@ class LinePreparer:
             redactor.add(value, name, source)
         if args is not None:
             redactor.discover_value(args)
+        if not redactor.known:
+            # nothing to hide: every text stays as it is (redact() would
+            # return each one unchanged, taking a lock and a copy per text)
+            plain = dict(fields)
+            if isinstance(args, dict):
+                plain["args"] = args_digest(args)
+                preview = _preview(args)
+                if preview:
+                    plain["input"] = preview
+            return plain
 
         def clean(value: Any) -> Any:
             if isinstance(value, str):

@@ -574,6 +574,39 @@ def test_the_decision_log_redacts_secrets(serve: Any, tmp_path: Path, workspace:
     assert "<redacted:" in text
 
 
+@pytest.mark.parametrize(
+    ("env", "command"),
+    [
+        ({}, "ls -la"),
+        ({"DEPLOY_TOKEN": "tok-5up3r-s3cr3t-value"}, "echo tok-5up3r-s3cr3t-value"),
+        ({}, "curl -H 'Authorization: Bearer sk-live-0123456789abcdef' https://a.example"),
+    ],
+)
+def test_a_prepared_line_hides_what_the_environment_and_the_call_reveal(
+    env: dict[str, str], command: str
+) -> None:
+    from charter.runtime.audit import args_digest
+    from charter.runtime.serve.log import LinePreparer
+
+    args = {"command": command}
+    fields = {"decision": "allow", "reason": f"ran {command}", "us": 12}
+    out = LinePreparer(env).prepare(fields, args)
+    secrets = [*env.values(), "sk-live-0123456789abcdef"]
+    hidden = [s for s in secrets if s in command]
+    text = json.dumps(out)
+    assert not any(s in text for s in hidden)
+    assert out["us"] == 12 and out["decision"] == "allow"
+    if hidden:
+        assert "<redacted:" in out["reason"] and "<redacted:" in out["input"]
+        assert out["args"] != args_digest(args)  # the digest is of the redacted text
+    else:  # nothing to hide: every text as it came
+        assert (out["reason"], out["input"], out["args"]) == (
+            fields["reason"],
+            command,
+            args_digest(args),
+        )
+
+
 def test_a_failed_request_is_one_line_on_stderr_and_a_deny(
     serve: Any, workspace: Path, capsys: Any, monkeypatch: Any
 ) -> None:
