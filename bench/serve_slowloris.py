@@ -8,14 +8,17 @@ them, and one keep-alive connection, as Claude Code's http hook can) twice:
 1. alone;
 2. while `--attack` connections each send half a request head, then one more
    header line every second, never finishing; a connection the server closes
-   is opened again at once, so the attack holds its number for the whole phase.
+   is opened again at once, so the attack holds its number for the whole phase;
+   and, with `--large N`, N clients send hook events of `--large-mb` MB (a
+   file write) one after another, each as soon as the last is answered.
 
 Prints p50 and p99 of each phase (milliseconds), the ratio of the two, and
 whether the attack keeps the honest p99 under 100 ms. Bounded: loopback only,
 at most `--attack` (<= 2000) extra connections, each phase at most
 `--calls` honest requests per client; the server is stopped by its pid.
 
-    python bench/serve_slowloris.py [--attack 200] [--calls 300] [--python PY]
+    python bench/serve_slowloris.py [--attack 200] [--large 0] [--large-mb 7] [--calls 300]
+                                    [--python PY]
 
 `--python` runs the server with another interpreter (e.g. an older
 checkout's venv, to compare against it).
@@ -25,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import http.client
+import json
 import os
 import socket
 import sys
@@ -107,6 +111,41 @@ class Attack:
                 s.close()
 
 
+class Large:
+    """``n`` keep-alive clients sending ``mb``-megabyte hook events back to back."""
+
+    def __init__(self, port: int, n: int, ws: Path, mb: float) -> None:
+        self.port = port
+        self.stop = threading.Event()
+        self.sent = 0
+        content = "https://u:p@h.example/?t=1 Authorization: Bearer abc " * int(mb * 2**20 / 52)
+        self.event = json.dumps(
+            {"cwd": str(ws), "tool_name": "Write",
+             "tool_input": {"file_path": str(ws / "big.txt"), "content": content}}
+        ).encode()  # fmt: skip
+        self.threads = [threading.Thread(target=self._run, daemon=True) for _ in range(n)]
+
+    def start(self) -> None:
+        for t in self.threads:
+            t.start()
+
+    def _run(self) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        while not self.stop.is_set():
+            try:
+                conn.request("POST", "/v1/hooks/claude-code", body=self.event)
+                conn.getresponse().read()
+                self.sent += 1
+            except OSError:
+                conn.close()
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+
+    def close(self) -> None:
+        self.stop.set()
+        for t in self.threads:
+            t.join(90)
+
+
 def _honest(
     port: int, events: list[bytes], calls: int, seconds: float
 ) -> tuple[list[float], list[float], int]:
@@ -144,15 +183,19 @@ def _honest(
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--attack", type=int, default=200, help="half-sent connections (<= 2000)")
+    ap.add_argument("--large", type=int, default=0, help="clients sending large events (<= 8)")
+    ap.add_argument("--large-mb", type=float, default=7.0, help="size of each large event (<= 7.5)")
     ap.add_argument("--calls", type=int, default=300, help="honest requests per way and phase")
     ap.add_argument("--python", default=sys.executable, help="interpreter that runs the server")
     ap.add_argument("--phase-seconds", type=float, default=60, help="bound on each phase")
     ap.add_argument("--serve-arg", action="append", default=[], help="extra server option")
     a = ap.parse_args()
-    attack_n = max(1, min(a.attack, 2000))
+    attack_n = max(0, min(a.attack, 2000))
+    large_n = max(0, min(a.large, 8))
     b = prepare("charter-slowloris-", a.python)
     server = start(b, a.serve_arg, cwd=b.work)
     attack: Attack | None = None
+    large: Large | None = None
     try:
         port = wait_port(b, server, 300)
         if port is None:
@@ -162,6 +205,9 @@ def main() -> int:
         base_fresh, base_kept, base_failed = _honest(port, events, a.calls, a.phase_seconds)
         attack = Attack(port, attack_n)
         attack.start()
+        if large_n:
+            large = Large(port, large_n, b.ws, max(0.1, min(a.large_mb, 7.5)))
+            large.start()
         time.sleep(1.5)  # let the attack settle in
         held = sum(s is not None for s in attack.socks)
         att_fresh, att_kept, att_failed = _honest(port, events, a.calls, a.phase_seconds)
@@ -169,11 +215,16 @@ def main() -> int:
     finally:
         if attack is not None:
             attack.close()
+        if large is not None:
+            large.close()
         stop(b, server, 15)
 
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"attack: {attack_n} half-sent connections ({held} open when timing began, "
           f"{reopened} reopened after the server closed them)")  # fmt: skip
+    if large is not None:
+        print(f"large events: {large_n} clients, {len(large.event) / 2**20:.1f} MB each, "
+              f"{large.sent} answered during the phases")  # fmt: skip
     print(f"{'honest way':26} {'phase':8} {'calls':>6} {'failed':>7} {'p50 ms':>8} {'p99 ms':>8}")
     rows = [
         ("new connection per call", "alone", base_fresh, base_failed),

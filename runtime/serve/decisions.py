@@ -46,7 +46,12 @@ class LineLog(Protocol):
     def record(self, event: str, fields: dict[str, Any], *, args: Any = None) -> _Line: ...
 
     def record_later(
-        self, event: str, work: Callable[[], tuple[dict[str, Any], Any]], *, block: bool = True
+        self,
+        event: str,
+        work: Callable[[], tuple[dict[str, Any], Any]],
+        *,
+        block: bool = True,
+        size: int = 0,
     ) -> _Line: ...
 
     def close(self) -> None: ...
@@ -471,4 +476,4 @@ class Decider:
             }
             return out, args if isinstance(args, dict) else None
 
-        return self.log.record_later("decision", fields, block=not droppable)
+        return self.log.record_later("decision", fields, block=not droppable, size=len(raw))

@@ -57,6 +57,7 @@ class _Line:
         "later",
         "ok",
         "prepared",
+        "size",
     )
 
     # One lock for every line: a line is finished once, by the one writer,
@@ -72,6 +73,7 @@ class _Line:
         later: Callable[[], tuple[dict[str, Any], Any]] | None = None,
         *,
         prepared: bool = False,
+        size: int = 0,
     ) -> None:
         self.event = event
         self.fields = fields
@@ -79,6 +81,9 @@ class _Line:
         # fields already redacted into what the log holds (by a worker's
         # link, see LinePreparer), written as they are
         self.prepared = prepared
+        # how much the work of preparing it reads (the event's bytes): a
+        # worker's link prepares a large line off its event loop
+        self.size = size
         # fields and args worked out by the writer thread (reading an event
         # costs time the caller's thread may not have to give)
         self.later = later
@@ -196,11 +201,18 @@ class _Recorder:
         return line
 
     def record_later(
-        self, event: str, work: Callable[[], tuple[dict[str, Any], Any]], *, block: bool = True
+        self,
+        event: str,
+        work: Callable[[], tuple[dict[str, Any], Any]],
+        *,
+        block: bool = True,
+        size: int = 0,
     ) -> _Line:
         """:meth:`record`, with the fields and arguments worked out by
-        ``work()`` in the writer thread (``block`` False: see :func:`enqueue`)."""
-        return enqueue(self._queue, _Line(event, {}, None, work), block, self.dropped)
+        ``work()`` in the writer thread (``block`` False: see :func:`enqueue`;
+        ``size``: how many bytes ``work`` reads)."""
+        line = _Line(event, {}, None, work, size=size)
+        return enqueue(self._queue, line, block, self.dropped)
 
 
 class DecisionLog(_Recorder):

@@ -164,3 +164,29 @@ def test_a_worker_killed_leaves_the_others_serving(plans: SimpleNamespace, tmp_p
     assert exited["pid"] == victim and exited["code"] == -signal.SIGKILL
     checked = subprocess.run([*CHARTER, "audit", "--verify", str(log)], capture_output=True)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_a_large_event_is_logged_redacted_by_a_worker(
+    plans: SimpleNamespace, tmp_path: Path
+) -> None:
+    # A line whose event is larger than the link prepares on its event loop
+    # is read and redacted off the loop, and reaches the log as a small one.
+    log = tmp_path / "decisions.jsonl"
+    proc, base = _start(plans.path, log, tmp_path, "--workers", "2")
+    secret = "sk-live-0123456789abcdef"
+    command = f"echo 'Authorization: Bearer {secret}' # " + "x" * 300_000
+    try:
+        big_decision = _decide(base, plans.ws, command)  # (a long command is asked about)
+        assert _decide(base, plans.ws, "echo small") == "allow"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    text = log.read_text()
+    assert secret not in text
+    decisions = [json.loads(x) for x in text.splitlines() if '"decision"' in x]
+    big = [d for d in decisions if d.get("input", "").startswith("echo 'Authorization")]
+    assert len(big) == 1 and big[0]["decision"] == big_decision
+    assert "<redacted:" in big[0]["input"] and len(big[0]["input"]) < 400
+    assert len(text) < 20_000  # the event itself is never written
+    checked = subprocess.run([*CHARTER, "audit", "--verify", str(log)], capture_output=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
