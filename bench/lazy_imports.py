@@ -17,16 +17,19 @@ state, and the count is exact whatever the machine's load).
 Each pair gets a reason, the first word of which is its kind:
 
 ``free``
-    the statements load no module the importer has not loaded already:
-    hoisting it costs nothing (``--hoist`` moves these to module level);
+    the statements load no module the importer has not loaded already, or
+    only standard-library modules under ``CHEAP_MS`` (and the importer is
+    not on the validate path): hoisting it costs nothing measurable
+    (``--hoist`` moves these to module level);
 ``cost``
-    it loads modules; the figure is their time;
+    it loads modules; the figure is their time (", on the validate path"
+    when ``charter validate`` loads the importer but not those modules);
 ``cycle``
     the target imports the importer at module level, directly or through
     others: hoisting would close an import cycle (the path is given);
-``conditional``
-    the statement sits under an ``if``/``try``/``with`` of its function,
-    so whether it runs at all depends on the call;
+``block``
+    the statement is all its block holds (``try: import x``): taking it
+    out would leave the block empty;
 ``failed``
     the import fails in this environment (an optional dependency);
 ``name``
@@ -381,6 +384,19 @@ def _type_checking(node: ast.stmt) -> bool:
     )
 
 
+def _blank(lines: list[str], index: int) -> bool:
+    return 0 <= index < len(lines) and not lines[index].strip()
+
+
+def _opens_block(lines: list[str], index: int) -> bool:
+    """Whether line ``index`` starts a block's body: a header (``def``,
+    ``if``) or the end of a docstring."""
+    if not 0 <= index < len(lines):
+        return False
+    text = lines[index].rstrip()
+    return text.endswith((":", '"' * 3, "'" * 3))
+
+
 def _hoisted(source: str, importer: str, imports: list[FunctionImport]) -> str:
     """``source`` with ``imports`` moved to module level: each leaves its
     function; the module gains its statement unless it has it already, and
@@ -411,7 +427,10 @@ def _hoisted(source: str, importer: str, imports: list[FunctionImport]) -> str:
                 text = f"{indent}import {names}\n"
             else:
                 text = f"{indent}from {'.' * node.level}{node.module or ''} import {names}\n"
-        edits.append((node.lineno, node.end_lineno or node.lineno, text))
+        end = node.end_lineno or node.lineno
+        if not keep and _opens_block(lines, node.lineno - 2) and _blank(lines, end):
+            end += 1  # the blank line that set the imports apart goes with them
+        edits.append((node.lineno, end, text))
         return not keep
 
     for top in tree.body:

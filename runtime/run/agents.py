@@ -22,6 +22,7 @@ A child that submitted nothing says so in its result.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -33,13 +34,15 @@ import anyio.from_thread
 
 from charter.runtime.plan import OutputSpec
 from charter.runtime.results import ToolResult, refusal
+from charter.runtime.run.loop import AgentRun
 from charter.runtime.tools.base import ToolRuntime
+from charter.runtime.tools.context import ContextEntry
 from charter.runtime.tools.registry import NO_PATHS, Implementation, Registration, register
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
-    from charter.runtime.run.loop import AgentResult, AgentRun, RunContext
+    from charter.runtime.run.loop import AgentResult, RunContext
 
 __all__ = ["AgentTools", "AgentWorld", "Child", "agent_tools", "run_fan_out"]
 
@@ -83,8 +86,6 @@ class AgentWorld:
         start_stage: str | None = None,
     ) -> Child | str:
         """Start a child of ``parent``; a string says why it cannot start."""
-        from charter.runtime.run.loop import AgentRun
-
         if self.ctx.cancel.is_set() or parent.cancel.is_set():
             return "the run is stopping; no new sub-agents start"
         agents = self.ctx.prepared.agents
@@ -572,8 +573,6 @@ def run_fan_out(world: AgentWorld, me: AgentRun, args: Mapping[str, Any]) -> Too
             "stage fails them all:\n\n" + report,
         )
     if spec is not None and spec.results_region:
-        from charter.runtime.tools.context import ContextEntry
-
         with me.rt.store.lock:
             me.rt.store.regions[spec.results_region] = [ContextEntry(report)]
     head = f"{len(items) - len(failed)} of {len(items)} workers answered."
@@ -602,8 +601,6 @@ def _run_workers(
 ) -> dict[str, tuple[bool, str]] | None:
     """Run the workers; each item's (answered, text), in the items' order, or
     None when the run stopped."""
-    import json
-
     keys = [str(i.get("id") or f"item-{n}") for n, i in enumerate(items, 1)]
     out: dict[str, tuple[bool, str]] = {k: (False, "(not run)") for k in keys}
     waiting = list(zip(keys, items, strict=True))

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -144,7 +144,6 @@ class Containment:
                 )
 
             return lambda launch: contain_launch(launch, in_container)
-        from dataclasses import asdict
 
         from charter.runtime.sandbox.exec import wrapper_argv
 

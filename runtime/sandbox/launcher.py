@@ -24,6 +24,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -413,8 +414,6 @@ class Sandbox:
         The commands still get their own mount, pid, IPC and UTS namespaces.
         With the proxy, its listener lives in that network namespace for the
         sandbox's life. On any failure commands make their own, as before."""
-        import uuid
-
         from charter.runtime.sandbox.proxy import ProxyServer
         from charter.runtime.sandbox.zygote import Zygote
 
@@ -469,8 +468,6 @@ class Sandbox:
         with self._lock:
             key = self._keys.get(id(layout))
             if key is None:
-                import uuid
-
                 key = self._keys[id(layout)] = uuid.uuid4().hex
             return key
 

@@ -48,6 +48,8 @@ sandbox lets it.
 from __future__ import annotations
 
 import asyncio
+import base64
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -593,8 +595,6 @@ def _run_contained(
     """Run the call in a fresh interpreter inside the stage's sandbox (see
     ``charter.runtime.sandbox.authored_child``); the module never runs in
     this process."""
-    import base64
-    import dataclasses
     import uuid
 
     from charter.runtime.proc import run_command

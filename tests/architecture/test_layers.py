@@ -222,10 +222,10 @@ def test_no_import_cycle_among_charter_modules() -> None:
 
 
 def test_imports_inside_functions_are_counted() -> None:
-    # Not a limit on its own: the count is reported in ARCHITECTURE.md, and
-    # each new one should say what it saves. It may only go down.
+    # The count is reported in ARCHITECTURE.md; each one is listed with what
+    # it saves in lazy_imports.txt (test_lazy_imports.py). It may only go down.
     nested = sum(1 for m in MODULES for i in charter_imports(m) if i.nested)
     assert nested <= NESTED_IMPORTS_TODAY
 
 
-NESTED_IMPORTS_TODAY = 431
+NESTED_IMPORTS_TODAY = 400
