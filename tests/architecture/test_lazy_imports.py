@@ -9,12 +9,16 @@ one needs its line (adding a case is adding a line); a hoisted one loses it.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import math
+import sys
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pytest
-from _support.imports import MODULES, function_imports, module_graph
+from _support.imports import MODULES, FunctionImport, function_imports, module_graph
 
 LISTING = Path(__file__).with_name("lazy_imports.txt")
 KINDS = {"cost", "cycle", "block", "name", "failed", "cli"}
@@ -108,3 +112,73 @@ def test_a_cycle_reason_names_a_real_cycle() -> None:
         assert path[0] == line.importer and path[1] == line.target and path[-1] == line.importer
         for a, b in zip(path[1:], path[2:], strict=False):
             assert b in graph[a], f"line {line.number}: {a} does not import {b} at module level"
+
+
+# ------------------------------------------------------------- the hoister
+
+
+def _bench() -> ModuleType:
+    path = MODULES["charter.runtime"].parents[1] / "bench" / "lazy_imports.py"
+    spec = importlib.util.spec_from_file_location("lazy_imports_bench", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+_SOURCE = '''"""A module."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from charter.runtime.results import ToolCall
+
+
+def made() -> ToolCall:
+    """One call."""
+    from charter.runtime.results import ToolCall, refusal
+
+    return ToolCall(os.sep, {}) if refusal else ToolCall("x", {})
+
+
+def joined() -> str:
+    """A path."""
+    import posixpath
+
+    return posixpath.join("a", "b")
+'''
+
+
+def test_the_bench_hoists_a_free_import_to_the_module_head() -> None:
+    bench = _bench()
+    importer = "charter.runtime.run.agents"  # any real module: it only places relative imports
+    moved = [
+        FunctionImport(
+            importer,
+            14,
+            14,
+            "charter.runtime.results",
+            "charter.runtime.results",
+            "ToolCall",
+            None,
+            True,
+        ),
+        FunctionImport(importer, 21, 21, "posixpath", "posixpath", None, None, True),
+    ]
+    out = bench._hoisted(_SOURCE, importer, moved)
+    ast.parse(out)
+    lines = out.splitlines()
+    head = lines[: lines.index("def made() -> ToolCall:")]
+    assert "from charter.runtime.results import ToolCall" in head
+    assert "import posixpath" in head
+    # Under TYPE_CHECKING it is now redundant: the emptied block goes.
+    assert "if TYPE_CHECKING:" not in out
+    # The name not moved stays in the function; the emptied import's blank
+    # line goes with it.
+    assert "    from charter.runtime.results import refusal" in lines
+    assert '    """A path."""\n    return posixpath.join("a", "b")' in out
+    assert out.count("import posixpath") == 1
