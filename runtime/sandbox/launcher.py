@@ -35,6 +35,7 @@ from charter.runtime.plan import SandboxProfile
 from charter.runtime.sandbox import kernel
 from charter.runtime.sandbox.child import ChildPlan
 from charter.runtime.sandbox.landlock import Ruleset
+from charter.runtime.sandbox.layout import describe as describe_layout
 from charter.runtime.sandbox.layout import plan_layout, runtime_paths
 from charter.runtime.sandbox.spec import HostFacts, Layout, Place
 
@@ -380,6 +381,12 @@ class Sandbox:
         return self.layout.mode != "none"
 
     @property
+    def mode(self) -> str:
+        """What contains the commands: the layout's mode (``namespace``,
+        ``landlock`` or ``none``)."""
+        return self.layout.mode
+
+    @property
     def complete(self) -> bool:
         """Whether everything the profile asks for is in place (namespaces,
         Landlock, a fresh /proc)."""
@@ -388,9 +395,7 @@ class Sandbox:
         )
 
     def describe(self) -> str:
-        from charter.runtime.sandbox.layout import describe
-
-        text = describe(self.layout)
+        text = describe_layout(self.layout)
         limit = self.profile.limits.processes
         if self.in_force and limit is not None:
             if self.process_limit == "pid-namespace":

@@ -70,6 +70,7 @@ from charter.runtime.tools.authored_sdk import CapabilityDenied, install
 
 if TYPE_CHECKING:
     from charter.runtime.plan import AuthoredTool, ToolEntry
+    from charter.runtime.sandbox.container import ContainerSandbox
     from charter.runtime.sandbox.launcher import Sandbox
     from charter.runtime.tools.base import ToolRuntime
 
@@ -590,7 +591,7 @@ def _run_contained(
     rt: ToolRuntime,
     turn: TurnInfo | None,
     agent_root: str,
-    sandbox: Sandbox,
+    sandbox: Sandbox | ContainerSandbox,
 ) -> ToolResult:
     """Run the call in a fresh interpreter inside the stage's sandbox (see
     ``charter.runtime.sandbox.authored_child``); the module never runs in
