@@ -29,6 +29,7 @@ from typing import Literal, NamedTuple
 from charter.compiler.diagnostics import Diagnostic
 from charter.compiler.emit import compiler_version, emit_agent, emit_plan
 from charter.compiler.frontends.project import Project
+from charter.compiler.lint.fates import refusals
 from charter.compiler.lint.sources import lint_resolved
 from charter.compiler.resolve.agent import resolve_agent
 from charter.compiler.resolve.context import AgentContext
@@ -97,8 +98,6 @@ def no_gc() -> Iterator[None]:
 def _shared_keys_not_run(project: Project) -> list[Diagnostic]:
     """The keys Charter's runtime does not carry out in the files every agent
     shares (the user's config, the cores' fallback file), reported once."""
-    from charter.compiler.lint.fates import refusals
-
     out: list[Diagnostic] = []
     shared = [
         project.config,

@@ -34,9 +34,10 @@ from charter.compiler.frontends.tool_yaml import ApprovalPolicy, Capability, Ris
 from charter.compiler.frontends.validation import InputModel, invalid_value
 from charter.compiler.rules import diag, diag_at
 from charter.compiler.sources.sourcemap import SourceMap
+from charter.runtime.plan import McpServerPlan
 
 if TYPE_CHECKING:
-    from charter.runtime.plan import Decision, McpServerPlan, McpToolPin, SourceRef
+    from charter.runtime.plan import Decision, McpToolPin, SourceRef
 
 __all__ = [
     "MAX_CALL_TIMEOUT_SECONDS",
@@ -170,8 +171,6 @@ class McpServer(InputModel):
         """The runtime's view of this manifest: how to reach the server, which
         tools to expose, the capabilities it needs. Timeouts round up to whole
         seconds (at least one), the unit the runtime counts in."""
-        from charter.runtime.plan import McpServerPlan
-
         return McpServerPlan(
             server=server_id,
             transport=self.transport,

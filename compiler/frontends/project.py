@@ -52,6 +52,7 @@ from charter.compiler.frontends.config_toml import (
 )
 from charter.compiler.frontends.stage_toml import load_stage_file, merge_stages
 from charter.compiler.rules import diag
+from charter.compiler.sources.text import SourceText
 from charter.runtime.policy.workspace import RECORDS_DIR
 
 if TYPE_CHECKING:
@@ -154,7 +155,6 @@ def is_fallback_file(path: Path) -> bool:
     if _AGENT_KEY.search(text):
         return False
     from charter.compiler.frontends.agent_yaml import is_fallback_shape
-    from charter.compiler.sources.text import SourceText
     from charter.compiler.sources.yaml_reader import read_yaml
 
     data, _, diags = read_yaml(SourceText(path, path.name, text))

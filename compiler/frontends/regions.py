@@ -34,7 +34,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from charter.compiler.frontends.validation import InputModel, invalid_value
+from charter.compiler.frontends.validation import InputModel, invalid_value, type_name
 
 __all__ = [
     "RegionKind",
@@ -172,8 +172,6 @@ def _seed_kind(value: Any) -> str:
 def _seed_shape(value: Any) -> Any:
     # Said once, in the seed's own terms, instead of "not a valid string".
     if not isinstance(value, str | dict | SeedTable):
-        from charter.compiler.frontends.validation import type_name
-
         raise PydanticCustomError(
             "wrong-type",
             "a seed is a caller-input key (a string) or a table (files, glob, literal, "

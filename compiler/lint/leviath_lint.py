@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from charter.compiler.catalog.builtin import resolve_builtin
-from charter.compiler.diagnostics import Diagnostic, Span, format_key_path
+from charter.compiler.diagnostics import Diagnostic, Span, did_you_mean, format_key_path
 from charter.compiler.frontends.blueprint import Blueprint, Region, StageTable
 from charter.compiler.frontends.config_toml import UserConfig
 from charter.compiler.frontends.project import AgentSources
@@ -491,8 +491,6 @@ def _seeds(
             unknown = table.unknown_keys
             empty_tools = table.tools is not None and not table.tools
             if unknown or (table.kind is None and empty_tools):
-                from charter.compiler.diagnostics import did_you_mean
-
                 first = unknown[0] if unknown else "tools"
                 hint = did_you_mean(first, SEED_KEYS) if unknown else None
                 consequence = (

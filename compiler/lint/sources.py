@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING
 from charter.compiler.catalog.builtin import resolve_builtin
 from charter.compiler.diagnostics import Severity, Span, format_key_path, suggestion
 from charter.compiler.frontends.base import server_id_from_path
+from charter.compiler.frontends.config_toml import SafeShellEntry
 from charter.compiler.frontends.stage_toml import StageEntry
 from charter.compiler.lint.fates import refusals
-from charter.compiler.resolve.agent import ResolvedAgent
+from charter.compiler.resolve.agent import ResolvedAgent, agent_directory
 from charter.compiler.resolve.context import RISKS, AgentContext, tool_denied, tool_enabled
 from charter.compiler.resolve.grants import granted
 from charter.compiler.resolve.permissions import APPROVAL_TO_PERMISSION
@@ -282,8 +283,6 @@ def _inert_blueprint_safe_commands(ctx: AgentContext, project_root: Path) -> Non
     )
     if trusted:
         return
-    from charter.compiler.frontends.config_toml import SafeShellEntry
-    from charter.compiler.resolve.agent import agent_directory
     from charter.compiler.resolve.client_rules import vouched
 
     # Entries the client's own settings vouch for take effect (charter init

@@ -11,6 +11,7 @@ from typing import Any
 from charter.compiler.diagnostics import suggestion
 from charter.compiler.frontends.base import salvage
 from charter.compiler.frontends.blueprint import Blueprint
+from charter.compiler.frontends.config_toml import SafeCommands
 from charter.compiler.frontends.stage_toml import StageEntry, combine_stages
 from charter.compiler.resolve.context import AgentContext
 from charter.compiler.resolve.entries import authored_entry, builtin_entry, mcp_entry, script_entry
@@ -52,8 +53,6 @@ def resolve_shell_policy(
     add(cfg.safe_commands if cfg else None, csm, ("safe_commands",))
     per_agent = cfg.agent_safe_commands.get(agent_name) if cfg else None
     if per_agent is not None:
-        from charter.compiler.frontends.config_toml import SafeCommands
-
         extra = SafeCommands(tools=per_agent.tools, shell=per_agent.shell)
         add(extra, csm, ("agent_safe_commands", agent_name))
     bp = ctx.blueprint

@@ -33,11 +33,12 @@ from charter.compiler.diagnostics import Diagnostic, Span, format_key_path
 from charter.compiler.frontends.config_toml import McpServer as LeviathServerModel
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
+from charter.runtime.plan import McpServerPlan
 
 if TYPE_CHECKING:
     from charter.compiler.frontends.blueprint import Blueprint
     from charter.compiler.frontends.config_toml import UserConfig
-    from charter.runtime.plan import Decision, McpServerPlan, McpToolPin, SourceRef
+    from charter.runtime.plan import Decision, McpToolPin, SourceRef
 
 __all__ = [
     "LeviathServer",
@@ -218,8 +219,6 @@ def to_server_plan(
     pins: tuple[McpToolPin, ...],
     origin: SourceRef,
 ) -> McpServerPlan:
-    from charter.runtime.plan import McpServerPlan
-
     m = server.model
     return McpServerPlan(
         server=server.name,

@@ -8,6 +8,7 @@ not valid JSON Schema.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 __all__ = ["certainly_valid", "check_schema", "external_refs", "problem_path"]
@@ -105,8 +106,6 @@ def _number(v: Any) -> bool:
 
 
 def _regex(v: Any) -> bool:
-    import re
-
     if not isinstance(v, str):
         return False
     try:

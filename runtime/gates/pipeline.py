@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from charter.runtime.gates import (
     approval,
@@ -121,7 +121,7 @@ def execute(
             resolved.append(records.call_executables(session, call, out, runtime))
         return resolved[0]
 
-    def audited() -> dict[str, Any]:
+    def audited() -> dict[str, object]:
         if audit is None:
             return {}
         exes = executables()
@@ -219,7 +219,7 @@ def execute(
             secret_targets=out.secret_targets,
         )
     work = bool(entry is not None and entry.counts_as_work and result.ok)
-    ran: dict[str, Any] = {}
+    ran: dict[str, object] = {}
     planned = executables() if audit is not None else None
     if planned is not None:
         ran = {"executables": records.ran_executables(result, planned)}

@@ -31,6 +31,7 @@ asked and ``deny`` otherwise, never ``allow``.
 
 from __future__ import annotations
 
+import os
 import posixpath
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -592,8 +593,6 @@ def _contained(
 ) -> dict[str, Any]:
     """``answer`` with an allowed shell command rewritten to run inside the
     stage's sandbox, or, when that cannot be done exactly, refused."""
-    import os
-
     from charter.runtime.hooks.contain import (
         CONTAINED_TOOLS,
         client_rule_hit,

@@ -28,6 +28,7 @@ strictest.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import os
 import posixpath
@@ -540,7 +541,6 @@ def _part_matcher(part: str) -> re.Pattern[str] | str:
         return _ANY
     if re.search(r"[!@+*?]\(", part) or "[:" in part:
         return re.compile(r"(?s:.*)\Z")
-    import fnmatch
 
     # minimatch reads [^...] as negation, fnmatch as a literal caret.
     return re.compile(fnmatch.translate(part.replace("[^", "[!")), re.IGNORECASE)

@@ -48,6 +48,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
 from charter.runtime.mcp.client import (
     DISCOVERY_CONCURRENCY,
     ConnectAuthorization,
@@ -66,6 +68,7 @@ from charter.runtime.mcp.filters import pattern_matches
 from charter.runtime.mcp.launch import ConnectPreview
 from charter.runtime.mcp.lock import canonical
 from charter.runtime.mcp.naming import mcp_safe_name
+from charter.runtime.net.urlpolicy import UrlPolicy
 from charter.runtime.plan import (
     AgentPlan,
     Clamp,
@@ -129,8 +132,6 @@ def run_host(
     workspace when the run started from a plan file) and must resolve inside
     the workspace, or inside that agent directory when the run compiled it;
     HOME and the stderr log are in the run's own directory."""
-    from charter.runtime.net.urlpolicy import UrlPolicy
-
     home = run_dir / "mcp-home"
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     base = project_root if project_root is not None else workspace
@@ -401,8 +402,6 @@ def _declaration_key(
 
 
 def _new_limiter() -> CapacityLimiter:
-    import anyio
-
     return anyio.CapacityLimiter(DISCOVERY_CONCURRENCY)
 
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from charter.runtime.sandbox.container import ContainerSandbox
     from charter.runtime.sandbox.launcher import Sandbox
 
 from charter.runtime.proc.capture import Capture, Drain, OutputSink
@@ -125,7 +126,11 @@ class _SandboxFailed(Exception):
 
 
 def _contained(
-    sandbox: Sandbox, argv: Sequence[str], *, cwd: str | Path, env: Mapping[str, str]
+    sandbox: Sandbox | ContainerSandbox,
+    argv: Sequence[str],
+    *,
+    cwd: str | Path,
+    env: Mapping[str, str],
 ) -> tuple[Process, Callable[[], None]]:
     from charter.runtime.sandbox.launcher import SandboxError, SandboxUnavailable
 
@@ -168,7 +173,7 @@ def run_command(
     cancel: threading.Event | None = None,
     redact: Callable[[str], str] | None = None,
     on_output: OutputSink | None = None,
-    sandbox: Sandbox | None = None,
+    sandbox: Sandbox | ContainerSandbox | None = None,
 ) -> ProcResult:
     """Run ``argv`` to completion, timeout or cancellation; never raises for
     the command's own failures (they are in the result).

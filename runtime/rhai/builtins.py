@@ -12,6 +12,7 @@ for blank text, ``split``/``join``), Leviath's meaning is the one here.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Callable
@@ -641,8 +642,6 @@ def _for_each(run: _Run, a: list[Any], node: Node) -> Any:
 
 @_reg("sort")
 def _sort(run: _Run, a: list[Any], node: Node) -> Any:
-    import functools
-
     if len(a) == 1 and type(a[0]) is list:
         arr: list[Any] = a[0]
         kinds = {type(x) for x in arr}

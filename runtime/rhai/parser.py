@@ -16,6 +16,7 @@ import functools
 from charter.runtime.rhai import syntax as s
 from charter.runtime.rhai.errors import RhaiSyntaxError
 from charter.runtime.rhai.lexer import Token, tokenize
+from charter.runtime.rhai.values import Char
 
 __all__ = ["MAX_DEPTH", "parse_cached", "parse_script"]
 
@@ -286,8 +287,6 @@ class _Parser:
             self.next()
             return s.Lit(t.line, t.col, t.value)
         if kind == "char":
-            from charter.runtime.rhai.values import Char
-
             self.next()
             return s.Lit(t.line, t.col, Char(str(t.value)))
         if kind == "template":

@@ -22,6 +22,7 @@ A child that submitted nothing says so in its result.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -33,14 +34,17 @@ import anyio.from_thread
 
 from charter.runtime.plan import OutputSpec
 from charter.runtime.results import ToolResult, refusal
-from charter.runtime.tools.registry import NO_PATHS, Registration, register
+from charter.runtime.run.loop import AgentRun
+from charter.runtime.tools.base import ToolRuntime
+from charter.runtime.tools.context import ContextEntry
+from charter.runtime.tools.registry import NO_PATHS, Implementation, Registration, register
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
 
-    from charter.runtime.run.loop import AgentResult, AgentRun, RunContext
+    from charter.runtime.run.loop import AgentResult, RunContext
 
-__all__ = ["AgentWorld", "Child", "agent_tools", "run_fan_out"]
+__all__ = ["AgentTools", "AgentWorld", "Child", "agent_tools", "run_fan_out"]
 
 _POLL_S = 0.05
 
@@ -82,8 +86,6 @@ class AgentWorld:
         start_stage: str | None = None,
     ) -> Child | str:
         """Start a child of ``parent``; a string says why it cannot start."""
-        from charter.runtime.run.loop import AgentRun
-
         if self.ctx.cancel.is_set() or parent.cancel.is_set():
             return "the run is stopping; no new sub-agents start"
         agents = self.ctx.prepared.agents
@@ -244,19 +246,34 @@ _SERVES: Mapping[str, tuple[str, ...]] = {
 }
 
 
-def agent_tools(
-    world: AgentWorld, me: AgentRun, base: Mapping[str, Any] | None = None
-) -> tuple[Registration, ...]:
-    """The registrations of the sub-agent tools for the agent ``me``. The
-    seed-000 task tools share their ``impl`` keys (``task_status``,
-    ``yield_until``, ``task_control``, ``task_list``): a call naming one of
-    this agent's children is answered here, anything else goes to ``base``'s
-    implementation for the key (background commands)."""
+# -- the tools ---------------------------------------------------------------------
 
-    def ok(text: str, **data: Any) -> ToolResult:
-        return ToolResult("ok", text, data=dict(data))
 
-    def spawn(args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **_: Any) -> ToolResult:
+def _ok(text: str, **data: Any) -> ToolResult:
+    return ToolResult("ok", text, data=dict(data))
+
+
+class AgentTools:
+    """The sub-agent tools of one agent, ``me``: each method is an
+    :class:`~charter.runtime.tools.registry.Implementation` acting on
+    ``me``'s own children in ``world``."""
+
+    __slots__ = ("me", "world")
+
+    def __init__(self, world: AgentWorld, me: AgentRun) -> None:
+        self.world = world
+        self.me = me
+
+    def spawn(
+        self,
+        args: Mapping[str, Any],
+        rt: ToolRuntime,
+        /,
+        *,
+        tool: str | None = None,
+        approved: bool = False,
+    ) -> ToolResult:
+        me = self.me
         narrow: frozenset[str] | None = None
         if tool == "delegate_task":
             name = str(args.get("core_id") or me.name)
@@ -281,7 +298,7 @@ def agent_tools(
             fmt, how = args.get("output_format"), args.get("output_instructions")
             output = OutputSpec(format=fmt, instructions=how) if (fmt or how) else None
         started = anyio.from_thread.run_sync(
-            lambda: world.spawn(
+            lambda: self.world.spawn(
                 me,
                 name,
                 task,
@@ -293,46 +310,68 @@ def agent_tools(
         if isinstance(started, str):
             return refusal("denied", "dispatch", "spawn-refused", started)
         if not wait:
-            return ok(
+            return _ok(
                 f"Started sub-agent {started.id} ({name}). Use check_agent or wait_for_agent "
                 f"with agent_id '{started.id}'.",
                 agent_id=started.id,
             )
         if not _wait(started, me, None):
             return refusal("error", "dispatch", "wait-cancelled", "stopped while waiting")
-        return ok(describe(started), agent_id=started.id)
+        return _ok(describe(started), agent_id=started.id)
 
-    def of_own_child(
-        act: Callable[[Child, Mapping[str, Any], str | None], ToolResult],
-    ) -> Callable[..., ToolResult]:
-        """A tool that acts on one of this agent's children, named by
-        ``agent_id`` (or ``task_id``, as the task tools name it)."""
+    def _own_child(self, args: Mapping[str, Any]) -> Child | ToolResult:
+        """The child the call names by ``agent_id`` (or ``task_id``, as the
+        task tools name it), or the refusal when it is not one of ``me``'s."""
+        return self.world.own_child(self.me, str(args.get("agent_id") or args.get("task_id")))
 
-        def run(
-            args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **_: Any
-        ) -> ToolResult:
-            child = world.own_child(me, str(args.get("agent_id") or args.get("task_id")))
-            return child if isinstance(child, ToolResult) else act(child, args, tool)
+    def status(
+        self,
+        args: Mapping[str, Any],
+        rt: ToolRuntime,
+        /,
+        *,
+        tool: str | None = None,
+        approved: bool = False,
+    ) -> ToolResult:
+        child = self._own_child(args)
+        if isinstance(child, ToolResult):
+            return child
+        return _ok(describe(child), done=child.done.is_set())
 
-        return run
-
-    @of_own_child
-    def status(child: Child, args: Mapping[str, Any], tool: str | None) -> ToolResult:
-        return ok(describe(child), done=child.done.is_set())
-
-    @of_own_child
-    def wait(child: Child, args: Mapping[str, Any], tool: str | None) -> ToolResult:
+    def wait(
+        self,
+        args: Mapping[str, Any],
+        rt: ToolRuntime,
+        /,
+        *,
+        tool: str | None = None,
+        approved: bool = False,
+    ) -> ToolResult:
+        child = self._own_child(args)
+        if isinstance(child, ToolResult):
+            return child
+        me = self.me
         timeout = float(args["timeout_seconds"]) if tool == "yield_until" else None
         if tool == "yield_until" and "timeout_seconds" not in args:
             timeout = 30.0
         if not _wait(child, me, timeout):
             if me.cancel.is_set() or me.ctx.cancel.is_set():
                 return refusal("error", "dispatch", "wait-cancelled", "stopped while waiting")
-            return ok(describe(child) + " (timed out waiting; it may still finish)", timed_out=True)
-        return ok(describe(child))
+            return _ok(
+                describe(child) + " (timed out waiting; it may still finish)", timed_out=True
+            )
+        return _ok(describe(child))
 
-    def send(args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **_: Any) -> ToolResult:
-        child = world.own_child(me, str(args["agent_id"]))
+    def send(
+        self,
+        args: Mapping[str, Any],
+        rt: ToolRuntime,
+        /,
+        *,
+        tool: str | None = None,
+        approved: bool = False,
+    ) -> ToolResult:
+        child = self.world.own_child(self.me, str(args["agent_id"]))
         if isinstance(child, ToolResult):
             return child
         if child.done.is_set():
@@ -350,76 +389,127 @@ def agent_tools(
         region = args.get("target_region")
         child.run.deliver(str(args["message"]), str(region) if region else None)
         where = f"context section '{region}'" if region else "its conversation"
-        return ok(f"Delivered to sub-agent {child.id} ({where}); it reads it before its next turn.")
+        return _ok(
+            f"Delivered to sub-agent {child.id} ({where}); it reads it before its next turn."
+        )
 
-    @of_own_child
-    def cancel(child: Child, args: Mapping[str, Any], tool: str | None) -> ToolResult:
+    def cancel(
+        self,
+        args: Mapping[str, Any],
+        rt: ToolRuntime,
+        /,
+        *,
+        tool: str | None = None,
+        approved: bool = False,
+    ) -> ToolResult:
+        child = self._own_child(args)
+        if isinstance(child, ToolResult):
+            return child
+        world = self.world
         stopped = anyio.from_thread.run_sync(
-            lambda: world.kill(child.id, f"killed by agent {me.id}")
+            lambda: world.kill(child.id, f"killed by agent {self.me.id}")
         )
         if not stopped:
-            return ok(f"Sub-agent {child.id} had already finished. {describe(child)}")
+            return _ok(f"Sub-agent {child.id} had already finished. {describe(child)}")
         # Killing is prompt: wait (briefly) until the tree has wound down.
         deadline = time.monotonic() + 10
         for cid in stopped:
             target = world.children[cid]
             while not target.done.wait(_POLL_S) and time.monotonic() < deadline:
                 pass
-        return ok(f"Killed {', '.join(stopped)}.", killed=stopped)
+        return _ok(f"Killed {', '.join(stopped)}.", killed=stopped)
 
     def listing(
-        args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **_: Any
+        self,
+        args: Mapping[str, Any],
+        rt: ToolRuntime,
+        /,
+        *,
+        tool: str | None = None,
+        approved: bool = False,
     ) -> ToolResult:
-        mine = [c for c in world.children.values() if c.parent == me.id]
+        mine = [c for c in self.world.children.values() if c.parent == self.me.id]
         if not args.get("include_completed", True):
             mine = [c for c in mine if not c.done.is_set()]
         if not mine:
-            return ok("(no sub-agents)")
-        return ok("\n".join(describe(c).splitlines()[0] for c in mine))
+            return _ok("(no sub-agents)")
+        return _ok("\n".join(describe(c).splitlines()[0] for c in mine))
 
-    def fan_out(args: Mapping[str, Any], rt: Any, **_: Any) -> ToolResult:
-        return run_fan_out(world, me, args)
+    def fan_out(
+        self,
+        args: Mapping[str, Any],
+        rt: ToolRuntime,
+        /,
+        *,
+        tool: str | None = None,
+        approved: bool = False,
+    ) -> ToolResult:
+        return run_fan_out(self.world, self.me, args)
 
-    mine = {
-        "agents.spawn": spawn,
-        "tasks.status": status,
-        "tasks.wait": wait,
-        "agents.send": send,
-        "tasks.cancel": cancel,
-        "tasks.list": listing,
-        "agents.fan_out": fan_out,
-    }
+    def implementations(self) -> dict[str, Implementation]:
+        """Each ``impl`` key of :data:`_SERVES` with the method serving it."""
+        return {
+            "agents.spawn": self.spawn,
+            "tasks.status": self.status,
+            "tasks.wait": self.wait,
+            "agents.send": self.send,
+            "tasks.cancel": self.cancel,
+            "tasks.list": self.listing,
+            "agents.fan_out": self.fan_out,
+        }
 
-    def registered(runs: Mapping[str, Any]) -> tuple[Registration, ...]:
-        return tuple(
-            register(key, run, serves={tool: NO_PATHS for tool in _SERVES[key]})
-            for key, run in runs.items()
-        )
 
-    if not base:
-        return registered(mine)
+@dataclass(frozen=True, slots=True)
+class _Shared:
+    """One ``impl`` key served by both this agent's tools and the base
+    registry's (the seed-000 task tools): a call about one of ``me``'s
+    children goes to ``own``, anything else (a background command) to
+    ``other``."""
 
-    def shared(key: str) -> Any:
-        other = base.get(key)
-        own = mine[key]
-        if other is None:
-            return own
+    key: str
+    me: str  # the agent's id; its children's ids start with it
+    own: Implementation
+    other: Implementation
 
-        def run(args: Mapping[str, Any], rt: Any, *, tool: str | None = None, **kw: Any) -> Any:
-            if tool in _AGENT_TOOLS:
-                return own(args, rt, tool=tool, **kw)
-            if key == "tasks.list":
-                if args.get("kind") == "agent.spawn":
-                    return own(args, rt, tool=tool, **kw)
-                return other(args, rt, tool=tool, **kw)
-            ref = str(args.get("task_id", ""))
-            if ref == me.id or ref.startswith(me.id + "/"):
-                return own(args, rt, tool=tool, **kw)
-            return other(args, rt, tool=tool, **kw)
+    def __call__(
+        self,
+        args: Mapping[str, Any],
+        rt: ToolRuntime,
+        /,
+        *,
+        tool: str | None = None,
+        approved: bool = False,
+    ) -> ToolResult:
+        if tool in _AGENT_TOOLS:
+            return self.own(args, rt, tool=tool, approved=approved)
+        if self.key == "tasks.list":
+            if args.get("kind") == "agent.spawn":
+                return self.own(args, rt, tool=tool, approved=approved)
+            return self.other(args, rt, tool=tool, approved=approved)
+        ref = str(args.get("task_id", ""))
+        if ref == self.me or ref.startswith(self.me + "/"):
+            return self.own(args, rt, tool=tool, approved=approved)
+        return self.other(args, rt, tool=tool, approved=approved)
 
-        return run
 
-    return registered({key: shared(key) for key in mine})
+def agent_tools(
+    world: AgentWorld, me: AgentRun, base: Mapping[str, Implementation] | None = None
+) -> tuple[Registration, ...]:
+    """The registrations of the sub-agent tools for the agent ``me``. The
+    seed-000 task tools share their ``impl`` keys (``task_status``,
+    ``yield_until``, ``task_control``, ``task_list``): a call naming one of
+    this agent's children is answered here, anything else goes to ``base``'s
+    implementation for the key (background commands)."""
+    runs = AgentTools(world, me).implementations()
+    if base:
+        for key, own in runs.items():
+            other = base.get(key)
+            if other is not None:
+                runs[key] = _Shared(key, me.id, own, other)
+    return tuple(
+        register(key, run, serves={tool: NO_PATHS for tool in _SERVES[key]})
+        for key, run in runs.items()
+    )
 
 
 # -- fan_out ---------------------------------------------------------------------------
@@ -483,8 +573,6 @@ def run_fan_out(world: AgentWorld, me: AgentRun, args: Mapping[str, Any]) -> Too
             "stage fails them all:\n\n" + report,
         )
     if spec is not None and spec.results_region:
-        from charter.runtime.tools.context import ContextEntry
-
         with me.rt.store.lock:
             me.rt.store.regions[spec.results_region] = [ContextEntry(report)]
     head = f"{len(items) - len(failed)} of {len(items)} workers answered."
@@ -513,8 +601,6 @@ def _run_workers(
 ) -> dict[str, tuple[bool, str]] | None:
     """Run the workers; each item's (answered, text), in the items' order, or
     None when the run stopped."""
-    import json
-
     keys = [str(i.get("id") or f"item-{n}") for n, i in enumerate(items, 1)]
     out: dict[str, tuple[bool, str]] = {k: (False, "(not run)") for k in keys}
     waiting = list(zip(keys, items, strict=True))

@@ -17,6 +17,7 @@ import anyio.to_thread
 from charter.runtime.models import ModelToolCall
 from charter.runtime.results import ToolResult, refusal
 from charter.runtime.run.progress import Meter
+from charter.runtime.tools.paths import path_args
 
 if TYPE_CHECKING:
     from charter.runtime.plan import ToolEntry
@@ -91,8 +92,6 @@ def guard_records(
 ) -> ToolResult | None:
     """The run's own records (``.charter/`` in the workspace: plans, audit
     logs, events) are not the agent's to overwrite with file tools."""
-    from charter.runtime.tools.paths import path_args
-
     records = (workspace / ".charter").resolve()
     for _arg, value, op in path_args(entry, args):
         if op != "write":

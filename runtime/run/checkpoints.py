@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Literal
 
 from charter.runtime.plan import InteractionPoint
 from charter.runtime.run.context import AgentStatus
+from charter.runtime.run.people import ask_checkpoint, edit_text
 from charter.runtime.tools.context import ContextEntry, RunStore
 
 if TYPE_CHECKING:
@@ -148,7 +149,6 @@ class Checkpoints:
                 )
             self.emit("checkpoint", point=point.name, answer="(approved: unattended run)")
             return ""
-        from charter.runtime.run.people import ask_checkpoint
 
         options = list(point.options)
         reply = ask_checkpoint(
@@ -171,6 +171,5 @@ class Checkpoints:
     def _edit(self, point: InteractionPoint, body: str) -> str | None:
         if self.person is None:
             return None
-        from charter.runtime.run.people import edit_text
 
         return edit_text(self.person, body, point.prompt, self.scratch)

@@ -4,6 +4,7 @@ agent's run comes to (:class:`AgentResult`)."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -134,8 +135,6 @@ class RunContext(RunSettings):
     def mcp_runtime(self) -> McpRuntime:
         with self._mcp_lock:
             if self.mcp is None:
-                import os
-
                 from charter.runtime.mcp.session import McpRuntime, run_host
 
                 workspace, run_dir, project = self.workspace, self.run_dir, self.project_root

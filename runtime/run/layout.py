@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from charter.runtime.models import Message
 from charter.runtime.plan import ContextRegion, Stage
 from charter.runtime.tools.context import ChecklistItem, ContextEntry, RunStore
-from charter.runtime.tools.regions import RUNTIME_REGIONS
+from charter.runtime.tools.regions import RUNTIME_REGIONS, estimate_tokens
 
 __all__ = ["Assembled", "assemble", "trim_conversation"]
 
@@ -147,7 +147,6 @@ def trim_conversation(messages: list[Message], stage: Stage) -> tuple[list[Messa
     head = 2 if len(messages) >= 2 and messages[0].role == "system" else 0
     if region is None or region.kind != "sliding_window" or len(messages) <= head:
         return messages, 0
-    from charter.runtime.tools.regions import estimate_tokens
 
     body = messages[head:]
     sizes = _groups(body)

@@ -105,8 +105,9 @@ from charter.runtime.run.edges import (
     stuck_reason,
     unwritten_required,
 )
-from charter.runtime.run.hooks import HookFailed, HookOutcome
+from charter.runtime.run.hooks import HookFailed, HookOutcome, run_hook
 from charter.runtime.run.layout import assemble, trim_conversation
+from charter.runtime.run.people import people_tools
 from charter.runtime.run.progress import Meter
 from charter.runtime.run.prompt import hinted_edges, offered_specs, system_prompt
 from charter.runtime.run.regionwork import (
@@ -121,7 +122,7 @@ from charter.runtime.run.repetition import RepetitionWatch
 from charter.runtime.run.shape import is_output_stage, output_spec
 from charter.runtime.run.stagemodels import candidates, falls_over
 from charter.runtime.run.transforms import plan_transform
-from charter.runtime.tools.context import fold_sections, validate_output
+from charter.runtime.tools.context import MAX_REGIONS, ContextEntry, fold_sections, validate_output
 from charter.runtime.tools.regions import layout_of
 from charter.runtime.tools.registry import IMPLEMENTATIONS, Registry, RunStore, ToolRuntime
 from charter.runtime.tools.tasks import cancel_tasks
@@ -273,7 +274,6 @@ class AgentRun:
 
     def _registry(self) -> Registry:
         from charter.runtime.run.agents import agent_tools
-        from charter.runtime.run.people import people_tools
 
         own = list(agent_tools(self.world, self, IMPLEMENTATIONS))
         if self.ctx.prompter is not None:
@@ -286,8 +286,6 @@ class AgentRun:
             self.inbox.append((region, message))
 
     def _drain_inbox(self) -> None:
-        from charter.runtime.tools.context import ContextEntry
-
         with self._inbox_lock:
             pending, self.inbox = self.inbox, []
         for region, text in pending:
@@ -335,8 +333,6 @@ class AgentRun:
     # -- stages ----------------------------------------------------------------
 
     def _enter(self, stage_name: str, *, condition: str, transform: str | None) -> None:
-        from charter.runtime.run.hooks import HookFailed
-
         previous = self.stage.name
         if condition != "start":
             try:
@@ -395,7 +391,6 @@ class AgentRun:
         stage = self.stage
         if not stage.hooks:
             return None
-        from charter.runtime.run.hooks import run_hook
 
         index = next(
             (i for i, s in enumerate(self.session.agent.agent.stages) if s.name == stage.name), 0
@@ -422,9 +417,6 @@ class AgentRun:
 
     def _region_hook(self, name: str) -> None:
         """A hook that sees the regions and may replace their contents."""
-        from charter.runtime.run.hooks import HookFailed
-        from charter.runtime.tools.context import MAX_REGIONS, ContextEntry
-
         outcome = self._hook(name, self._regions_ctx())
         if outcome is None or outcome.action != "modify":
             return
@@ -694,8 +686,6 @@ class AgentRun:
         """The agent's result, after the stage's terminal hook (on_completion
         for a completed run, on_error for a failed one; a cancelled run fires
         neither, as in Leviath)."""
-        from charter.runtime.run.hooks import HookFailed
-
         if status in ("completed", "failed") and self.stage.hooks:
             name = "on_completion" if status == "completed" else "on_error"
             subject = (output or "") if status == "completed" else reason
@@ -973,8 +963,6 @@ class AgentRun:
     def _turn_hooks(self, turn: ModelTurn) -> ModelTurn:
         """after_inference (may replace the text) and on_tool_call (may veto
         or replace the calls, which then meet every gate)."""
-        from charter.runtime.run.hooks import HookFailed
-
         if not self.stage.hooks:
             return turn
         outcome = self._hook(

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from charter.runtime.run.events import EventBus
+    from charter.runtime.tools.base import ToolRuntime
 
 __all__ = [
     "LineSource",
@@ -525,7 +526,7 @@ def people_tools(prompter: Prompter, scratch: Path) -> Registry:
     schema by the gates."""
 
     def ask(
-        args: Mapping[str, Any], rt: Any, *, tool: str | None = None, approved: bool = False
+        args: Mapping[str, Any], rt: ToolRuntime, *, tool: str | None = None, approved: bool = False
     ) -> ToolResult:
         if tool == "ask_user_text":
             return _ask_text(prompter, str(args["prompt"]))
@@ -543,7 +544,7 @@ def people_tools(prompter: Prompter, scratch: Path) -> Registry:
         )
 
     def review(
-        args: Mapping[str, Any], rt: Any, *, tool: str | None = None, approved: bool = False
+        args: Mapping[str, Any], rt: ToolRuntime, *, tool: str | None = None, approved: bool = False
     ) -> ToolResult:
         if tool == "present_for_review":
             return _review(prompter, str(args["title"]), str(args["markdown"]))

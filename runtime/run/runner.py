@@ -27,6 +27,7 @@ from typing import Any
 
 import anyio
 
+from charter.runtime.proc import kill_running
 from charter.runtime.records import field_values
 from charter.runtime.run.context import RunSettings
 from charter.runtime.run.loop import AgentResult, AgentRun, RunContext
@@ -119,8 +120,6 @@ async def _main(o: RunOptions) -> RunReport:
         # Threads that did not stop within the grace were abandoned; a command
         # one of them still waits for (one that ignored SIGTERM) must not
         # outlive the run, which is about to end without waiting.
-        from charter.runtime.proc import kill_running
-
         kill_running()
     if result is None:
         result = root.partial("cancelled", "the run was interrupted")

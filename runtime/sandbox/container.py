@@ -167,6 +167,12 @@ class ContainerSandbox:
     def inside_tmp(self) -> str:
         return "/tmp"
 
+    @property
+    def mode(self) -> str:
+        """What contains the commands, in the words ``Layout.mode`` uses
+        for the kernel sandbox."""
+        return "container"
+
     def describe(self) -> str:
         return (
             f"sandbox: container ({self.engine}, image {self.profile.image})\n"

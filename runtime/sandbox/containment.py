@@ -30,13 +30,17 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from charter.runtime.errors import CharterError
 from charter.runtime.plan import AgentPlan, SandboxMount, SandboxProfile, canonical_json
 from charter.runtime.sandbox.spec import HostFacts
+
+if TYPE_CHECKING:
+    from charter.runtime.sandbox.container import ContainerSandbox
+    from charter.runtime.sandbox.launcher import Sandbox
 
 __all__ = ["Containment", "ContainmentRefused", "StageContainment", "prepare", "prepare_for_run"]
 
@@ -50,7 +54,7 @@ class StageContainment:
     """Where one stage's (or agent's) commands run."""
 
     profile: SandboxProfile | None
-    sandbox: Any = None  # a Sandbox or ContainerSandbox; None: uncontained
+    sandbox: Sandbox | ContainerSandbox | None = None  # None: uncontained
     fallback: str = ""  # why this is weaker than the profile asked, if it is
 
     @property
@@ -61,7 +65,7 @@ class StageContainment:
         """The contained-allow marks in force: only for a complete sandbox."""
         if self.sandbox is None or self.profile is None or self.fallback:
             return frozenset()
-        if not getattr(self.sandbox, "complete", False):
+        if not self.sandbox.complete:
             return frozenset()
         return frozenset(self.profile.contained_allow)
 
@@ -103,7 +107,7 @@ class Containment:
     _by_key: dict[str, StageContainment] = field(default_factory=dict)
     _stages: dict[tuple[str, str], StageContainment] = field(default_factory=dict)
     _agents: dict[str, StageContainment] = field(default_factory=dict)
-    _built: list[Any] = field(default_factory=list)
+    _built: list[Sandbox | ContainerSandbox] = field(default_factory=list)
 
     def stage(self, agent: str, stage: str) -> StageContainment:
         return self._stages.get((agent, stage)) or StageContainment(None)
@@ -127,24 +131,25 @@ class Containment:
 
         profile = _with_readable(where.profile, readable, self.workspace)
 
-        if not hasattr(sb, "layout"):  # a container: the server runs in one too
-            from charter.runtime.sandbox.container import container_argv
+        from charter.runtime.sandbox.container import ContainerSandbox, container_argv
+
+        if isinstance(sb, ContainerSandbox):  # the server runs in a container too
+            box = sb
 
             def in_container(argv: list[str]) -> list[str]:
                 return container_argv(
-                    sb.engine,
+                    box.engine,
                     profile,
                     argv,
-                    workspace=sb.workspace,
-                    cwd=sb.workspace,
-                    private_tmp=sb.private_tmp,
+                    workspace=box.workspace,
+                    cwd=box.workspace,
+                    private_tmp=box.private_tmp,
                     env={},
                     home=Path.home(),
                     name=f"charter-mcp-{len(self._built)}",
                 )
 
             return lambda launch: contain_launch(launch, in_container)
-        from dataclasses import asdict
 
         from charter.runtime.sandbox.exec import wrapper_argv
 
@@ -174,7 +179,7 @@ class Containment:
         p.mkdir(parents=True, exist_ok=True, mode=0o700)
         return p
 
-    def _namespace(self, profile: SandboxProfile) -> Any:
+    def _namespace(self, profile: SandboxProfile) -> Sandbox:
         from charter.runtime.sandbox.launcher import Sandbox
 
         sb = Sandbox(
@@ -233,14 +238,14 @@ class Containment:
             missing = self._what_is_missing(sb)
         return self._unavailable(profile, where, missing, sb)
 
-    def _what_is_missing(self, sb: Any) -> str:
+    def _what_is_missing(self, sb: Sandbox | None) -> str:
         reasons = list(self.host.reasons)
         if sb is not None and sb.layout.mode == "landlock":
             reasons.insert(0, "only Landlock is available")
         return "; ".join(reasons) or "the sandbox could not be built completely"
 
     def _unavailable(
-        self, profile: SandboxProfile, where: str, missing: str, fallback: Any
+        self, profile: SandboxProfile, where: str, missing: str, fallback: Sandbox | None
     ) -> StageContainment:
         usable = fallback if fallback is not None and fallback.in_force else None
         default = not profile.user_kind and not profile.user_on_unavailable
@@ -310,9 +315,9 @@ def prepare(
     except BaseException:
         c.close()
         raise
-    contained = [s for s in c._by_key.values() if s.contained and not s.fallback]
+    contained = [s.sandbox for s in c._by_key.values() if s.sandbox is not None and not s.fallback]
     if contained and not c.notices:
-        first = contained[0].sandbox
+        first = contained[0]
         c.notices.append(
             "commands run contained: "
             + first.describe().splitlines()[0].removeprefix("sandbox: ")

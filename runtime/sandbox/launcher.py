@@ -24,6 +24,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ from charter.runtime.plan import SandboxProfile
 from charter.runtime.sandbox import kernel
 from charter.runtime.sandbox.child import ChildPlan
 from charter.runtime.sandbox.landlock import Ruleset
+from charter.runtime.sandbox.layout import describe as describe_layout
 from charter.runtime.sandbox.layout import plan_layout, runtime_paths
 from charter.runtime.sandbox.spec import HostFacts, Layout, Place
 
@@ -379,6 +381,12 @@ class Sandbox:
         return self.layout.mode != "none"
 
     @property
+    def mode(self) -> str:
+        """What contains the commands: the layout's mode (``namespace``,
+        ``landlock`` or ``none``)."""
+        return self.layout.mode
+
+    @property
     def complete(self) -> bool:
         """Whether everything the profile asks for is in place (namespaces,
         Landlock, a fresh /proc)."""
@@ -387,9 +395,7 @@ class Sandbox:
         )
 
     def describe(self) -> str:
-        from charter.runtime.sandbox.layout import describe
-
-        text = describe(self.layout)
+        text = describe_layout(self.layout)
         limit = self.profile.limits.processes
         if self.in_force and limit is not None:
             if self.process_limit == "pid-namespace":
@@ -413,8 +419,6 @@ class Sandbox:
         The commands still get their own mount, pid, IPC and UTS namespaces.
         With the proxy, its listener lives in that network namespace for the
         sandbox's life. On any failure commands make their own, as before."""
-        import uuid
-
         from charter.runtime.sandbox.proxy import ProxyServer
         from charter.runtime.sandbox.zygote import Zygote
 
@@ -469,8 +473,6 @@ class Sandbox:
         with self._lock:
             key = self._keys.get(id(layout))
             if key is None:
-                import uuid
-
                 key = self._keys[id(layout)] = uuid.uuid4().hex
             return key
 

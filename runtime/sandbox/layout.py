@@ -33,14 +33,18 @@ from __future__ import annotations
 
 import os
 import resource
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+import charter
+import charter.runtime as rt_pkg
 from charter.runtime.plan import SandboxProfile
 from charter.runtime.sandbox import defaults
 from charter.runtime.sandbox.landlock import (
     FS_READ,
     FS_WRITE,
+    NET_CONNECT_TCP,
     PathRule,
     RulesetPlan,
     merge,
@@ -357,8 +361,6 @@ def _landlock_layout(profile: SandboxProfile, host: HostFacts, place: Place) -> 
         rules.append(PathRule(p, read | write))
     ports: tuple[tuple[int, int], ...] = ()
     if profile.network == "proxy" and place.proxy_port is not None and net:
-        from charter.runtime.sandbox.landlock import NET_CONNECT_TCP
-
         ports = ((place.proxy_port, NET_CONNECT_TCP),)
     ruleset = RulesetPlan(
         abi=host.landlock_abi,
@@ -413,10 +415,6 @@ def describe(layout: Layout) -> str:
 def runtime_paths(extra: Sequence[str] = ()) -> tuple[Path, ...]:
     """The runtime's own Python and packages, which must stay readable for
     authored tools and Python MCP servers to start inside the sandbox."""
-    import sys
-
-    import charter
-
     found: list[Path] = []
     candidates: list[str] = [sys.prefix, sys.base_prefix, sys.exec_prefix]
     candidates.append(os.path.dirname(os.path.realpath(sys.executable)))
@@ -425,13 +423,8 @@ def runtime_paths(extra: Sequence[str] = ()) -> tuple[Path, ...]:
             candidates.append(entry)
     for pkg_path in getattr(charter, "__path__", []):
         candidates.append(str(Path(pkg_path)))
-    try:
-        import charter.runtime as rt_pkg
-
-        for pkg_path in rt_pkg.__path__:
-            candidates.append(str(Path(pkg_path).parent))
-    except ImportError:
-        pass
+    for pkg_path in rt_pkg.__path__:
+        candidates.append(str(Path(pkg_path).parent))
     candidates += list(extra)
     for c in candidates:
         p = _real(Path(c))

@@ -17,6 +17,7 @@ The helper exits when the runtime closes its end of the socket (or dies).
 from __future__ import annotations
 
 import ctypes
+import gc
 import json
 import os
 import pickle
@@ -149,8 +150,6 @@ def _run_joined(
 
 def main() -> None:
     """The helper's loop: one request, one answer."""
-    import gc
-
     gc.disable()  # nothing here lives long; a collection in a clone is wasted work
     sock = socket.socket(fileno=int(sys.argv[1]))
     for sig in range(1, signal.NSIG):

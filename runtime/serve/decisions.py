@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from charter.runtime import deadline
+from charter.runtime.hooks.common import HookOptions
+from charter.runtime.results import ToolCall
 from charter.runtime.serve.plans import PlanHolder
 
 if TYPE_CHECKING:
@@ -291,7 +293,6 @@ class Decider:
                     allow=opts.allow,
                     prepared=prepared,
                 )
-            from charter.runtime.hooks.common import HookOptions
             from charter.runtime.hooks.gemini_cli import decide_event as decide_gemini
 
             options = HookOptions(
@@ -336,7 +337,6 @@ class Decider:
         def work() -> dict[str, Any]:
             from charter.runtime.gates import decide
             from charter.runtime.policy.session import SessionError, open_session
-            from charter.runtime.results import ToolCall
 
             try:
                 req = json.loads(raw.decode("utf-8"))

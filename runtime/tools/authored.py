@@ -48,6 +48,8 @@ sandbox lets it.
 from __future__ import annotations
 
 import asyncio
+import base64
+import dataclasses
 import hashlib
 import inspect
 import json
@@ -62,12 +64,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from charter.runtime.policy.capabilities import is_granted
-from charter.runtime.redact import Redactor, redacted_views
+from charter.runtime.redact import redacted_views
 from charter.runtime.results import ToolResult, refusal
 from charter.runtime.tools.authored_sdk import CapabilityDenied, install
 
 if TYPE_CHECKING:
     from charter.runtime.plan import AuthoredTool, ToolEntry
+    from charter.runtime.sandbox.container import ContainerSandbox
+    from charter.runtime.sandbox.launcher import Sandbox
+    from charter.runtime.tools.base import ToolRuntime
 
 __all__ = [
     "MAX_MODULE_BYTES",
@@ -440,7 +445,7 @@ def _stopped(name: str, timed_out: bool, timeout: int, note: str) -> ToolResult:
 def run_authored(
     entry: ToolEntry,
     args: Mapping[str, Any],
-    rt: Any,
+    rt: ToolRuntime,
     *,
     turn: TurnInfo | None = None,
     agent_root: str = "",
@@ -450,7 +455,7 @@ def run_authored(
     ``rt`` is the run's :class:`~charter.runtime.tools.base.ToolRuntime`
     (its workspace, project root, redactor, timeout and cancel event are
     used). Never raises for anything the module does."""
-    redactor: Redactor = rt.redactor
+    redactor = rt.redactor
     authored = entry.authored
     name = entry.name
     if authored is None:
@@ -459,7 +464,7 @@ def run_authored(
         redactor.discover_value(dict(args))
     except Exception:  # noqa: BLE001 - discovery is best effort; redaction still runs
         pass
-    root = Path(getattr(rt, "project_root", None) or rt.workspace)
+    root = Path(rt.project_root or rt.workspace)
     located = _locate(root, authored)
     if isinstance(located, str):
         return refusal("denied", "dispatch", "authored-module-path", f"'{name}': {located}")
@@ -492,7 +497,7 @@ def run_authored(
             f"{digest[:12]}, plan pins {authored.module_sha256[:12]}); it was not loaded. "
             "Recompile the project to use the new code",
         )
-    sandbox = getattr(rt, "sandbox", None)
+    sandbox = rt.sandbox
     if sandbox is not None:
         return _run_contained(entry, path, data, digest, args, rt, turn, agent_root, sandbox)
     output = ToolOutput()
@@ -515,8 +520,8 @@ def run_authored(
         name=f"authored:{name}",
         daemon=True,
     )
-    timeout = max(1, int(getattr(rt, "timeout_s", 60)))
-    cancel: threading.Event = rt.cancel
+    timeout = max(1, int(rt.timeout_s))
+    cancel = rt.cancel
     started = time.monotonic()
     thread.start()
     stopped = ""
@@ -583,16 +588,14 @@ def _run_contained(
     data: bytes,
     digest: str,
     args: Mapping[str, Any],
-    rt: Any,
+    rt: ToolRuntime,
     turn: TurnInfo | None,
     agent_root: str,
-    sandbox: Any,
+    sandbox: Sandbox | ContainerSandbox,
 ) -> ToolResult:
     """Run the call in a fresh interpreter inside the stage's sandbox (see
     ``charter.runtime.sandbox.authored_child``); the module never runs in
     this process."""
-    import base64
-    import dataclasses
     import uuid
 
     from charter.runtime.proc import run_command
@@ -600,7 +603,7 @@ def _run_contained(
 
     authored = entry.authored
     assert authored is not None
-    redactor: Redactor = rt.redactor
+    redactor = rt.redactor
     name = entry.name
     request = {
         "name": name,
@@ -618,7 +621,7 @@ def _run_contained(
     }
     file_name = f"charter-authored-{uuid.uuid4().hex}.json"
     host_file = Path(sandbox.private_tmp) / file_name
-    timeout = max(1, int(getattr(rt, "timeout_s", 60)))
+    timeout = max(1, int(rt.timeout_s))
     try:
         fd = os.open(host_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -626,7 +629,7 @@ def _run_contained(
         proc = run_command(
             boot_argv(f"{sandbox.inside_tmp}/{file_name}"),
             cwd=Path(rt.workspace),
-            env=dict(getattr(rt, "env", {}) or {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}),
+            env=dict(rt.env or {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}),
             timeout_s=timeout,
             output_cap=4 * MAX_RESULT_CHARS + 65536,
             cancel=rt.cancel,

@@ -24,6 +24,7 @@ from charter.runtime.tools.context import RunStore
 if TYPE_CHECKING:
     from charter.runtime.plan import OutputSpec
     from charter.runtime.policy.session import Session
+    from charter.runtime.sandbox.container import ContainerSandbox
     from charter.runtime.sandbox.launcher import Sandbox
 
 __all__ = ["RunStore", "ToolRuntime", "calling_session", "current_session"]
@@ -66,7 +67,7 @@ class ToolRuntime:
     progress: Callable[[str, bytes], None] | None = None
     # The OS sandbox the stage's commands run in (charter.runtime.sandbox);
     # None runs them uncontained (charter check, hooks, tests, kind = "none").
-    sandbox: Sandbox | None = None
+    sandbox: Sandbox | ContainerSandbox | None = None
 
 
 # The gate session a tool call was dispatched from. Tools that report on the

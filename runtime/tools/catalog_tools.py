@@ -35,6 +35,7 @@ from charter.runtime.results import ToolResult, refusal
 from charter.runtime.tools.base import current_session
 
 if TYPE_CHECKING:
+    from charter.runtime.policy.session import Session
     from charter.runtime.tools.base import ToolRuntime
 
 __all__ = [
@@ -52,14 +53,10 @@ def _err(rule: str, message: str, status: Any = "error") -> ToolResult:
     return refusal(status, "dispatch", rule, message)
 
 
-def _session() -> Any:
-    return current_session()
-
-
 # -- tools_list ------------------------------------------------------------------------
 
 
-def _effective(session: Any, name: str) -> str:
+def _effective(session: Session, name: str) -> str:
     agent = session.agent
     entry = agent.tools.get(name)
     decision = session.stage.decisions.get(name)
@@ -81,7 +78,7 @@ def _effective(session: Any, name: str) -> str:
 def run_tools_list(
     args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bool
 ) -> ToolResult:
-    session = _session()
+    session = current_session()
     if session is None:
         return _err("no-session", "tools_list answers only inside a gated call", "unavailable")
     stage = session.stage
@@ -121,10 +118,10 @@ def _snippet(text: str, at: int, width: int) -> str:
 def run_session_search(
     args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bool
 ) -> ToolResult:
-    session = _session()
-    current = (getattr(session, "run_id", "") or "current") if session is not None else "current"
+    session = current_session()
+    current = (session.run_id or "current") if session is not None else "current"
     wanted = args.get("session_id")
-    earlier = getattr(rt, "earlier_sessions", None)
+    earlier = rt.earlier_sessions
     limit = int(args.get("limit", 10))
     query = args.get("query")
     if wanted is not None and wanted not in (current, "current"):
@@ -134,7 +131,7 @@ def run_session_search(
         if not found:
             return _err("unknown-session", f"no session '{wanted}' that you can read")
         return _earlier_result(found[:limit])
-    history = getattr(rt, "history", None)
+    history = rt.history
     if history is None:
         return _err(
             "no-history",
@@ -236,7 +233,7 @@ def cron_problem(expr: str) -> str | None:
     return None
 
 
-def _schedule_file(rt: ToolRuntime, session: Any) -> Path:
+def _schedule_file(rt: ToolRuntime, session: Session | None) -> Path:
     agent = session.agent.agent.name if session is not None else "default"
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", agent)
     return Path(rt.workspace) / ".charter" / "schedules" / f"{safe}.json"
@@ -270,7 +267,7 @@ def _show(item: dict[str, Any]) -> str:
 def run_schedules(
     args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bool
 ) -> ToolResult:
-    path = _schedule_file(rt, _session())
+    path = _schedule_file(rt, current_session())
     items = _load_schedules(path)
     if isinstance(items, ToolResult):
         return items

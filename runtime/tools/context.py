@@ -9,6 +9,7 @@ error the model can act on.
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 from collections.abc import Mapping
@@ -521,7 +522,6 @@ def _format_problem(content: str, fmt: str | None, schema_text: str | None) -> s
         return None
     # Imported here: only a run that declared a structured output pays for them.
     import csv
-    import io
     import tomllib
 
     value: Any = None

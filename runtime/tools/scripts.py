@@ -25,8 +25,10 @@ log keeps with the tool call.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.results import ToolResult
@@ -170,8 +172,6 @@ class _Host:
 
         cfg = self.rt.web if isinstance(self.rt.web, WebConfig) else WebConfig()
         if self.session.agent.agent.allow_local_network and not cfg.allow_local_network:
-            from dataclasses import replace
-
             cfg = replace(cfg, allow_local_network=True)
         sent = {str(k): str(v) for k, v in (headers or {}).items()}
         limit = 1_000_000
@@ -214,8 +214,6 @@ class _Host:
         return text
 
     def env_var(self, name: str) -> str:
-        import os
-
         from charter.runtime.rhai import HostError
 
         allowed = {n.upper() for n in self.session.agent.agent.allow_env_vars}

@@ -93,11 +93,7 @@ def _mask_leading(text: str, bound: Mapping[str, str]) -> str:
 
 
 def _sandbox_mode(rt: ToolRuntime) -> str | None:
-    sb = rt.sandbox
-    if sb is None:
-        return None
-    layout = getattr(sb, "layout", None)
-    return layout.mode if layout is not None else "container"
+    return rt.sandbox.mode if rt.sandbox is not None else None
 
 
 def _invalid(rule: str, message: str) -> ToolResult:

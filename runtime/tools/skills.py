@@ -56,7 +56,7 @@ def _err(rule: str, message: str, status: Any = "error") -> ToolResult:
 
 
 def _root(rt: ToolRuntime) -> Path | ToolResult:
-    root = getattr(rt, "skills_root", None)
+    root = rt.skills_root
     if root is None:
         return _err(
             "skills-root-missing",

@@ -70,8 +70,7 @@ def web_config_for(
 
 
 def _config(rt: ToolRuntime) -> WebConfig:
-    cfg = getattr(rt, "web", None)
-    return cfg if isinstance(cfg, WebConfig) else WebConfig()
+    return rt.web if rt.web is not None else WebConfig()
 
 
 def _client(cfg: WebConfig, timeout: float) -> httpx.Client:

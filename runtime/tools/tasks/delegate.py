@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from charter.runtime.results import ToolResult, refusal
+
+if TYPE_CHECKING:
+    from charter.runtime.policy.session import Session
 
 __all__ = ["BASE_INPUT", "BASE_OUTPUT", "ChildControls", "check_child_controls", "guard_delegate"]
 
@@ -44,7 +47,9 @@ def _slots(value: Any, base: str, what: str) -> tuple[str, ...] | str:
     return f'{what} must be "all" or a list of slot ids'
 
 
-def check_child_controls(args: Mapping[str, Any], session: Any) -> ChildControls | ToolResult:
+def check_child_controls(
+    args: Mapping[str, Any], session: Session | None
+) -> ChildControls | ToolResult:
     """Validate delegate_task's child selection against the plan: the core
     must exist, and tools / input_slots / output_slots may only narrow what
     the child core has. Anything invalid is a tool error naming it."""
@@ -89,7 +94,7 @@ def check_child_controls(args: Mapping[str, Any], session: Any) -> ChildControls
     return ChildControls(core, tools, ins, outs, bool(args.get("use_bootstrap", False)))
 
 
-def guard_delegate(args: Mapping[str, Any], session: Any) -> ToolResult | None:
+def guard_delegate(args: Mapping[str, Any], session: Session | None) -> ToolResult | None:
     """None when delegate_task's child controls are valid and can be
     honoured; otherwise the tool error to return instead of starting a child.
     The gate pipeline calls this before any sub-agent implementation, so a

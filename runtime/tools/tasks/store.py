@@ -71,7 +71,8 @@ def runtime_dir(rt: ToolRuntime) -> Path:
     ``.charter/``, which the file tools may not write to.
     """
     base = Path(rt.workspace) / ".charter"
-    run_id = getattr(current_session(), "run_id", "")
+    session = current_session()
+    run_id = session.run_id if session is not None else ""
     if isinstance(run_id, str) and _RUN_ID.fullmatch(run_id):
         return base / "runs" / run_id / "runtime"
     return base / "runtime"
@@ -80,7 +81,8 @@ def runtime_dir(rt: ToolRuntime) -> Path:
 def run_identity() -> str:
     """The calling run's id (empty outside a run): part of what names its
     artifacts."""
-    run_id = getattr(current_session(), "run_id", "")
+    session = current_session()
+    run_id = session.run_id if session is not None else ""
     return run_id if isinstance(run_id, str) else ""
 
 
