@@ -182,40 +182,7 @@ def enqueue(q: Lines, line: _Line, block: bool, counter: list[int]) -> _Line:
     return line
 
 
-class _Recorder:
-    """How lines reach the decision log, shared by the log itself and a
-    worker's link to it: onto a bounded queue that one thread drains."""
-
-    _queue: Lines
-    dropped: list[int]
-
-    def record(
-        self, event: str, fields: dict[str, Any], *, args: Any = None, prepared: bool = False
-    ) -> _Line:
-        """Queue one line; ``args`` (the call's arguments) only serve to find
-        secrets and to compute the digest, and are never written (``prepared``:
-        the fields are :meth:`LinePreparer.prepare`'s already). Wait on the
-        returned line (:meth:`_Line.durable`) before answering."""
-        line = _Line(event, fields, args, prepared=prepared)
-        self._queue.put(line)
-        return line
-
-    def record_later(
-        self,
-        event: str,
-        work: Callable[[], tuple[dict[str, Any], Any]],
-        *,
-        block: bool = True,
-        size: int = 0,
-    ) -> _Line:
-        """:meth:`record`, with the fields and arguments worked out by
-        ``work()`` in the writer thread (``block`` False: see :func:`enqueue`;
-        ``size``: how many bytes ``work`` reads)."""
-        line = _Line(event, {}, None, work, size=size)
-        return enqueue(self._queue, line, block, self.dropped)
-
-
-class DecisionLog(_Recorder):
+class DecisionLog:
     """Append decision records to ``path`` from a background thread."""
 
     def __init__(
@@ -257,6 +224,31 @@ class DecisionLog(_Recorder):
         self._thread = threading.Thread(target=self._run, name="charter-serve-log", daemon=True)
         if start:
             self._thread.start()
+
+    def record(
+        self, event: str, fields: dict[str, Any], *, args: Any = None, prepared: bool = False
+    ) -> _Line:
+        """Queue one line; ``args`` (the call's arguments) only serve to find
+        secrets and to compute the digest, and are never written (``prepared``:
+        the fields are :meth:`LinePreparer.prepare`'s already). Wait on the
+        returned line (:meth:`_Line.durable`) before answering."""
+        line = _Line(event, fields, args, prepared=prepared)
+        self._queue.put(line)
+        return line
+
+    def record_later(
+        self,
+        event: str,
+        work: Callable[[], tuple[dict[str, Any], Any]],
+        *,
+        block: bool = True,
+        size: int = 0,
+    ) -> _Line:
+        """:meth:`record`, with the fields and arguments worked out by
+        ``work()`` in the writer thread (``block`` False: see :func:`enqueue`;
+        ``size``: how many bytes ``work`` reads)."""
+        line = _Line(event, {}, None, work, size=size)
+        return enqueue(self._queue, line, block, self.dropped)
 
     def after_commit(self, hook: Callable[[], None]) -> None:
         """Call ``hook()`` from the writer after each group commit, once

@@ -46,8 +46,9 @@ class LogLink:
     redacted, sent (the lines of one turn of the loop in one write) and its
     acknowledgement read without leaving the loop's thread. Threads of their
     own for sending and reading would each have to win the worker's GIL from
-    the thread deciding, once per line (measured under load: about 6 ms of a
-    9 ms wait for the disk, at the median). A line recorded from another
+    the thread deciding, once per line (measured under load with such
+    threads: about 6 ms of a 9 ms median wait for the disk was spent in the
+    worker, not in the log's owner). A line recorded from another
     thread (a plan reload noted by a deciding thread) is handed to the loop;
     one recorded before the loop runs, or after it stopped, is sent by
     :meth:`close` at the latest.
