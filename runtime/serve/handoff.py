@@ -187,13 +187,15 @@ class DecisionQueue:
         self._jobs.put(ticket)
         # (a thread that stops waiting looks at the queue once more after it
         # has stopped counting as idle, so this one or it takes the ticket)
-        if self._idle:
-            return ticket.future
-        with self._lock:
-            start = self._needs_drainer()
-        if start:
-            self._start_drainer()
-        elif self._watch is None:
+        if not self._idle:
+            with self._lock:
+                start = self._needs_drainer()
+            if start:
+                self._start_drainer()
+                return ticket.future
+        # the thread that takes it may be inside a decision that hangs: look
+        # again in a moment
+        if self._watch is None:
             self._watch = self._loop.call_later(self._stall, self._check_stalled)
         return ticket.future
 
