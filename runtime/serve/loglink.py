@@ -113,10 +113,7 @@ class LogLink:
         with self._lock:
             waiting, self._waiting = self._waiting, []
         for line in waiting:
-            try:
-                self._encode(line)
-            except Exception:  # noqa: BLE001 - the line fails, as on the loop
-                line.finish(False)
+            _tried(self._encode, line)
         try:
             self._sock.setblocking(True)
             self._sock.settimeout(5.0)
@@ -188,13 +185,8 @@ class LogLink:
         if line.size > _HEAVY_BYTES and (line.later is not None or not line.prepared):
             self._offload(line)
             return
-        try:
-            self._encode(line)
-        except Exception as exc:  # noqa: BLE001 - the line fails, its answer is a deny
-            print(f"charter serve: a decision log line was not sent: {exc}", file=sys.stderr)
-            line.finish(False)
-            return
-        self._send_soon()
+        if _tried(self._encode, line):
+            self._send_soon()
 
     def _send_soon(self) -> None:
         if not self._flush_soon and not self._writing and self._loop is not None:
@@ -212,11 +204,7 @@ class LogLink:
         loop = self._loop
 
         def work() -> None:
-            try:
-                self._prepare(line)
-            except Exception as exc:  # noqa: BLE001 - the line fails, its answer is a deny
-                print(f"charter serve: a decision log line was not sent: {exc}", file=sys.stderr)
-                line.finish(False)
+            if not _tried(self._prepare, line):
                 return
             try:
                 if loop is None:
@@ -324,6 +312,18 @@ class LogLink:
         waiting, self._pending = list(self._pending.values()), {}
         for line in waiting:
             line.finish(ok)
+
+
+def _tried(step: Callable[[_Line], None], line: _Line) -> bool:
+    """Whether ``step(line)`` worked; a line it fails on is finished as not
+    logged (its answer a deny) and said on stderr."""
+    try:
+        step(line)
+    except Exception as exc:  # noqa: BLE001 - the line fails, its answer is a deny
+        print(f"charter serve: a decision log line was not sent: {exc}", file=sys.stderr)
+        line.finish(False)
+        return False
+    return True
 
 
 def relay(log: DecisionLog, sock: socket.socket, worker: int) -> threading.Thread:
