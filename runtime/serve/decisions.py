@@ -38,7 +38,7 @@ from charter.runtime.results import ToolCall
 from charter.runtime.serve.plans import PlanHolder
 
 if TYPE_CHECKING:
-    from charter.runtime.serve.log import _Line
+    from charter.runtime.serve.log import LineWork, _Line
 
 
 class LineLog(Protocol):
@@ -48,12 +48,7 @@ class LineLog(Protocol):
     def record(self, event: str, fields: dict[str, Any], *, args: Any = None) -> _Line: ...
 
     def record_later(
-        self,
-        event: str,
-        work: Callable[[], tuple[dict[str, Any], Any]],
-        *,
-        block: bool = True,
-        size: int = 0,
+        self, event: str, work: LineWork, *, block: bool = True, size: int = 0
     ) -> _Line: ...
 
     def close(self) -> None: ...

@@ -27,10 +27,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-__all__ = ["DecisionLog", "LinePreparer", "Lines", "enqueue"]
+__all__ = ["DecisionLog", "LinePreparer", "LineWork", "Lines", "enqueue"]
 
 _MAX_PREVIEW = 300
 # How long a putter sleeps between looks for room in a full queue.
@@ -44,53 +45,35 @@ ROTATED = "log_rotated"
 CONTINUED = "log_continued"
 
 
+# What works out a line's fields and arguments, off the caller's thread.
+LineWork = Callable[[], tuple[dict[str, Any], Any]]
+
+
+@dataclass(slots=True, eq=False)
 class _Line:
     """One queued line, and whether it reached the disk."""
 
-    __slots__ = (
-        "_callbacks",
-        "_waiter",
-        "args",
-        "event",
-        "fields",
-        "finished",
-        "later",
-        "ok",
-        "prepared",
-        "size",
-    )
+    event: str
+    fields: dict[str, Any]
+    args: Any
+    # fields and args worked out by the writer thread (reading an event
+    # costs time the caller's thread may not have to give)
+    later: LineWork | None = None
+    # fields already redacted into what the log holds (by a worker's link,
+    # see LinePreparer), written as they are
+    prepared: bool = field(default=False, kw_only=True)
+    # how much the work of preparing it reads (the event's bytes): a
+    # worker's link prepares a large line off its event loop
+    size: int = field(default=0, kw_only=True)
+    finished: bool = field(default=False, init=False)
+    ok: bool = field(default=False, init=False)
+    _callbacks: list[Callable[[bool], None]] = field(default_factory=list, init=False)
+    _waiter: threading.Event | None = field(default=None, init=False)  # for a blocking wait
 
     # One lock for every line: a line is finished once, by the one writer,
     # and a lock (with an event) of its own cost more than the rest of
     # queueing it, at every request under load.
-    _guard = threading.Lock()
-
-    def __init__(
-        self,
-        event: str,
-        fields: dict[str, Any],
-        args: Any,
-        later: Callable[[], tuple[dict[str, Any], Any]] | None = None,
-        *,
-        prepared: bool = False,
-        size: int = 0,
-    ) -> None:
-        self.event = event
-        self.fields = fields
-        self.args = args
-        # fields already redacted into what the log holds (by a worker's
-        # link, see LinePreparer), written as they are
-        self.prepared = prepared
-        # how much the work of preparing it reads (the event's bytes): a
-        # worker's link prepares a large line off its event loop
-        self.size = size
-        # fields and args worked out by the writer thread (reading an event
-        # costs time the caller's thread may not have to give)
-        self.later = later
-        self.finished = False
-        self.ok = False
-        self._callbacks: list[Callable[[bool], None]] = []
-        self._waiter: threading.Event | None = None  # made for a blocking wait only
+    _guard: ClassVar[threading.Lock] = threading.Lock()
 
     def durable(self, timeout: float) -> bool:
         """Whether the line is on disk, waiting at most ``timeout`` seconds."""
@@ -237,12 +220,7 @@ class DecisionLog:
         return line
 
     def record_later(
-        self,
-        event: str,
-        work: Callable[[], tuple[dict[str, Any], Any]],
-        *,
-        block: bool = True,
-        size: int = 0,
+        self, event: str, work: LineWork, *, block: bool = True, size: int = 0
     ) -> _Line:
         """:meth:`record`, with the fields and arguments worked out by
         ``work()`` in the writer thread (``block`` False: see :func:`enqueue`;

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from charter.runtime.serve.log import DecisionLog, LinePreparer, _Line
+from charter.runtime.serve.log import DecisionLog, LinePreparer, LineWork, _Line
 
 # A line whose preparation reads more than this (the event's bytes) is
 # prepared off the event loop (see LogLink._offload).
@@ -89,12 +89,7 @@ class LogLink:
         return self._submit(_Line(event, fields, args, prepared=prepared), block=True)
 
     def record_later(
-        self,
-        event: str,
-        work: Callable[[], tuple[dict[str, Any], Any]],
-        *,
-        block: bool = True,
-        size: int = 0,
+        self, event: str, work: LineWork, *, block: bool = True, size: int = 0
     ) -> _Line:
         return self._submit(_Line(event, {}, None, work, size=size), block=block)
 
