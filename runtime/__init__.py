@@ -1,10 +1,11 @@
 """Charter's runtime: load a sealed plan, decide tool calls through the gates, run them.
 
 This module is the runtime's front door. The names in ``__all__`` are the API an
-embedder, a client hook, ``charter serve`` and the benches rely on; everything
-else under ``charter.runtime`` may move between releases. Each name is imported
-on first use (PEP 562), so ``import charter.runtime`` costs nothing at start-up
-and importing any submodule does not drag the whole runtime in.
+embedder, a client hook, the CLI's runtime verbs (``charter run``, ``serve``...)
+and the benches rely on; everything else under ``charter.runtime`` may move
+between releases. Each name is imported on first use (PEP 562), so ``import
+charter.runtime`` costs nothing at start-up and importing any submodule does not
+drag the whole runtime in.
 
 A typical embedding::
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from charter.runtime.plan.vocabulary import EXIT_CODES, PERMISSIONS
     from charter.runtime.policy.session import Session, SessionError, open_session
     from charter.runtime.results import ToolCall, ToolResult
+    from charter.runtime.run.launch import LaunchRequest, LaunchResult, RunRefused, launch_run
     from charter.runtime.version import VERSION
 
 # name -> the module that defines it. Kept as data so the test that pins the
@@ -38,11 +40,14 @@ _EXPORTS: dict[str, str] = {
     "AuditLog": "charter.runtime.audit",
     "CharterError": "charter.runtime.errors",
     "EXIT_CODES": "charter.runtime.plan.vocabulary",
+    "LaunchRequest": "charter.runtime.run.launch",
+    "LaunchResult": "charter.runtime.run.launch",
     "Outcome": "charter.runtime.gates",
     "PERMISSIONS": "charter.runtime.plan.vocabulary",
     "Plan": "charter.runtime.plan",
     "PlanError": "charter.runtime.plan.loader",
     "PreparedPlan": "charter.runtime.plan.prepared",
+    "RunRefused": "charter.runtime.run.launch",
     "Session": "charter.runtime.policy.session",
     "SessionError": "charter.runtime.policy.session",
     "ToolCall": "charter.runtime.results",
@@ -50,6 +55,7 @@ _EXPORTS: dict[str, str] = {
     "VERSION": "charter.runtime.version",
     "decide": "charter.runtime.gates",
     "execute": "charter.runtime.gates",
+    "launch_run": "charter.runtime.run.launch",
     "load_for_agents": "charter.runtime.plan.prepared",
     "load_plan": "charter.runtime.plan.loader",
     "load_plan_bytes": "charter.runtime.plan.loader",
@@ -62,11 +68,14 @@ __all__ = [
     "AuditLog",
     "CharterError",
     "EXIT_CODES",
+    "LaunchRequest",
+    "LaunchResult",
     "Outcome",
     "PERMISSIONS",
     "Plan",
     "PlanError",
     "PreparedPlan",
+    "RunRefused",
     "Session",
     "SessionError",
     "ToolCall",
@@ -74,6 +83,7 @@ __all__ = [
     "VERSION",
     "decide",
     "execute",
+    "launch_run",
     "load_for_agents",
     "load_plan",
     "load_plan_bytes",

@@ -36,6 +36,7 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
             RhaiLimitError (rhai.errors)
             RhaiRuntimeError (rhai.errors)
             RhaiSyntaxError (rhai.errors)
+        RunRefused (run.launch)
         SandboxError (sandbox.launcher)
         SandboxUnavailable (sandbox.launcher)
         SedError (shell.programs.sed)
