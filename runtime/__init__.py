@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from charter.runtime.policy.session import Session, SessionError, open_session
     from charter.runtime.results import ToolCall, ToolResult
     from charter.runtime.run.launch import LaunchRequest, LaunchResult, RunRefused, launch_run
+    from charter.runtime.serve.launch import ServeRefused, ServeRequest, run_server
     from charter.runtime.version import VERSION
 
 # name -> the module that defines it. Kept as data so the test that pins the
@@ -48,6 +49,8 @@ _EXPORTS: dict[str, str] = {
     "PlanError": "charter.runtime.plan.loader",
     "PreparedPlan": "charter.runtime.plan.prepared",
     "RunRefused": "charter.runtime.run.launch",
+    "ServeRefused": "charter.runtime.serve.launch",
+    "ServeRequest": "charter.runtime.serve.launch",
     "Session": "charter.runtime.policy.session",
     "SessionError": "charter.runtime.policy.session",
     "ToolCall": "charter.runtime.results",
@@ -62,6 +65,7 @@ _EXPORTS: dict[str, str] = {
     "open_session": "charter.runtime.policy.session",
     "prepare": "charter.runtime.plan.prepared",
     "read_events": "charter.runtime.audit",
+    "run_server": "charter.runtime.serve.launch",
 }
 
 __all__ = [
@@ -76,6 +80,8 @@ __all__ = [
     "PlanError",
     "PreparedPlan",
     "RunRefused",
+    "ServeRefused",
+    "ServeRequest",
     "Session",
     "SessionError",
     "ToolCall",
@@ -90,6 +96,7 @@ __all__ = [
     "open_session",
     "prepare",
     "read_events",
+    "run_server",
 ]
 
 

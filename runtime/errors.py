@@ -41,6 +41,7 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
         SandboxUnavailable (sandbox.launcher)
         SedError (shell.programs.sed)
         SeedFailed (run.seeds)
+        ServeRefused (serve.launch)
         SessionError (policy.session)
         SessionStoreError (run.sessions)
         ShellSyntaxError (shell.tree)

@@ -27,6 +27,8 @@ RUNTIME_API = [
     "PlanError",
     "PreparedPlan",
     "RunRefused",
+    "ServeRefused",
+    "ServeRequest",
     "Session",
     "SessionError",
     "ToolCall",
@@ -41,6 +43,7 @@ RUNTIME_API = [
     "open_session",
     "prepare",
     "read_events",
+    "run_server",
 ]
 
 COMPILER_API = [
