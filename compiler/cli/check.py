@@ -26,35 +26,17 @@ from charter.compiler.cli._plan_arg import (
     prepared_plan_or_project,
 )
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["INTERMIXED", "add_arguments", "run"]
 
-
-def _intermixed(parser: argparse.ArgumentParser) -> None:
-    """Let options come between the positionals (``PLAN --agent A TOOL ARGS``).
-
-    Plain argparse matches every optional positional (``TOOL`` is absent in
-    ``--jsonl`` mode) in the first run of positionals, so ``TOOL`` after
-    ``--agent`` would be rejected; intermixed parsing reads options first."""
-    busy = False
-    plain = argparse.ArgumentParser.parse_known_args
-
-    def parse_known_args(
-        args: Any = None, namespace: Any = None
-    ) -> tuple[argparse.Namespace, list[str]]:
-        nonlocal busy
-        if busy:  # the intermixed parser calls back in for each of its passes
-            return plain(parser, args, namespace)
-        busy = True
-        try:
-            return parser.parse_known_intermixed_args(args, namespace)
-        finally:
-            busy = False
-
-    parser.parse_known_args = parse_known_args  # type: ignore[method-assign,assignment]
+# Options may come between the positionals (``PLAN --agent A TOOL ARGS``):
+# plain argparse fills every optional positional (``TOOL`` is absent in
+# ``--jsonl`` mode) in the first run of positionals, so ``TOOL`` after
+# ``--agent`` would be refused; the CLI reads this verb with argparse's
+# intermixed parsing, options first (see charter.compiler.cli._parse).
+INTERMIXED = True
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    _intermixed(p)
     add_plan_operand(p, "plan")
     p.add_argument("tool", nargs="?", help="tool name as the model would call it")
     p.add_argument("args_json", nargs="?", default="{}", help="arguments as a JSON object")
