@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from charter.runtime.audit import AuditLog, read_events
     from charter.runtime.errors import CharterError
     from charter.runtime.gates import Outcome, decide, execute
+    from charter.runtime.hooks.doctor import DoctorReport, HookExam, examine_hooks, plan_of
     from charter.runtime.plan import Plan
     from charter.runtime.plan.loader import PlanError, load_plan, load_plan_bytes
     from charter.runtime.plan.prepared import PreparedPlan, load_for_agents, prepare
@@ -40,7 +41,9 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "AuditLog": "charter.runtime.audit",
     "CharterError": "charter.runtime.errors",
+    "DoctorReport": "charter.runtime.hooks.doctor",
     "EXIT_CODES": "charter.runtime.plan.vocabulary",
+    "HookExam": "charter.runtime.hooks.doctor",
     "LaunchRequest": "charter.runtime.run.launch",
     "LaunchResult": "charter.runtime.run.launch",
     "Outcome": "charter.runtime.gates",
@@ -57,12 +60,14 @@ _EXPORTS: dict[str, str] = {
     "ToolResult": "charter.runtime.results",
     "VERSION": "charter.runtime.version",
     "decide": "charter.runtime.gates",
+    "examine_hooks": "charter.runtime.hooks.doctor",
     "execute": "charter.runtime.gates",
     "launch_run": "charter.runtime.run.launch",
     "load_for_agents": "charter.runtime.plan.prepared",
     "load_plan": "charter.runtime.plan.loader",
     "load_plan_bytes": "charter.runtime.plan.loader",
     "open_session": "charter.runtime.policy.session",
+    "plan_of": "charter.runtime.hooks.doctor",
     "prepare": "charter.runtime.plan.prepared",
     "read_events": "charter.runtime.audit",
     "run_server": "charter.runtime.serve.launch",
@@ -71,7 +76,9 @@ _EXPORTS: dict[str, str] = {
 __all__ = [
     "AuditLog",
     "CharterError",
+    "DoctorReport",
     "EXIT_CODES",
+    "HookExam",
     "LaunchRequest",
     "LaunchResult",
     "Outcome",
@@ -88,12 +95,14 @@ __all__ = [
     "ToolResult",
     "VERSION",
     "decide",
+    "examine_hooks",
     "execute",
     "launch_run",
     "load_for_agents",
     "load_plan",
     "load_plan_bytes",
     "open_session",
+    "plan_of",
     "prepare",
     "read_events",
     "run_server",
