@@ -25,7 +25,11 @@ if TYPE_CHECKING:
     from charter.runtime.audit import AuditLog, read_events
     from charter.runtime.errors import CharterError
     from charter.runtime.gates import Outcome, decide, execute
+    from charter.runtime.hooks.claude_code import decide_claude_code_stdin
+    from charter.runtime.hooks.common import HookOptions
     from charter.runtime.hooks.doctor import DoctorReport, HookExam, examine_hooks, plan_of
+    from charter.runtime.hooks.gemini_cli import decide_gemini_cli_stdin
+    from charter.runtime.hooks.watchdog import HOOK_TIME_LIMITS, answer_once
     from charter.runtime.plan import Plan
     from charter.runtime.plan.loader import PlanError, load_plan, load_plan_bytes
     from charter.runtime.plan.prepared import PreparedPlan, load_for_agents, prepare
@@ -43,7 +47,9 @@ _EXPORTS: dict[str, str] = {
     "CharterError": "charter.runtime.errors",
     "DoctorReport": "charter.runtime.hooks.doctor",
     "EXIT_CODES": "charter.runtime.plan.vocabulary",
+    "HOOK_TIME_LIMITS": "charter.runtime.hooks.watchdog",
     "HookExam": "charter.runtime.hooks.doctor",
+    "HookOptions": "charter.runtime.hooks.common",
     "LaunchRequest": "charter.runtime.run.launch",
     "LaunchResult": "charter.runtime.run.launch",
     "Outcome": "charter.runtime.gates",
@@ -59,7 +65,10 @@ _EXPORTS: dict[str, str] = {
     "ToolCall": "charter.runtime.results",
     "ToolResult": "charter.runtime.results",
     "VERSION": "charter.runtime.version",
+    "answer_once": "charter.runtime.hooks.watchdog",
     "decide": "charter.runtime.gates",
+    "decide_claude_code_stdin": "charter.runtime.hooks.claude_code",
+    "decide_gemini_cli_stdin": "charter.runtime.hooks.gemini_cli",
     "examine_hooks": "charter.runtime.hooks.doctor",
     "execute": "charter.runtime.gates",
     "launch_run": "charter.runtime.run.launch",
@@ -78,7 +87,9 @@ __all__ = [
     "CharterError",
     "DoctorReport",
     "EXIT_CODES",
+    "HOOK_TIME_LIMITS",
     "HookExam",
+    "HookOptions",
     "LaunchRequest",
     "LaunchResult",
     "Outcome",
@@ -94,7 +105,10 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "VERSION",
+    "answer_once",
     "decide",
+    "decide_claude_code_stdin",
+    "decide_gemini_cli_stdin",
     "examine_hooks",
     "execute",
     "launch_run",
