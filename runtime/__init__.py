@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from charter.runtime.hooks.doctor import DoctorReport, HookExam, examine_hooks, plan_of
     from charter.runtime.hooks.gemini_cli import decide_gemini_cli_stdin
     from charter.runtime.hooks.watchdog import HOOK_TIME_LIMITS, answer_once
+    from charter.runtime.mcp.relock import LockWriteError, announce_servers, relock_agent
     from charter.runtime.plan import Plan
     from charter.runtime.plan.loader import PlanError, load_plan, load_plan_bytes
     from charter.runtime.plan.prepared import PreparedPlan, load_for_agents, prepare
@@ -52,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "HookOptions": "charter.runtime.hooks.common",
     "LaunchRequest": "charter.runtime.run.launch",
     "LaunchResult": "charter.runtime.run.launch",
+    "LockWriteError": "charter.runtime.mcp.relock",
     "Outcome": "charter.runtime.gates",
     "PERMISSIONS": "charter.runtime.plan.vocabulary",
     "Plan": "charter.runtime.plan",
@@ -65,6 +67,7 @@ _EXPORTS: dict[str, str] = {
     "ToolCall": "charter.runtime.results",
     "ToolResult": "charter.runtime.results",
     "VERSION": "charter.runtime.version",
+    "announce_servers": "charter.runtime.mcp.relock",
     "answer_once": "charter.runtime.hooks.watchdog",
     "decide": "charter.runtime.gates",
     "decide_claude_code_stdin": "charter.runtime.hooks.claude_code",
@@ -79,6 +82,7 @@ _EXPORTS: dict[str, str] = {
     "plan_of": "charter.runtime.hooks.doctor",
     "prepare": "charter.runtime.plan.prepared",
     "read_events": "charter.runtime.audit",
+    "relock_agent": "charter.runtime.mcp.relock",
     "run_server": "charter.runtime.serve.launch",
 }
 
@@ -92,6 +96,7 @@ __all__ = [
     "HookOptions",
     "LaunchRequest",
     "LaunchResult",
+    "LockWriteError",
     "Outcome",
     "PERMISSIONS",
     "Plan",
@@ -105,6 +110,7 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "VERSION",
+    "announce_servers",
     "answer_once",
     "decide",
     "decide_claude_code_stdin",
@@ -119,6 +125,7 @@ __all__ = [
     "plan_of",
     "prepare",
     "read_events",
+    "relock_agent",
     "run_server",
 ]
 

@@ -20,6 +20,7 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
         LaunchError (mcp.launch)
         ListenError (serve.server), also ValueError
         LockError (mcp.lock), also ValueError
+        LockWriteError (mcp.relock)
         ModelError (models.base)
             ModelRequestError (models.base)
                 ModelTimeoutError (models.base)

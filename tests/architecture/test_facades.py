@@ -25,6 +25,7 @@ RUNTIME_API = [
     "HookOptions",
     "LaunchRequest",
     "LaunchResult",
+    "LockWriteError",
     "Outcome",
     "PERMISSIONS",
     "Plan",
@@ -38,6 +39,7 @@ RUNTIME_API = [
     "ToolCall",
     "ToolResult",
     "VERSION",
+    "announce_servers",
     "answer_once",
     "decide",
     "decide_claude_code_stdin",
@@ -52,6 +54,7 @@ RUNTIME_API = [
     "plan_of",
     "prepare",
     "read_events",
+    "relock_agent",
     "run_server",
 ]
 
@@ -65,6 +68,7 @@ COMPILER_API = [
     "compile_project",
     "load_project",
     "main",
+    "mcp_lock_targets",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
