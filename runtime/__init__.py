@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from charter.runtime.policy.session import Session, SessionError, open_session
     from charter.runtime.results import ToolCall, ToolResult
     from charter.runtime.run.launch import LaunchRequest, LaunchResult, RunRefused, launch_run
+    from charter.runtime.sandbox.oneshot import SandboxRefused, run_contained
     from charter.runtime.serve.launch import ServeRefused, ServeRequest, run_server
     from charter.runtime.version import VERSION
 
@@ -60,6 +61,7 @@ _EXPORTS: dict[str, str] = {
     "PlanError": "charter.runtime.plan.loader",
     "PreparedPlan": "charter.runtime.plan.prepared",
     "RunRefused": "charter.runtime.run.launch",
+    "SandboxRefused": "charter.runtime.sandbox.oneshot",
     "ServeRefused": "charter.runtime.serve.launch",
     "ServeRequest": "charter.runtime.serve.launch",
     "Session": "charter.runtime.policy.session",
@@ -83,6 +85,7 @@ _EXPORTS: dict[str, str] = {
     "prepare": "charter.runtime.plan.prepared",
     "read_events": "charter.runtime.audit",
     "relock_agent": "charter.runtime.mcp.relock",
+    "run_contained": "charter.runtime.sandbox.oneshot",
     "run_server": "charter.runtime.serve.launch",
 }
 
@@ -103,6 +106,7 @@ __all__ = [
     "PlanError",
     "PreparedPlan",
     "RunRefused",
+    "SandboxRefused",
     "ServeRefused",
     "ServeRequest",
     "Session",
@@ -126,6 +130,7 @@ __all__ = [
     "prepare",
     "read_events",
     "relock_agent",
+    "run_contained",
     "run_server",
 ]
 

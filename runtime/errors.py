@@ -39,6 +39,7 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
             RhaiSyntaxError (rhai.errors)
         RunRefused (run.launch)
         SandboxError (sandbox.launcher)
+        SandboxRefused (sandbox.oneshot)
         SandboxUnavailable (sandbox.launcher)
         SedError (shell.programs.sed)
         SeedFailed (run.seeds)

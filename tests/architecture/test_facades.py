@@ -32,6 +32,7 @@ RUNTIME_API = [
     "PlanError",
     "PreparedPlan",
     "RunRefused",
+    "SandboxRefused",
     "ServeRefused",
     "ServeRequest",
     "Session",
@@ -55,6 +56,7 @@ RUNTIME_API = [
     "prepare",
     "read_events",
     "relock_agent",
+    "run_contained",
     "run_server",
 ]
 
