@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from charter.runtime.results import ToolCall, ToolResult
     from charter.runtime.run.launch import LaunchRequest, LaunchResult, RunRefused, launch_run
     from charter.runtime.sandbox.oneshot import SandboxRefused, run_contained
+    from charter.runtime.schedule import fire_due_schedules
     from charter.runtime.serve.launch import ServeRefused, ServeRequest, run_server
     from charter.runtime.version import VERSION
 
@@ -76,6 +77,7 @@ _EXPORTS: dict[str, str] = {
     "decide_gemini_cli_stdin": "charter.runtime.hooks.gemini_cli",
     "examine_hooks": "charter.runtime.hooks.doctor",
     "execute": "charter.runtime.gates",
+    "fire_due_schedules": "charter.runtime.schedule",
     "launch_run": "charter.runtime.run.launch",
     "load_for_agents": "charter.runtime.plan.prepared",
     "load_plan": "charter.runtime.plan.loader",
@@ -121,6 +123,7 @@ __all__ = [
     "decide_gemini_cli_stdin",
     "examine_hooks",
     "execute",
+    "fire_due_schedules",
     "launch_run",
     "load_for_agents",
     "load_plan",

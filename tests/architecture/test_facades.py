@@ -47,6 +47,7 @@ RUNTIME_API = [
     "decide_gemini_cli_stdin",
     "examine_hooks",
     "execute",
+    "fire_due_schedules",
     "launch_run",
     "load_for_agents",
     "load_plan",
