@@ -22,7 +22,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from charter.runtime.audit import AuditLog, read_events
+    from charter.runtime.audit import AuditLog, read_events, verify_log
     from charter.runtime.errors import CharterError
     from charter.runtime.gates import Outcome, decide, execute
     from charter.runtime.hooks.claude_code import decide_claude_code_stdin
@@ -89,6 +89,7 @@ _EXPORTS: dict[str, str] = {
     "relock_agent": "charter.runtime.mcp.relock",
     "run_contained": "charter.runtime.sandbox.oneshot",
     "run_server": "charter.runtime.serve.launch",
+    "verify_log": "charter.runtime.audit",
 }
 
 __all__ = [
@@ -135,6 +136,7 @@ __all__ = [
     "relock_agent",
     "run_contained",
     "run_server",
+    "verify_log",
 ]
 
 

@@ -59,6 +59,7 @@ RUNTIME_API = [
     "relock_agent",
     "run_contained",
     "run_server",
+    "verify_log",
 ]
 
 COMPILER_API = [
