@@ -104,8 +104,9 @@ class LaunchRequest:
     """What ``charter run``'s options ask for, as data."""
 
     agent: str
-    # the plan file or project directory given: where a demo script is found
-    target: Path
+    # the plan file or project directory given: where the demo script used
+    # when no model is named is looked for (None: nowhere)
+    target: Path | None = None
     task: str | None = None
     # named inputs as given, KEY=VALUE or KEY=@FILE (the file is read)
     inputs: Sequence[str] = ()
@@ -163,11 +164,11 @@ class _Ready:
     workspace: Path
 
 
-def _default_model(project: Path | None, plan_path: Path, agent_root: str) -> str | None:
+def _default_model(project: Path | None, plan_path: Path | None, agent_root: str) -> str | None:
     places = []
     if project is not None:
         places += [project / agent_root / DEMO_SCRIPT, project / DEMO_SCRIPT]
-    else:
+    elif plan_path is not None:
         places.append(plan_path.parent / DEMO_SCRIPT)
     for place in places:
         if place.is_file():

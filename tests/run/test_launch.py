@@ -97,3 +97,11 @@ def test_the_verbs_help_states_the_runtimes_default_retries() -> None:
     from charter.runtime.run import launch
 
     assert verb.DEFAULT_MODEL_RETRIES == launch.DEFAULT_MODEL_RETRIES
+
+
+def test_without_a_model_or_a_place_for_the_demo_script_the_run_is_refused(
+    solo_plan: Plan, tmp_path: Path
+) -> None:
+    request = LaunchRequest(agent="solo", workspace=tmp_path, yolo=True)
+    with pytest.raises(RunRefused, match="no --model given and no demo.script.yaml"):
+        launch_run(request, lambda: (solo_plan, None))
