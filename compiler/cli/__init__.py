@@ -82,32 +82,28 @@ class _Parser(argparse.ArgumentParser):
     ``main`` turns that into a return value."""
 
 
-def _words(argv: Sequence[str]) -> list[str]:
-    """``argv`` without the top-level options' values (``--color WHEN``)."""
-    out: list[str] = []
+def _positions(argv: Sequence[str]) -> Iterator[tuple[int, str]]:
+    """Each token of ``argv`` with its index, but the top-level options that
+    take a value (``--color WHEN``) and their values."""
     skip = False
-    for token in argv:
+    for at, token in enumerate(argv):
         if skip:
             skip = False
-            continue
-        if token == "--color":
+        elif token == "--color":
             skip = True
-            continue
-        out.append(token)
-    return out
+        else:
+            yield at, token
+
+
+def _words(argv: Sequence[str]) -> list[str]:
+    """``argv`` without the top-level options' values (``--color WHEN``)."""
+    return [token for _, token in _positions(argv)]
 
 
 def _verb_index(argv: Sequence[str]) -> int | None:
     """Where the verb stands in ``argv`` (top-level options and their
     values before it), or None when the first word is no verb."""
-    skip = False
-    for at, token in enumerate(argv):
-        if skip:
-            skip = False
-            continue
-        if token == "--color":
-            skip = True
-            continue
+    for at, token in _positions(argv):
         if token in VERBS:
             return at
         if not token.startswith("-"):

@@ -32,7 +32,12 @@ from typing import Literal
 # The front doors load nothing until a name is used, so `charter run --help`
 # and the other verbs' start-up never pay for the run machinery.
 import charter.runtime as runtime
-from charter.compiler.cli._options import add_format, add_hidden_alias, add_workspace
+from charter.compiler.cli._options import (
+    add_format,
+    add_hidden_alias,
+    add_workspace,
+    from_options,
+)
 from charter.compiler.cli._plan_arg import add_plan_operand, load_plan_or_project
 
 __all__ = ["add_arguments", "run"]
@@ -142,24 +147,8 @@ def _request(args: argparse.Namespace) -> runtime.LaunchRequest:
     view: Literal["live", "quiet", "json"] = (
         "json" if args.format == "json" else "quiet" if args.quiet else "live"
     )
-    return runtime.LaunchRequest(
-        agent=args.agent,
-        target=args.target,
-        task=args.task,
-        inputs=tuple(args.input),
-        model=args.model,
-        stage_models=args.stage_models,
-        base_url=args.base_url,
-        api_key_env=args.api_key_env,
-        model_timeout=args.model_timeout,
-        model_retries=args.model_retries,
-        yolo=bool(args.yolo),
-        allow=tuple(args.allow),
-        workspace=args.workspace,
-        output=args.output,
-        session=args.session,
-        resume=bool(args.resume),
-        view=view,
+    return from_options(
+        runtime.LaunchRequest, args, inputs=tuple(args.input), allow=tuple(args.allow), view=view
     )
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 # The front door loads nothing until a name is used: the other verbs never
 # pay for the server.
 import charter.runtime as runtime
+from charter.compiler.cli._options import from_options
 from charter.compiler.cli._plan_arg import (
     add_hook_scope_options,
     add_plan_operand,
@@ -132,27 +133,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    request = runtime.ServeRequest(
-        target=args.target,
-        agent=args.agent,
-        stage=args.stage,
-        workspace=args.workspace,
-        allow=tuple(args.allow),
-        listen=args.listen,
-        port_file=args.port_file,
-        token_file=args.token_file,
-        log=args.log,
-        log_max_mb=args.log_max_mb,
-        time_limit=args.time_limit,
-        gemini_ask=args.gemini_ask,
-        max_connections=args.max_connections,
-        max_per_peer=args.max_per_peer,
-        read_timeout=args.read_timeout,
-        idle_timeout=args.idle_timeout,
-        workers=args.workers,
-        reload_interval=args.reload_interval,
-        config=args.config,
-    )
+    request = from_options(runtime.ServeRequest, args, allow=tuple(args.allow))
 
     def compile_project() -> runtime.Plan | str:
         # A project directory, compiled as `charter run` compiles it, on
