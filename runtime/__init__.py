@@ -31,11 +31,14 @@ if TYPE_CHECKING:
     from charter.runtime.hooks.gemini_cli import decide_gemini_cli_stdin
     from charter.runtime.hooks.watchdog import HOOK_TIME_LIMITS, answer_once
     from charter.runtime.mcp.relock import LockWriteError, announce_servers, relock_agent
+    from charter.runtime.net.resolve import SystemResolver
+    from charter.runtime.net.urlpolicy import UrlPolicy
     from charter.runtime.plan import Plan
     from charter.runtime.plan.loader import PlanError, load_plan, load_plan_bytes
     from charter.runtime.plan.prepared import PreparedPlan, load_for_agents, prepare
     from charter.runtime.plan.vocabulary import EXIT_CODES, PERMISSIONS
     from charter.runtime.policy.session import Session, SessionError, open_session
+    from charter.runtime.policy.workspace import decide_path
     from charter.runtime.results import ToolCall, ToolResult
     from charter.runtime.run.launch import LaunchRequest, LaunchResult, RunRefused, launch_run
     from charter.runtime.sandbox.oneshot import SandboxRefused, run_contained
@@ -67,14 +70,17 @@ _EXPORTS: dict[str, str] = {
     "ServeRequest": "charter.runtime.serve.launch",
     "Session": "charter.runtime.policy.session",
     "SessionError": "charter.runtime.policy.session",
+    "SystemResolver": "charter.runtime.net.resolve",
     "ToolCall": "charter.runtime.results",
     "ToolResult": "charter.runtime.results",
+    "UrlPolicy": "charter.runtime.net.urlpolicy",
     "VERSION": "charter.runtime.version",
     "announce_servers": "charter.runtime.mcp.relock",
     "answer_once": "charter.runtime.hooks.watchdog",
     "decide": "charter.runtime.gates",
     "decide_claude_code_stdin": "charter.runtime.hooks.claude_code",
     "decide_gemini_cli_stdin": "charter.runtime.hooks.gemini_cli",
+    "decide_path": "charter.runtime.policy.workspace",
     "examine_hooks": "charter.runtime.hooks.doctor",
     "execute": "charter.runtime.gates",
     "fire_due_schedules": "charter.runtime.schedule",
@@ -114,14 +120,17 @@ __all__ = [
     "ServeRequest",
     "Session",
     "SessionError",
+    "SystemResolver",
     "ToolCall",
     "ToolResult",
+    "UrlPolicy",
     "VERSION",
     "announce_servers",
     "answer_once",
     "decide",
     "decide_claude_code_stdin",
     "decide_gemini_cli_stdin",
+    "decide_path",
     "examine_hooks",
     "execute",
     "fire_due_schedules",
