@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from charter.compiler.diagnostics import Diagnostic
     from charter.compiler.frontends.project import Project, load_project
     from charter.compiler.resolve.lock_targets import mcp_lock_targets
+    from charter.compiler.resolve.shell_policy import shell_policy_from_config
     from charter.compiler.rules import RULES
 
 # name -> the module that defines it (see charter.runtime for why this is data).
@@ -45,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "load_project": "charter.compiler.frontends.project",
     "main": "charter.compiler.cli",
     "mcp_lock_targets": "charter.compiler.resolve.lock_targets",
+    "shell_policy_from_config": "charter.compiler.resolve.shell_policy",
 }
 
 __all__ = [
@@ -58,6 +60,7 @@ __all__ = [
     "load_project",
     "main",
     "mcp_lock_targets",
+    "shell_policy_from_config",
 ]
 
 

@@ -76,6 +76,7 @@ COMPILER_API = [
     "load_project",
     "main",
     "mcp_lock_targets",
+    "shell_policy_from_config",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
