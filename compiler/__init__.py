@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from charter.compiler.compile import CompileOptions, CompileResult, compile_project
     from charter.compiler.diagnostics import Diagnostic
     from charter.compiler.frontends.project import Project, load_project
+    from charter.compiler.resolve.lock_targets import mcp_lock_targets
+    from charter.compiler.resolve.shell_policy import shell_policy_from_config
     from charter.compiler.rules import RULES
 
 # name -> the module that defines it (see charter.runtime for why this is data).
@@ -43,6 +45,8 @@ _EXPORTS: dict[str, str] = {
     "compile_project": "charter.compiler.compile",
     "load_project": "charter.compiler.frontends.project",
     "main": "charter.compiler.cli",
+    "mcp_lock_targets": "charter.compiler.resolve.lock_targets",
+    "shell_policy_from_config": "charter.compiler.resolve.shell_policy",
 }
 
 __all__ = [
@@ -55,6 +59,8 @@ __all__ = [
     "compile_project",
     "load_project",
     "main",
+    "mcp_lock_targets",
+    "shell_policy_from_config",
 ]
 
 

@@ -1,10 +1,11 @@
 """Charter's runtime: load a sealed plan, decide tool calls through the gates, run them.
 
 This module is the runtime's front door. The names in ``__all__`` are the API an
-embedder, a client hook, ``charter serve`` and the benches rely on; everything
-else under ``charter.runtime`` may move between releases. Each name is imported
-on first use (PEP 562), so ``import charter.runtime`` costs nothing at start-up
-and importing any submodule does not drag the whole runtime in.
+embedder, a client hook, the CLI's runtime verbs (``charter run``, ``serve``...)
+and the benches rely on; everything else under ``charter.runtime`` may move
+between releases. Each name is imported on first use (PEP 562), so ``import
+charter.runtime`` costs nothing at start-up and importing any submodule does not
+drag the whole runtime in.
 
 A typical embedding::
 
@@ -21,15 +22,28 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from charter.runtime.audit import AuditLog, read_events
+    from charter.runtime.audit import AuditLog, read_events, verify_log
     from charter.runtime.errors import CharterError
     from charter.runtime.gates import Outcome, decide, execute
+    from charter.runtime.hooks.claude_code import decide_claude_code_stdin
+    from charter.runtime.hooks.common import HookOptions
+    from charter.runtime.hooks.doctor import DoctorReport, HookExam, examine_hooks, plan_of
+    from charter.runtime.hooks.gemini_cli import decide_gemini_cli_stdin
+    from charter.runtime.hooks.watchdog import HOOK_TIME_LIMITS, answer_once
+    from charter.runtime.mcp.relock import LockWriteError, announce_servers, relock_agent
+    from charter.runtime.net.resolve import SystemResolver
+    from charter.runtime.net.urlpolicy import UrlPolicy
     from charter.runtime.plan import Plan
     from charter.runtime.plan.loader import PlanError, load_plan, load_plan_bytes
     from charter.runtime.plan.prepared import PreparedPlan, load_for_agents, prepare
     from charter.runtime.plan.vocabulary import EXIT_CODES, PERMISSIONS
     from charter.runtime.policy.session import Session, SessionError, open_session
+    from charter.runtime.policy.workspace import decide_path
     from charter.runtime.results import ToolCall, ToolResult
+    from charter.runtime.run.launch import LaunchRequest, LaunchResult, RunRefused, launch_run
+    from charter.runtime.sandbox.oneshot import SandboxRefused, run_contained
+    from charter.runtime.schedule import fire_due_schedules
+    from charter.runtime.serve.launch import ServeRefused, ServeRequest, run_server
     from charter.runtime.version import VERSION
 
 # name -> the module that defines it. Kept as data so the test that pins the
@@ -37,49 +51,101 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "AuditLog": "charter.runtime.audit",
     "CharterError": "charter.runtime.errors",
+    "DoctorReport": "charter.runtime.hooks.doctor",
     "EXIT_CODES": "charter.runtime.plan.vocabulary",
+    "HOOK_TIME_LIMITS": "charter.runtime.hooks.watchdog",
+    "HookExam": "charter.runtime.hooks.doctor",
+    "HookOptions": "charter.runtime.hooks.common",
+    "LaunchRequest": "charter.runtime.run.launch",
+    "LaunchResult": "charter.runtime.run.launch",
+    "LockWriteError": "charter.runtime.mcp.relock",
     "Outcome": "charter.runtime.gates",
     "PERMISSIONS": "charter.runtime.plan.vocabulary",
     "Plan": "charter.runtime.plan",
     "PlanError": "charter.runtime.plan.loader",
     "PreparedPlan": "charter.runtime.plan.prepared",
+    "RunRefused": "charter.runtime.run.launch",
+    "SandboxRefused": "charter.runtime.sandbox.oneshot",
+    "ServeRefused": "charter.runtime.serve.launch",
+    "ServeRequest": "charter.runtime.serve.launch",
     "Session": "charter.runtime.policy.session",
     "SessionError": "charter.runtime.policy.session",
+    "SystemResolver": "charter.runtime.net.resolve",
     "ToolCall": "charter.runtime.results",
     "ToolResult": "charter.runtime.results",
+    "UrlPolicy": "charter.runtime.net.urlpolicy",
     "VERSION": "charter.runtime.version",
+    "announce_servers": "charter.runtime.mcp.relock",
+    "answer_once": "charter.runtime.hooks.watchdog",
     "decide": "charter.runtime.gates",
+    "decide_claude_code_stdin": "charter.runtime.hooks.claude_code",
+    "decide_gemini_cli_stdin": "charter.runtime.hooks.gemini_cli",
+    "decide_path": "charter.runtime.policy.workspace",
+    "examine_hooks": "charter.runtime.hooks.doctor",
     "execute": "charter.runtime.gates",
+    "fire_due_schedules": "charter.runtime.schedule",
+    "launch_run": "charter.runtime.run.launch",
     "load_for_agents": "charter.runtime.plan.prepared",
     "load_plan": "charter.runtime.plan.loader",
     "load_plan_bytes": "charter.runtime.plan.loader",
     "open_session": "charter.runtime.policy.session",
+    "plan_of": "charter.runtime.hooks.doctor",
     "prepare": "charter.runtime.plan.prepared",
     "read_events": "charter.runtime.audit",
+    "relock_agent": "charter.runtime.mcp.relock",
+    "run_contained": "charter.runtime.sandbox.oneshot",
+    "run_server": "charter.runtime.serve.launch",
+    "verify_log": "charter.runtime.audit",
 }
 
 __all__ = [
     "AuditLog",
     "CharterError",
+    "DoctorReport",
     "EXIT_CODES",
+    "HOOK_TIME_LIMITS",
+    "HookExam",
+    "HookOptions",
+    "LaunchRequest",
+    "LaunchResult",
+    "LockWriteError",
     "Outcome",
     "PERMISSIONS",
     "Plan",
     "PlanError",
     "PreparedPlan",
+    "RunRefused",
+    "SandboxRefused",
+    "ServeRefused",
+    "ServeRequest",
     "Session",
     "SessionError",
+    "SystemResolver",
     "ToolCall",
     "ToolResult",
+    "UrlPolicy",
     "VERSION",
+    "announce_servers",
+    "answer_once",
     "decide",
+    "decide_claude_code_stdin",
+    "decide_gemini_cli_stdin",
+    "decide_path",
+    "examine_hooks",
     "execute",
+    "fire_due_schedules",
+    "launch_run",
     "load_for_agents",
     "load_plan",
     "load_plan_bytes",
     "open_session",
+    "plan_of",
     "prepare",
     "read_events",
+    "relock_agent",
+    "run_contained",
+    "run_server",
+    "verify_log",
 ]
 
 

@@ -20,6 +20,7 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
         LaunchError (mcp.launch)
         ListenError (serve.server), also ValueError
         LockError (mcp.lock), also ValueError
+        LockWriteError (mcp.relock)
         ModelError (models.base)
             ModelRequestError (models.base)
                 ModelTimeoutError (models.base)
@@ -36,10 +37,13 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
             RhaiLimitError (rhai.errors)
             RhaiRuntimeError (rhai.errors)
             RhaiSyntaxError (rhai.errors)
+        RunRefused (run.launch)
         SandboxError (sandbox.launcher)
+        SandboxRefused (sandbox.oneshot)
         SandboxUnavailable (sandbox.launcher)
         SedError (shell.programs.sed)
         SeedFailed (run.seeds)
+        ServeRefused (serve.launch)
         SessionError (policy.session)
         SessionStoreError (run.sessions)
         ShellSyntaxError (shell.tree)

@@ -10,15 +10,27 @@ it last fired and the missed-run policy. The state of firing (the last
 minute each schedule fired for) lives beside the schedules, in
 ``<agent>.state.json``, and a scheduler holds ``<agent>.lock`` (an exclusive
 ``flock``) while it decides and fires, so two schedulers never fire one
-schedule twice.
+schedule twice. :func:`fire_due_schedules` is one such pass (``charter schedule run``):
+each due schedule is recorded as fired for its minute before its run starts,
+so a killed run is not fired again, and runs are started one at a time, so a
+schedule never overlaps itself.
 """
 
 from __future__ import annotations
 
+import fcntl
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Literal
+from pathlib import Path
+from typing import Any, Literal
 
-__all__ = ["MissedPolicy", "due_minute", "matches"]
+from charter.runtime.atomic import write_atomic
+
+__all__ = ["MissedPolicy", "due_minute", "fire_due_schedules", "matches"]
 
 MissedPolicy = Literal["skip", "once"]
 # How far back "once" looks for a missed minute: a scheduler that was down
@@ -100,3 +112,67 @@ def due_minute(
             return probe
         probe -= timedelta(minutes=1)
     return None
+
+
+def _paths(workspace: Path, agent: str) -> tuple[Path, Path, Path]:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", agent)
+    folder = workspace / ".charter" / "schedules"
+    return folder / f"{safe}.json", folder / f"{safe}.state.json", folder / f"{safe}.lock"
+
+
+def _read_json(path: Path, key: str) -> Any:
+    if not path.exists():
+        return {} if key == "fired" else []
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return data.get(key, {} if key == "fired" else [])
+
+
+def fire_due_schedules(
+    workspace: Path,
+    agent: str,
+    now: datetime,
+    missed: MissedPolicy,
+    run_argv: Callable[[str], Sequence[str]],
+) -> int:
+    """Fire ``agent``'s schedules due at ``now``, each as the process
+    ``run_argv(prompt)`` (an unattended ``charter run``), under the agent's
+    lock; a scheduler that finds the lock held fires nothing. Returns 1 when
+    a run failed or the schedules cannot be read, else 0. What it does is
+    said on stdout, problems on stderr."""
+    schedules, state, lock = _paths(workspace, agent)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a+") as held:
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"charter schedule: another scheduler holds {lock}; not firing", file=sys.stderr)
+            return 0
+        try:
+            items = _read_json(schedules, "schedules")
+            fired: dict[str, str] = _read_json(state, "fired")
+        except (OSError, ValueError) as exc:
+            print(f"charter schedule: cannot read {schedules}: {exc}", file=sys.stderr)
+            return 1
+        failures = 0
+        for item in items:
+            if not isinstance(item, dict) or not item.get("enabled"):
+                continue
+            sid, expr = str(item.get("id")), str(item.get("schedule", ""))
+            last = datetime.fromisoformat(fired[sid]) if sid in fired else None
+            try:
+                minute = due_minute(expr, now, last, missed)
+            except ValueError as exc:
+                print(f"charter schedule: {sid}: {exc}; skipped", file=sys.stderr)
+                continue
+            if minute is None:
+                continue
+            # Recorded before the run starts: a killed run is not fired again.
+            fired[sid] = minute.isoformat()
+            text = json.dumps({"fired": fired}, indent=2, sort_keys=True) + "\n"
+            write_atomic(state, text, prefix=".schedule-state-", durable=True)
+            print(f"charter schedule: firing {sid} for {minute.isoformat()}", flush=True)
+            code = subprocess.run(list(run_argv(str(item.get("prompt", "")))), check=False)
+            if code.returncode != 0:
+                failures += 1
+                print(f"charter schedule: {sid} ended with {code.returncode}", file=sys.stderr)
+        return 1 if failures else 0

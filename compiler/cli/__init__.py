@@ -1,7 +1,9 @@
 """The ``charter`` command line.
 
 Each verb lives in its own module with two functions, ``add_arguments(parser)``
-and ``run(args) -> int``. Only the chosen verb's module is imported, so
+and ``run(args) -> int``; a module that sets ``INTERMIXED = True`` has its
+options read wherever they stand among its positionals (argparse's intermixed
+parsing: ``charter check PLAN --agent A TOOL``). Only the chosen verb's module is imported, so
 ``charter validate`` and ``charter check`` never pay for the HTTP, MCP or
 async stacks that ``charter run`` needs. Verb modules keep their top-level
 imports to the standard library for the same reason.
@@ -80,28 +82,38 @@ class _Parser(argparse.ArgumentParser):
     ``main`` turns that into a return value."""
 
 
-def _words(argv: Sequence[str]) -> list[str]:
-    """``argv`` without the top-level options' values (``--color WHEN``)."""
-    out: list[str] = []
+def _positions(argv: Sequence[str]) -> Iterator[tuple[int, str]]:
+    """Each token of ``argv`` with its index, but the top-level options that
+    take a value (``--color WHEN``) and their values."""
     skip = False
-    for token in argv:
+    for at, token in enumerate(argv):
         if skip:
             skip = False
-            continue
-        if token == "--color":
+        elif token == "--color":
             skip = True
-            continue
-        out.append(token)
-    return out
+        else:
+            yield at, token
 
 
-def _chosen_verb(argv: Sequence[str]) -> str | None:
-    for token in _words(argv):
+def _words(argv: Sequence[str]) -> list[str]:
+    """``argv`` without the top-level options' values (``--color WHEN``)."""
+    return [token for _, token in _positions(argv)]
+
+
+def _verb_index(argv: Sequence[str]) -> int | None:
+    """Where the verb stands in ``argv`` (top-level options and their
+    values before it), or None when the first word is no verb."""
+    for at, token in _positions(argv):
         if token in VERBS:
-            return token
+            return at
         if not token.startswith("-"):
             return None
     return None
+
+
+def _chosen_verb(argv: Sequence[str]) -> str | None:
+    at = _verb_index(argv)
+    return None if at is None else argv[at]
 
 
 def _unknown_verb(argv: Sequence[str]) -> str:
@@ -142,15 +154,42 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     return parser
 
 
-def verb_parser(name: str) -> argparse.ArgumentParser:
-    """The full parser of one verb (its options, for help and completion)."""
-    parser = build_parser([name])
+def _sub_parser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return action.choices[name]  # type: ignore[no-any-return]
     from charter.compiler.errors import CompilerBug
 
     raise CompilerBug(f"verb {name!r} has no sub-parser")  # pragma: no cover
+
+
+def verb_parser(name: str) -> argparse.ArgumentParser:
+    """The full parser of one verb (its options, for help and completion)."""
+    return _sub_parser(build_parser([name]), name)
+
+
+def _parse(
+    parser: argparse.ArgumentParser, argv: list[str]
+) -> tuple[argparse.Namespace, list[str]]:
+    """``parser.parse_known_args(argv)``, except that a verb whose module
+    sets ``INTERMIXED`` reads its own part with argparse's intermixed parsing
+    (options first, then the positionals), which a sub-parser is never given:
+    plain parsing fills every optional positional in the first run of them,
+    so ``TOOL`` after ``--agent`` would be refused."""
+    at = _verb_index(argv)
+    if at is None:
+        return parser.parse_known_args(argv)
+    verb = argv[at]
+    if not getattr(importlib.import_module(VERBS[verb][0]), "INTERMIXED", False):
+        return parser.parse_known_args(argv)
+    args, extra = parser.parse_known_args(argv[:at])
+    # As argparse's sub-parser action does: the verb's namespace is parsed
+    # on its own and copied over the top-level one.
+    own, more = _sub_parser(parser, verb).parse_known_intermixed_args(argv[at + 1 :])
+    args.verb = verb
+    for key, value in vars(own).items():
+        setattr(args, key, value)
+    return args, [*extra, *more]
 
 
 # Verbs that only read files, print, and (check, hook) append to the audit log
@@ -246,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     parser = build_parser(args_list)
     try:
-        args, extra = parser.parse_known_args(args_list)
+        args, extra = _parse(parser, args_list)
         if extra:
             # An option the verb does not know: that verb's usage, not the
             # top-level one, which lists no option of any verb.

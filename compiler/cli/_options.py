@@ -22,8 +22,12 @@ json``, ``--workdir`` is ``--workspace``, ``doctor --timeout`` is
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "JSON",
@@ -31,8 +35,11 @@ __all__ = [
     "add_format",
     "add_hidden_alias",
     "add_workspace",
+    "from_options",
     "is_hidden",
 ]
+
+_Request = TypeVar("_Request", bound="DataclassInstance")
 
 TEXT = "text"
 JSON = "json"
@@ -96,3 +103,12 @@ def add_workspace(
 def is_hidden(action: argparse.Action) -> bool:
     """Whether an option is a hidden alias (help and completion leave it out)."""
     return action.help == argparse.SUPPRESS
+
+
+def from_options(cls: type[_Request], args: argparse.Namespace, **given: Any) -> _Request:
+    """A runtime request (a dataclass) from a verb's options: each field
+    the same-named option's value, unless ``given`` says otherwise, so a
+    request and the options that fill it never drift apart field by field."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    values = {name: getattr(args, name) for name in names if name not in given}
+    return cls(**values, **given)

@@ -82,8 +82,8 @@ def add_project_options(p: argparse.ArgumentParser) -> None:
 def _compile(target: Path, config: Path | None, use_user_config: bool) -> Plan | str:
     if config is not None and not config.is_file():
         return f"{config}: config file not found"
-    from charter.compiler.compile import CompileOptions, compile_project
-    from charter.compiler.frontends.project import load_project
+    # The compiler is loaded only here: a verb given a plan file never pays for it.
+    from charter.compiler import CompileOptions, compile_project, load_project
     from charter.compiler.render import render
 
     project = load_project(target, config=config, use_default_config=use_user_config)

@@ -19,6 +19,8 @@ import json
 import sys
 from typing import Any
 
+# The front door loads nothing until a name is used.
+import charter.runtime as runtime
 from charter.compiler.cli._options import add_format
 
 __all__ = ["add_arguments", "run"]
@@ -80,10 +82,8 @@ def _print_table(title: str, rows: list[tuple[str, ...]]) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from charter.runtime.audit import verify_log
-
     try:
-        found = verify_log(args.log)
+        found = runtime.verify_log(args.log)
     except OSError as exc:
         print(f"charter audit: cannot read {args.log}: {exc.strerror or exc}", file=sys.stderr)
         return 2
@@ -108,13 +108,11 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from charter.runtime.audit import read_events
-
     if args.verify:
         return _verify(args)
 
     try:
-        found = read_events(args.log)
+        found = runtime.read_events(args.log)
     except OSError as exc:
         print(f"charter audit: cannot read {args.log}: {exc.strerror or exc}", file=sys.stderr)
         return 2

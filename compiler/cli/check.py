@@ -19,42 +19,26 @@ import json
 import sys
 from typing import Any
 
+# The front door loads nothing until a name is used.
 import charter.compiler.cli._jsonl as _jsonl
+import charter.runtime as runtime
 from charter.compiler.cli._plan_arg import (
     add_plan_operand,
     add_project_options,
     prepared_plan_or_project,
 )
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["INTERMIXED", "add_arguments", "run"]
 
-
-def _intermixed(parser: argparse.ArgumentParser) -> None:
-    """Let options come between the positionals (``PLAN --agent A TOOL ARGS``).
-
-    Plain argparse matches every optional positional (``TOOL`` is absent in
-    ``--jsonl`` mode) in the first run of positionals, so ``TOOL`` after
-    ``--agent`` would be rejected; intermixed parsing reads options first."""
-    busy = False
-    plain = argparse.ArgumentParser.parse_known_args
-
-    def parse_known_args(
-        args: Any = None, namespace: Any = None
-    ) -> tuple[argparse.Namespace, list[str]]:
-        nonlocal busy
-        if busy:  # the intermixed parser calls back in for each of its passes
-            return plain(parser, args, namespace)
-        busy = True
-        try:
-            return parser.parse_known_intermixed_args(args, namespace)
-        finally:
-            busy = False
-
-    parser.parse_known_args = parse_known_args  # type: ignore[method-assign,assignment]
+# Options may come between the positionals (``PLAN --agent A TOOL ARGS``):
+# plain argparse fills every optional positional (``TOOL`` is absent in
+# ``--jsonl`` mode) in the first run of positionals, so ``TOOL`` after
+# ``--agent`` would be refused; the CLI reads this verb with argparse's
+# intermixed parsing, options first (see charter.compiler.cli._parse).
+INTERMIXED = True
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    _intermixed(p)
     add_plan_operand(p, "plan")
     p.add_argument("tool", nargs="?", help="tool name as the model would call it")
     p.add_argument("args_json", nargs="?", default="{}", help="arguments as a JSON object")
@@ -108,10 +92,6 @@ def _text(out: dict[str, Any]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from charter.runtime.gates import decide
-    from charter.runtime.policy.session import Session, SessionError, open_session
-    from charter.runtime.results import ToolCall
-
     # Only this agent is validated, and each argument validator is built
     # when a call first needs it: a one-shot check pays for nothing else.
     prepared = prepared_plan_or_project(
@@ -120,11 +100,11 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(prepared, str):
         print(f"charter check: {prepared}", file=sys.stderr)
         return 2
-    sessions: dict[str | None, Session] = {}
+    sessions: dict[str | None, runtime.Session] = {}
 
-    def session_for(stage: str | None) -> Session:
+    def session_for(stage: str | None) -> runtime.Session:
         if stage not in sessions:
-            sessions[stage] = open_session(
+            sessions[stage] = runtime.open_session(
                 prepared,
                 args.agent,
                 workspace=args.workspace,
@@ -137,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         session_for(args.stage)
-    except SessionError as exc:
+    except runtime.SessionError as exc:
         print(f"charter check: {exc}", file=sys.stderr)
         return 2
 
@@ -154,10 +134,10 @@ def run(args: argparse.Namespace) -> int:
             raise _jsonl.BadLine("'args' must be a JSON object", req.get("id"))
         try:
             session = session_for(stage)
-        except SessionError as exc:
+        except runtime.SessionError as exc:
             raise _jsonl.BadLine(str(exc), req.get("id")) from None
-        call = ToolCall(tool, call_args, str(req.get("id") or ""))
-        return decide(session, call).to_json()
+        call = runtime.ToolCall(tool, call_args, str(req.get("id") or ""))
+        return runtime.decide(session, call).to_json()
 
     def one(tool: str) -> int:
         from charter.runtime import jsonbound
@@ -180,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         if not isinstance(call_args, dict):
             print("charter check: ARGS_JSON must be a JSON object", file=sys.stderr)
             return 2
-        outcome = decide(session_for(args.stage), ToolCall(tool, call_args))
+        outcome = runtime.decide(session_for(args.stage), runtime.ToolCall(tool, call_args))
         result = outcome.to_json()
         if args.format == "json":
             print(json.dumps(result, ensure_ascii=True, indent=2))

@@ -12,7 +12,9 @@ import argparse
 import json
 from typing import Any
 
+# The front door loads nothing until a name is used.
 import charter.compiler.cli._jsonl as _jsonl
+import charter.runtime as runtime
 
 __all__ = ["add_arguments", "run"]
 
@@ -25,25 +27,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _line(req: dict[str, Any], workspace: str, default_op: str) -> dict[str, Any]:
-    from charter.runtime.policy.workspace import decide_path
-
     path = _jsonl.text_field(req, "path")
     assert path is not None
     op = req.get("op", default_op)
     if op not in ("read", "write"):
         raise _jsonl.BadLine("'op' must be read or write", req.get("id"))
-    found = decide_path(workspace, path, op)
+    found = runtime.decide_path(workspace, path, op)
     return {"decision": found["decision"], "rule": found["rule"], "reason": found["message"]}
 
 
 def run(args: argparse.Namespace) -> int:
-    from charter.runtime.policy.workspace import decide_path
-
     if _jsonl.operand_problem("check-path", args.path, args.jsonl, operand="PATH", items="paths"):
         return 2
 
     def one(path: str) -> int:
-        found = decide_path(args.workspace, path, args.op)
+        found = runtime.decide_path(args.workspace, path, args.op)
         if args.format == "json":
             print(json.dumps(found, ensure_ascii=False, indent=2))
         else:

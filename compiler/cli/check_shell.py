@@ -86,27 +86,19 @@ def _policy(config: str | None) -> ShellPolicy | None:
 
     if config is None:
         return ShellPolicy()
+    # The compiler is loaded only for --config: judging with the defaults
+    # never pays for it.
     from pathlib import Path
 
-    from charter.compiler.frontends.config_toml import load_user_config
-    from charter.compiler.resolve.shell_policy import compile_shell_policy
+    from charter.compiler import shell_policy_from_config
 
-    loaded = load_user_config(Path(config), config)
-    diags = list(loaded.diagnostics)
-    policy = ShellPolicy()
-    if loaded.model is not None:
-        policy, more = compile_shell_policy(
-            loaded.model.safe_commands, source=loaded.display, smap=loaded.smap
-        )
-        diags.extend(more)
+    policy, diags = shell_policy_from_config(Path(config), config)
     for d in diags:
         print(
             f"{d.span.path}:{d.span.line}:{d.span.col}: {d.severity.value} {d.code} "
             f"[{d.name}] {d.message}",
             file=sys.stderr,
         )
-    if loaded.model is None or any(d.is_error for d in diags):
-        return None
     return policy
 
 

@@ -25,7 +25,9 @@ import json
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
+# The front door loads nothing until a name is used.
 import charter.compiler.cli._jsonl as _jsonl
+import charter.runtime as runtime
 
 if TYPE_CHECKING:
     from charter.runtime.net.resolve import Resolver
@@ -54,13 +56,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from charter.runtime.net.resolve import SystemResolver
-    from charter.runtime.net.urlpolicy import UrlPolicy
-
     if _jsonl.operand_problem("check-url", args.url, args.jsonl, operand="URL", items="URLs"):
         return 2
-    policy = UrlPolicy(allow_local_network=args.allow_local_network)
-    resolver: Resolver | None = SystemResolver() if args.resolve else None
+    policy = runtime.UrlPolicy(allow_local_network=args.allow_local_network)
+    resolver: Resolver | None = runtime.SystemResolver() if args.resolve else None
 
     def one(url: str) -> int:
         decision = policy.check(url, resolver)

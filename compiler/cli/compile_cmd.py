@@ -26,8 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from charter.compiler.compile import CompileOptions, compile_project
-    from charter.compiler.frontends.project import load_project
+    from charter.compiler import CompileOptions, compile_project, load_project
     from charter.compiler.render import render
 
     if not args.path.exists():

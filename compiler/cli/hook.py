@@ -17,29 +17,24 @@ an interactive session.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import os
 import sys
-import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import Any
 
+# The front door loads nothing until a name is used: what a hook command
+# loads is the watchdog (the standard library alone) and then, inside its
+# guard, the one adapter it needs.
+import charter.runtime as runtime
 from charter.compiler.cli._plan_arg import (
     add_hook_scope_options,
     add_project_options,
     load_plan_or_project,
 )
 
-if TYPE_CHECKING:
-    from charter.runtime.hooks.common import HookOptions
-
 __all__ = ["TIME_LIMITS", "add_arguments", "plan_operand", "run"]
 
-# Seconds to the watchdog's deny, well below the client's own hook timeout
-# (Gemini CLI: 60 s by default; Claude Code: what settings.json says, 10 s in
-# what `charter init` writes). A decision takes a fraction of a second.
-TIME_LIMITS = {"claude-code": 8.0, "gemini-cli": 20.0}
+# Seconds to the watchdog's deny (see charter.runtime.hooks.watchdog).
+TIME_LIMITS = runtime.HOOK_TIME_LIMITS
 
 
 def plan_operand(argv: list[str]) -> list[str]:
@@ -118,59 +113,18 @@ def _run(args: argparse.Namespace) -> int:
         print("charter hook: --contain applies to claude-code only", file=sys.stderr)
         return 2
     limit = args.time_limit if args.time_limit is not None else TIME_LIMITS[kind]
-    if kind == "gemini-cli":
-        return _answer_once(lambda: _decide_gemini(args), _gemini_deny, limit)
-    return _answer_once(lambda: _decide_claude(args), _claude_deny, limit)
+    return runtime.answer_once(kind, lambda: _decide(args), limit)
 
 
-def _answer_once(
-    decide: Callable[[], dict[str, Any]],
-    deny: Callable[[str], dict[str, Any]],
-    limit: float,
-) -> int:
-    """Exactly one JSON object on stdout and exit 0, whatever happens: both
-    clients read a crash, a timeout or output that is not JSON as no objection."""
-    out = sys.stdout
-    lock = threading.Lock()
-
-    def answer(obj: dict[str, Any]) -> bool:
-        # The first answer wins; the lock is never released, so no second one
-        # (the watchdog's, or the decision's after it) can follow. ASCII only:
-        # a reason may quote text from the event that is not valid UTF-8 (a
-        # lone surrogate), and a failed write would leave no answer.
-        if not lock.acquire(blocking=False):
-            return False
-        out.write(json.dumps(obj) + "\n")
-        out.flush()
-        return True
-
-    def too_slow() -> None:
-        if answer(deny(f"no decision within {limit:g} s")):
-            os._exit(0)
-
-    seconds = limit if limit > 0 else 0.01  # NaN too
-    timer = threading.Timer(min(seconds, 3600.0), too_slow)
-    timer.daemon = True
-    timer.start()
-    try:
-        # Anything else printed on stdout would spoil the one JSON answer.
-        with contextlib.redirect_stdout(sys.stderr):
-            decided = decide()
-    except BaseException as exc:  # fail closed, even on SystemExit or Ctrl-C
-        decided = deny(f"the hook could not decide ({type(exc).__name__}: {exc})")
-    finally:
-        timer.cancel()
-    answer(decided)
-    return 0
-
-
-def _decide_claude(args: argparse.Namespace) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    from charter.runtime.hooks.claude_code import MAX_EVENT_BYTES, decide_event
-
-    raw = sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
-    return decide_event(raw, **asdict(_options(args)), contain=_sandbox_prefix(args))
+def _decide(args: argparse.Namespace) -> dict[str, Any]:
+    """The answer to the event on stdin; run inside the watchdog's guard, so
+    compiling a project or loading an adapter that fails is still answered."""
+    options = runtime.HookOptions(
+        _plan_file(args), args.agent, args.stage, args.workspace, tuple(args.allow)
+    )
+    if args.agent_kind == "gemini-cli":
+        return runtime.decide_gemini_cli_stdin(options, ask=args.ask or "deny")
+    return runtime.decide_claude_code_stdin(options, contain=_sandbox_prefix(args))
 
 
 def _sandbox_prefix(args: argparse.Namespace) -> list[str] | None:
@@ -179,8 +133,6 @@ def _sandbox_prefix(args: argparse.Namespace) -> list[str] | None:
     as given, made absolute (a project's plan compiled here is temporary)."""
     if not args.contain:
         return None
-    from pathlib import Path
-
     prefix = [sys.executable, "-m", "charter.compiler", "sandbox", str(Path(args.plan).resolve())]
     if args.config is not None:
         prefix += ["--config", str(Path(args.config).resolve())]
@@ -189,26 +141,11 @@ def _sandbox_prefix(args: argparse.Namespace) -> list[str] | None:
     return prefix
 
 
-def _decide_gemini(args: argparse.Namespace) -> dict[str, Any]:
-    from charter.runtime.hooks.gemini_cli import MAX_EVENT_BYTES, decide_event
-
-    raw = sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
-    return decide_event(raw, _options(args), ask=args.ask or "deny")
-
-
-def _options(args: argparse.Namespace) -> HookOptions:
-    from charter.runtime.hooks.common import HookOptions
-
-    return HookOptions(_plan_file(args), args.agent, args.stage, args.workspace, tuple(args.allow))
-
-
 def _plan_file(args: argparse.Namespace) -> str:
     """The plan file the adapter reads. A project directory is compiled into
     a private temporary file first (removed at exit); when it does not
     compile, the compile errors are on stderr and the adapter is given a path
     that does not exist, so it fails closed like for any unusable plan."""
-    from pathlib import Path
-
     target = Path(args.plan)
     if not target.is_dir():
         return str(args.plan)
@@ -218,7 +155,7 @@ def _plan_file(args: argparse.Namespace) -> str:
     if isinstance(loaded, str):
         print(f"charter hook: {loaded}", file=sys.stderr)
         return str(target / "(does not compile)")
-    import tempfile
+    import tempfile  # only for a project compiled here: a plan file never loads it
 
     folder = tempfile.mkdtemp(prefix="charter-hook-")
     _TEMPORARY.append(folder)
@@ -233,22 +170,9 @@ _TEMPORARY: list[str] = []
 
 
 def _remove_temporary() -> None:
-    import shutil
+    if not _TEMPORARY:
+        return
+    import shutil  # only for a project compiled here: a plan file never loads it
 
     while _TEMPORARY:
         shutil.rmtree(_TEMPORARY.pop(), ignore_errors=True)
-
-
-# Built here too, so a failure to import an adapter still answers.
-def _gemini_deny(reason: str) -> dict[str, Any]:
-    return {"decision": "deny", "reason": f"charter: {reason}"}
-
-
-def _claude_deny(reason: str) -> dict[str, Any]:
-    return {
-        "hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": f"charter: {reason}",
-        }
-    }

@@ -615,8 +615,7 @@ def _back_up_edited(policy: Path, starter: str) -> Path | None:
 
 
 def _compile(project: Path, plan: Path, args: argparse.Namespace) -> str | None:
-    from charter.compiler.compile import CompileOptions, compile_project
-    from charter.compiler.frontends.project import load_project
+    from charter.compiler import CompileOptions, compile_project, load_project
     from charter.compiler.render import render
 
     if args.config is not None and not args.config.is_file():

@@ -13,15 +13,13 @@ missed while no scheduler ran; ``--missed skip`` fires only on time.
 from __future__ import annotations
 
 import argparse
-import fcntl
-import json
-import re
-import subprocess
 import sys
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+
+# The front door loads nothing until a name is used.
+import charter.runtime as runtime
 
 __all__ = ["add_arguments", "run"]
 
@@ -41,19 +39,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--now", help=argparse.SUPPRESS)  # ISO time, for tests
 
 
-def _paths(workspace: Path, agent: str) -> tuple[Path, Path, Path]:
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", agent)
-    folder = workspace / ".charter" / "schedules"
-    return folder / f"{safe}.json", folder / f"{safe}.state.json", folder / f"{safe}.lock"
-
-
-def _read_json(path: Path, key: str) -> Any:
-    if not path.exists():
-        return {} if key == "fired" else []
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return data.get(key, {} if key == "fired" else [])
-
-
 def _child_argv(args: argparse.Namespace, prompt: str) -> list[str]:
     argv = [
         sys.executable, "-c", "from charter.compiler.cli import entry; entry()", "run",
@@ -70,46 +55,9 @@ def _child_argv(args: argparse.Namespace, prompt: str) -> list[str]:
 
 
 def _tick(args: argparse.Namespace, now: datetime) -> int:
-    from charter.runtime.atomic import write_atomic
-    from charter.runtime.schedule import due_minute
-
-    schedules, state, lock = _paths(args.workspace, args.agent)
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "a+") as held:
-        try:
-            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"charter schedule: another scheduler holds {lock}; not firing", file=sys.stderr)
-            return 0
-        try:
-            items = _read_json(schedules, "schedules")
-            fired: dict[str, str] = _read_json(state, "fired")
-        except (OSError, ValueError) as exc:
-            print(f"charter schedule: cannot read {schedules}: {exc}", file=sys.stderr)
-            return 1
-        failures = 0
-        for item in items:
-            if not isinstance(item, dict) or not item.get("enabled"):
-                continue
-            sid, expr = str(item.get("id")), str(item.get("schedule", ""))
-            last = datetime.fromisoformat(fired[sid]) if sid in fired else None
-            try:
-                minute = due_minute(expr, now, last, args.missed)
-            except ValueError as exc:
-                print(f"charter schedule: {sid}: {exc}; skipped", file=sys.stderr)
-                continue
-            if minute is None:
-                continue
-            # Recorded before the run starts: a killed run is not fired again.
-            fired[sid] = minute.isoformat()
-            text = json.dumps({"fired": fired}, indent=2, sort_keys=True) + "\n"
-            write_atomic(state, text, prefix=".schedule-state-", durable=True)
-            print(f"charter schedule: firing {sid} for {minute.isoformat()}", flush=True)
-            code = subprocess.run(_child_argv(args, str(item.get("prompt", ""))), check=False)
-            if code.returncode != 0:
-                failures += 1
-                print(f"charter schedule: {sid} ended with {code.returncode}", file=sys.stderr)
-        return 1 if failures else 0
+    return runtime.fire_due_schedules(
+        args.workspace, args.agent, now, args.missed, lambda prompt: _child_argv(args, prompt)
+    )
 
 
 def run(args: argparse.Namespace) -> int:

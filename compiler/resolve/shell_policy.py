@@ -13,9 +13,10 @@ Its ``match``/``not_match`` examples are judged by the guard at compile time
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from charter.compiler.diagnostics import Diagnostic, Span, format_key_path
-from charter.compiler.frontends.config_toml import SafeCommands, SafeShellEntry
+from charter.compiler.frontends.config_toml import SafeCommands, SafeShellEntry, load_user_config
 from charter.compiler.rules import diag
 from charter.compiler.sources.sourcemap import SourceMap
 from charter.runtime.plan.shell import SafeShellCommand, ShellPolicy
@@ -24,7 +25,7 @@ from charter.runtime.plan.shell import SafeShellCommand, ShellPolicy
 # entry is actually checked: most projects have no [safe_commands], and
 # loading the guard is most of a validate's start-up otherwise.
 
-__all__ = ["compile_shell_policy", "parse_safe_entry"]
+__all__ = ["compile_shell_policy", "parse_safe_entry", "shell_policy_from_config"]
 
 # Sub-commands that run whatever command follows them.
 _RUNNERS: dict[str, frozenset[str]] = {
@@ -204,6 +205,26 @@ def compile_shell_policy(
         if entry is not None:
             diags.extend(_check_examples(compiled_entry, entry, span, i))
     return ShellPolicy(defaults=safe.defaults, safe=tuple(compiled)), diags
+
+
+def shell_policy_from_config(
+    path: Path, display: str | None = None
+) -> tuple[ShellPolicy | None, list[Diagnostic]]:
+    """The shell policy a user config's ``[safe_commands]`` makes (what
+    ``charter check-shell --config`` judges with), and what was found in the
+    file (named ``display``, else ``path``); no policy when the file does not
+    load or has an error."""
+    loaded = load_user_config(path, display if display is not None else str(path))
+    diags = list(loaded.diagnostics)
+    policy = ShellPolicy()
+    if loaded.model is not None:
+        policy, more = compile_shell_policy(
+            loaded.model.safe_commands, source=loaded.display, smap=loaded.smap
+        )
+        diags.extend(more)
+    if loaded.model is None or any(d.is_error for d in diags):
+        return None, diags
+    return policy, diags
 
 
 def _cannot_lift(entry: SafeShellCommand) -> str | None:

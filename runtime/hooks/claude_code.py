@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import posixpath
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,7 @@ __all__ = [
     "KNOWN_TOOLS",
     "MAX_EVENT_BYTES",
     "Translation",
+    "decide_claude_code_stdin",
     "decide_event",
     "hook_output",
     "translate",
@@ -542,6 +544,24 @@ def _is_subagent(event: Mapping[str, Any]) -> bool:
     # A call a sub-agent makes names the agent; Charter runs sub-agents with
     # the stage's unattended tool set (nobody watches them).
     return bool(common.text(event.get("agent_id")))
+
+
+def decide_claude_code_stdin(
+    options: common.HookOptions, *, contain: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """``charter hook claude-code``'s answer to the event on stdin, read with
+    one byte over the bound, so an oversized event is denied, not cut short
+    and decided."""
+    raw = sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
+    return decide_event(
+        raw,
+        plan_path=options.plan_path,
+        agent=options.agent,
+        stage=options.stage,
+        workspace=options.workspace,
+        allow=options.allow,
+        contain=contain,
+    )
 
 
 def decide_event(

@@ -34,6 +34,7 @@ import os
 import posixpath
 import re
 import shlex
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -60,6 +61,7 @@ __all__ = [
     "AskMode",
     "HookOptions",
     "decide_event",
+    "decide_gemini_cli_stdin",
     "deny",
     "translate",
 ]
@@ -628,6 +630,14 @@ def _mcp_identity(tool: str, context: Any) -> tuple[str, str] | str | None:
     if given is None and named is None and tool.startswith("mcp__"):
         return f"MCP tool name '{tool}' is not of the form mcp__<server>__<tool>"
     return given or named
+
+
+def decide_gemini_cli_stdin(options: HookOptions, *, ask: AskMode = "deny") -> dict[str, Any]:
+    """``charter hook gemini-cli``'s answer to the event on stdin, read with
+    one byte over the bound, so an oversized event is denied, not cut short
+    and decided."""
+    raw = sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
+    return decide_event(raw, options, ask=ask)
 
 
 def decide_event(

@@ -8,10 +8,13 @@
 * :mod:`.agents`: sub-agents from the same plan, concurrently;
 * :mod:`.people`: terminal prompts for approvals and the human-in-the-loop tools;
 * :mod:`.events`: the event stream and its views (rich, quiet, JSON lines);
-* :mod:`.runner`: one run from start to end, with Ctrl-C handling.
+* :mod:`.runner`: one run from start to end, with Ctrl-C handling;
+* :mod:`.launch`: what ``charter run`` does once its options are parsed (the
+  checks before a run starts, the run directory, the views, the records),
+  reached through ``charter.runtime.launch_run``.
 
-Nothing here imports ``charter.compiler``: the CLI compiles a project first
-and hands the runtime a plan.
+Nothing here imports ``charter.compiler``: the CLI hands the runtime a loader
+that compiles a project first, and the runtime only ever sees a plan.
 """
 
 from __future__ import annotations

@@ -11,7 +11,10 @@ docs/clients.md.
 * :mod:`~charter.runtime.serve.workers`, :mod:`~charter.runtime.serve.loglink`: worker
   processes, and their lines sent to the one process that writes the log;
 * :mod:`~charter.runtime.serve.connection`: one client connection (h11), its bounds;
-* :mod:`~charter.runtime.serve.server`: routes, authentication, the event loop.
+* :mod:`~charter.runtime.serve.server`: routes, authentication, the event loop;
+* :mod:`~charter.runtime.serve.tokens`: the bearer token and the files it is read from;
+* :mod:`~charter.runtime.serve.launch`: what ``charter serve`` does once its options
+  are parsed (``charter.runtime.run_server``): token, log, first plan, socket, workers.
 """
 
 from __future__ import annotations

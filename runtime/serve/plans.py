@@ -15,6 +15,7 @@ more (a project compiled from its files) is polled by :meth:`PlanHolder.watch`.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
@@ -24,11 +25,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from charter.runtime.errors import CharterError
+from charter.runtime.plan.loader import PlanError
+from charter.runtime.plan.prepared import PreparedPlan, load_for_agents, prepare
 
 if TYPE_CHECKING:
-    from charter.runtime.plan.prepared import PreparedPlan
+    from charter.runtime.plan import Plan
 
-__all__ = ["FileSource", "Loaded", "PlanHolder", "PlanLoadError", "PlanSource"]
+__all__ = ["FileSource", "Loaded", "PlanHolder", "PlanLoadError", "PlanSource", "ProjectSource"]
+
+# What a project's signature walks past, and how many files it looks at.
+_SKIP_DIRS = frozenset({".git", "node_modules", "__pycache__", ".venv", "venv", "build", "target"})
+_MAX_FILES = 20_000
 
 
 class PlanLoadError(CharterError):
@@ -71,9 +78,6 @@ class FileSource:
         return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev)
 
     def load(self) -> PreparedPlan:
-        from charter.runtime.plan.loader import PlanError
-        from charter.runtime.plan.prepared import load_for_agents
-
         try:
             # Every agent, and every argument validator compiled now: the
             # server decides from many threads, and lazily built validators
@@ -83,6 +87,53 @@ class FileSource:
             raise PlanLoadError(str(exc)) from exc
         except OSError as exc:
             raise PlanLoadError(f"{self.path}: {exc.strerror or exc}") from exc
+
+
+class ProjectSource:
+    """A project directory, compiled into a plan by ``compile`` (the caller's:
+    the runtime never compiles), which returns the plan or why there is none."""
+
+    cheap = False
+
+    def __init__(
+        self, root: Path, compile: Callable[[], Plan | str], *, config: Path | None = None
+    ) -> None:
+        self.root = root
+        self.config = config
+        self._compile = compile
+
+    def describe(self) -> str:
+        return str(self.root)
+
+    def signature(self) -> Hashable:
+        """A digest of every file's name, size and modification time (and the
+        config's): any edit changes it. Capped, so a huge tree costs bounded work."""
+        h = hashlib.sha256()
+        seen = 0
+        for top, dirs, files in os.walk(self.root):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+            for name in sorted(files):
+                seen += 1
+                if seen > _MAX_FILES:
+                    return h.hexdigest(), seen
+                path = os.path.join(top, name)
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "replace"))
+        if self.config is not None:
+            try:
+                h.update(f"config\0{os.stat(self.config).st_mtime_ns}".encode())
+            except OSError:
+                h.update(b"config missing")
+        return h.hexdigest(), seen
+
+    def load(self) -> PreparedPlan:
+        compiled = self._compile()
+        if isinstance(compiled, str):
+            raise PlanLoadError(compiled)
+        return prepare(compiled, eager=True)
 
 
 @dataclass(frozen=True, slots=True)

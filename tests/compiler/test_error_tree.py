@@ -15,9 +15,6 @@ from charter.runtime.errors import CharterError
 
 # Outside the tree on purpose, each with its reason.
 _EXEMPT = {
-    # A signal that must unwind like KeyboardInterrupt: as an Exception it
-    # would be swallowed by any `except Exception` on the way up.
-    "charter.compiler.cli.run._Interrupted",
     # The check verbs' line parser: arch-periphery's module, being merged
     # with the other check helpers (issue 17); it joins the tree there.
     "charter.compiler.cli._jsonl.BadLine",

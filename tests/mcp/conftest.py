@@ -12,10 +12,10 @@ from _support.files import write_tree
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from charter.compiler.cli.mcp_cmd import server_plan
 from charter.compiler.compile import CompileOptions, CompileResult, compile_project
 from charter.compiler.frontends.mcp_manifest import load_mcp_manifest
 from charter.compiler.frontends.project import load_project
+from charter.compiler.resolve.lock_targets import server_plan
 from charter.compiler.resolve.mcp_lock import lock_path, manifest_sha256
 from charter.runtime.mcp.client import to_listed
 from charter.runtime.mcp.launch import launch_identity

@@ -150,7 +150,7 @@ def test_compare_a_pin_without_digests_never_matches() -> None:
 def test_relocking_shows_what_changed_since_the_previous_lock() -> None:
     import io
 
-    from charter.compiler.cli.mcp_cmd import _show_changes
+    from charter.runtime.mcp.relock import show_changes
 
     previous = _lock()
     now = [
@@ -166,7 +166,7 @@ def test_relocking_shows_what_changed_since_the_previous_lock() -> None:
         tools=pin_tools("docs", now),
     )
     out = io.StringIO()
-    _show_changes(out, previous, entry)
+    show_changes(out, previous, entry)
     lines = out.getvalue().splitlines()
     assert lines[0] == "docs: 3 tool(s)"
     assert "  ~ get.page: description changed since the previous lock" in lines
