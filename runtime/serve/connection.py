@@ -42,6 +42,7 @@ import asyncio
 import enum
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -143,11 +144,13 @@ class _State(enum.Enum):
 class Admission:
     """The open connections, and who makes room when a bound is reached."""
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, on_count: Callable[[int], None] | None = None) -> None:
+        """``on_count(n)``: told each time the number of open connections changes."""
         self.limits = limits
         self.open: dict[Connection, None] = {}
         self._by_peer: dict[str, dict[Connection, None]] = {}
         self.buffered = 0  # request body bytes held by every connection
+        self._on_count = on_count
 
     def admit(self, conn: Connection) -> bool:
         """Count ``conn`` in, making room if a bound is reached; False when
@@ -159,6 +162,8 @@ class Admission:
             return False
         self.open[conn] = None
         self._by_peer.setdefault(conn.peer, {})[conn] = None
+        if self._on_count is not None:
+            self._on_count(len(self.open))
         return True
 
     def leave(self, conn: Connection) -> None:
@@ -170,6 +175,8 @@ class Admission:
             peers.pop(conn, None)
             if not peers:
                 del self._by_peer[conn.peer]
+        if self._on_count is not None:
+            self._on_count(len(self.open))
 
     def _make_room(self, among: dict[Connection, None]) -> bool:
         victim: Connection | None = None

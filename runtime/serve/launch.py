@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from charter.runtime.errors import CharterError
 from charter.runtime.plan import Plan
+from charter.runtime.serve.balance import Balance
 from charter.runtime.serve.decisions import Decider, LineLog, ServeOptions
 from charter.runtime.serve.log import DecisionLog
 from charter.runtime.serve.loglink import LogLink
@@ -166,8 +167,12 @@ def run_server(request: ServeRequest, compile: Callable[[], Plan | str]) -> int:
     )
     started = {"url": url, "plan": current.digest, "source": current.source, "workers": workers}
 
+    balance = Balance(workers) if workers > 1 else None
+
     def serve(decide_log: LineLog, number: int | None) -> int:
         """Serve on ``listener`` until SIGTERM or SIGINT (in this process)."""
+        if number is not None and balance is not None:
+            balance.join(number)
         if number is not None:
 
             def worker_note(event: str, fields: dict[str, Any]) -> None:
@@ -188,6 +193,8 @@ def run_server(request: ServeRequest, compile: Callable[[], Plan | str]) -> int:
             read_timeout=max(0.1, request.read_timeout),
             idle_timeout=max(0.1, request.idle_timeout),
             sock=listener,
+            balance=balance,
+            on_loop=decide_log.attach if isinstance(decide_log, LogLink) else None,
         )
         stop = threading.Event()
         if not source.cheap:
@@ -226,7 +233,7 @@ def run_server(request: ServeRequest, compile: Callable[[], Plan | str]) -> int:
         finally:
             link.close()
 
-    running = prefork(workers, log, listener, worker)
+    running = prefork(workers, log, listener, worker, balance=balance)
 
     def stop_workers(signum: int, frame: Any) -> None:
         running.stop()

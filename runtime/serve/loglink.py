@@ -50,8 +50,8 @@ class LogLink:
     threads: about 6 ms of a 9 ms median wait for the disk was spent in the
     worker, not in the log's owner). A line recorded from another
     thread (a plan reload noted by a deciding thread) is handed to the loop;
-    one recorded before the loop runs, or after it stopped, is sent by
-    :meth:`close` at the latest.
+    one recorded before the loop runs is sent once it does (:meth:`attach`),
+    one recorded after it stopped by :meth:`close`.
     """
 
     def __init__(
@@ -137,7 +137,7 @@ class LogLink:
             except RuntimeError:
                 running = None
             if running is not None and not self._lost:
-                self._attach(running)
+                self.attach(running)
                 loop = running
         if loop is None:
             with self._lock:
@@ -153,7 +153,12 @@ class LogLink:
                 self._waiting.append(line)
         return line
 
-    def _attach(self, loop: asyncio.AbstractEventLoop) -> None:
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """(On ``loop``'s thread, once it runs.) Run the link on ``loop``: from
+        now on the owner hanging up is seen at once, even by a worker that
+        has logged nothing yet (which then stops, see ``on_lost``)."""
+        if self._loop is not None:
+            return
         self._loop = loop
         self._loop_thread = threading.get_ident()
         self._sock.setblocking(False)

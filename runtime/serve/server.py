@@ -40,11 +40,13 @@ import resource
 import socket
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any, cast
 from urllib.parse import parse_qs
 
 from charter.runtime.errors import CharterError
 from charter.runtime.hooks.common import MAX_EVENT_BYTES, TOO_LARGE
+from charter.runtime.serve.balance import DEFER_S, MAX_DEFERS, Balance
 from charter.runtime.serve.connection import (
     Admission,
     Connection,
@@ -304,9 +306,15 @@ class DecisionServer:
         idle_timeout: float = 30.0,
         buffer_bytes: int = 256 * 1024 * 1024,
         sock: socket.socket | None = None,
+        balance: Balance | None = None,
+        on_loop: Callable[[asyncio.AbstractEventLoop], None] | None = None,
     ) -> None:
         """``sock``: a listening socket to serve (one a parent process bound
-        before forking workers that share it); else one is bound to HOST:PORT."""
+        before forking workers that share it); else one is bound to HOST:PORT.
+        ``balance``: the workers' shared counts of open connections (this
+        worker's slot joined), which steer who takes a new connection.
+        ``on_loop(loop)``: called on the event loop once it runs (a worker's
+        log link attaches itself there)."""
         if not is_loopback(host) and not token:
             raise ListenError(
                 f"listening on {host}, which is not a loopback address, needs a bearer token "
@@ -327,7 +335,11 @@ class DecisionServer:
             buffer_bytes=max(MAX_EVENT_BYTES + 1, buffer_bytes),
         )
         self._routes = _Routes(decider, token.encode("utf-8") if token else None, is_loopback(host))
-        self._admission = Admission(self.limits)
+        self._balance = balance
+        self._on_loop = on_loop
+        self._admission = Admission(self.limits, balance.hold if balance is not None else None)
+        self._defers = 0  # times in a row a new connection was left to another worker
+        self._last_defer = 0.0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
         self._accepting: set[asyncio.Task[Any]] = set()
@@ -377,6 +389,8 @@ class DecisionServer:
                               threads=decider.threads)  # fmt: skip
         self._routes.queue = queue
         self._routes.waits = waits = DurableWaits(loop, LOG_WAIT_S)
+        if self._on_loop is not None:
+            self._on_loop(loop)
         fd = self._sock.fileno()
         loop.add_reader(fd, self._accept, loop)
         self._started.set()
@@ -403,7 +417,10 @@ class DecisionServer:
     def _accept(self, loop: asyncio.AbstractEventLoop) -> None:
         """Take a few waiting connections (not every one: with --workers,
         the processes share the socket, and one that takes only a few per
-        wake leaves the rest to a worker with time for them)."""
+        wake leaves the rest to a worker with time for them), unless a
+        worker holding fewer should take them (see :mod:`.balance`)."""
+        if self._leave_to_another(loop):
+            return
         for _ in range(_ACCEPT_BATCH):
             try:
                 conn, _ = self._sock.accept()
@@ -417,6 +434,29 @@ class DecisionServer:
             task = loop.create_task(loop.connect_accepted_socket(factory, conn))
             self._accepting.add(task)
             task.add_done_callback(self._accepted)
+
+    def _leave_to_another(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Stop watching the socket for a moment when another worker holds
+        fewer connections (at most MAX_DEFERS times in a row)."""
+        balance = self._balance
+        if balance is None:
+            return False
+        now = loop.time()
+        if now - self._last_defer > 2 * DEFER_S:
+            self._defers = 0  # a new connection, not the one left a moment ago
+        if self._defers >= MAX_DEFERS or not balance.lighter_elsewhere(len(self._admission.open)):
+            return False
+        self._defers += 1
+        self._last_defer = now
+        fd = self._sock.fileno()
+        loop.remove_reader(fd)
+
+        def watch_again() -> None:
+            if self._stop is not None and not self._stop.is_set():
+                loop.add_reader(fd, self._accept, loop)
+
+        loop.call_later(DEFER_S, watch_again)
+        return True
 
     def _accepted(self, task: asyncio.Task[Any]) -> None:
         self._accepting.discard(task)

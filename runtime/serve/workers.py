@@ -33,6 +33,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from charter.runtime.serve.balance import Balance
 from charter.runtime.serve.log import DecisionLog
 from charter.runtime.serve.loglink import LogLink, relay
 
@@ -59,6 +60,7 @@ class Workers:
     """The parent's view of its workers."""
 
     log: DecisionLog
+    balance: Balance | None = None  # the shared counts of open connections
     pids: dict[int, int] = field(default_factory=dict)  # pid -> worker number
     relays: list[threading.Thread] = field(default_factory=list)
     stopping: bool = False
@@ -84,6 +86,8 @@ class Workers:
             if number is None:
                 continue
             code = os.waitstatus_to_exitcode(status)
+            if self.balance is not None:
+                self.balance.gone(number)  # no connection is left to it any more
             if not self.stopping:
                 self.log.record("worker_exited", {"worker": number, "pid": pid, "code": code})
                 print(f"charter serve: worker {number} (pid {pid}) exited ({code}); "
@@ -98,12 +102,14 @@ def prefork(
     log: DecisionLog,
     listener: socket.socket,
     child: Callable[[int, LogLink], int],
+    *,
+    balance: Balance | None = None,
 ) -> Workers:
     """Fork ``count`` workers, each running ``child(number, link)`` and
     exiting with its code; then start the log (its writer and one relay per
     worker) in this process, which no longer listens. Call before any thread
     is started here."""
-    workers = Workers(log)
+    workers = Workers(log, balance)
     ends: list[socket.socket] = []
     for number in range(count):
         mine, theirs = socket.socketpair()

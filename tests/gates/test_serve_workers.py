@@ -190,3 +190,32 @@ def test_a_large_event_is_logged_redacted_by_a_worker(
     assert len(text) < 20_000  # the event itself is never written
     checked = subprocess.run([*CHARTER, "audit", "--verify", str(log)], capture_output=True)
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_new_connections_go_to_the_worker_holding_fewest(
+    plans: SimpleNamespace, tmp_path: Path
+) -> None:
+    # Clients connecting at once are shared out between the workers, not
+    # taken by whichever woke first (which left one worker deciding for
+    # most of them).
+    import http.client
+
+    proc, base = _start(plans.path, tmp_path / "decisions.jsonl", tmp_path, "--workers", "2")
+    port = int(base.rsplit(":", 1)[1])
+    conns = [http.client.HTTPConnection("127.0.0.1", port, timeout=30) for _ in range(60)]
+    try:
+        _every_worker(base, 2)  # both are serving
+        for conn in conns:
+            conn.connect()
+        pids: dict[int, int] = {}
+        for conn in conns:  # each connection asks on its own worker
+            conn.request("GET", "/v1/health")
+            pid = json.loads(conn.getresponse().read())["pid"]
+            pids[pid] = pids.get(pid, 0) + 1
+    finally:
+        for conn in conns:
+            conn.close()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    # (taken by whichever woke first, one worker often held 44 to 56 of 60)
+    assert len(pids) == 2 and max(pids.values()) <= 40, pids
