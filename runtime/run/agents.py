@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import anyio
 import anyio.from_thread
@@ -37,7 +37,14 @@ from charter.runtime.results import ToolResult, refusal
 from charter.runtime.run.loop import AgentRun
 from charter.runtime.tools.base import ToolRuntime
 from charter.runtime.tools.context import ContextEntry
-from charter.runtime.tools.registry import NO_PATHS, Implementation, Registration, register
+from charter.runtime.tools.registry import (
+    NO_PATHS,
+    Args,
+    CallFlags,
+    Implementation,
+    Registration,
+    register,
+)
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -264,17 +271,10 @@ class AgentTools:
         self.world = world
         self.me = me
 
-    def spawn(
-        self,
-        args: Mapping[str, Any],
-        rt: ToolRuntime,
-        /,
-        *,
-        tool: str | None = None,
-        approved: bool = False,
-    ) -> ToolResult:
+    def spawn(self, args: Args, rt: ToolRuntime, /, **flags: Unpack[CallFlags]) -> ToolResult:
         me = self.me
         narrow: frozenset[str] | None = None
+        tool = flags.get("tool")
         if tool == "delegate_task":
             name = str(args.get("core_id") or me.name)
             task = str(args["goal"])
@@ -324,33 +324,18 @@ class AgentTools:
         task tools name it), or the refusal when it is not one of ``me``'s."""
         return self.world.own_child(self.me, str(args.get("agent_id") or args.get("task_id")))
 
-    def status(
-        self,
-        args: Mapping[str, Any],
-        rt: ToolRuntime,
-        /,
-        *,
-        tool: str | None = None,
-        approved: bool = False,
-    ) -> ToolResult:
+    def status(self, args: Args, rt: ToolRuntime, /, **flags: Unpack[CallFlags]) -> ToolResult:
         child = self._own_child(args)
         if isinstance(child, ToolResult):
             return child
         return _ok(describe(child), done=child.done.is_set())
 
-    def wait(
-        self,
-        args: Mapping[str, Any],
-        rt: ToolRuntime,
-        /,
-        *,
-        tool: str | None = None,
-        approved: bool = False,
-    ) -> ToolResult:
+    def wait(self, args: Args, rt: ToolRuntime, /, **flags: Unpack[CallFlags]) -> ToolResult:
         child = self._own_child(args)
         if isinstance(child, ToolResult):
             return child
         me = self.me
+        tool = flags.get("tool")
         timeout = float(args["timeout_seconds"]) if tool == "yield_until" else None
         if tool == "yield_until" and "timeout_seconds" not in args:
             timeout = 30.0
@@ -362,15 +347,7 @@ class AgentTools:
             )
         return _ok(describe(child))
 
-    def send(
-        self,
-        args: Mapping[str, Any],
-        rt: ToolRuntime,
-        /,
-        *,
-        tool: str | None = None,
-        approved: bool = False,
-    ) -> ToolResult:
+    def send(self, args: Args, rt: ToolRuntime, /, **flags: Unpack[CallFlags]) -> ToolResult:
         child = self.world.own_child(self.me, str(args["agent_id"]))
         if isinstance(child, ToolResult):
             return child
@@ -393,15 +370,7 @@ class AgentTools:
             f"Delivered to sub-agent {child.id} ({where}); it reads it before its next turn."
         )
 
-    def cancel(
-        self,
-        args: Mapping[str, Any],
-        rt: ToolRuntime,
-        /,
-        *,
-        tool: str | None = None,
-        approved: bool = False,
-    ) -> ToolResult:
+    def cancel(self, args: Args, rt: ToolRuntime, /, **flags: Unpack[CallFlags]) -> ToolResult:
         child = self._own_child(args)
         if isinstance(child, ToolResult):
             return child
@@ -419,15 +388,7 @@ class AgentTools:
                 pass
         return _ok(f"Killed {', '.join(stopped)}.", killed=stopped)
 
-    def listing(
-        self,
-        args: Mapping[str, Any],
-        rt: ToolRuntime,
-        /,
-        *,
-        tool: str | None = None,
-        approved: bool = False,
-    ) -> ToolResult:
+    def listing(self, args: Args, rt: ToolRuntime, /, **flags: Unpack[CallFlags]) -> ToolResult:
         mine = [c for c in self.world.children.values() if c.parent == self.me.id]
         if not args.get("include_completed", True):
             mine = [c for c in mine if not c.done.is_set()]
@@ -435,15 +396,7 @@ class AgentTools:
             return _ok("(no sub-agents)")
         return _ok("\n".join(describe(c).splitlines()[0] for c in mine))
 
-    def fan_out(
-        self,
-        args: Mapping[str, Any],
-        rt: ToolRuntime,
-        /,
-        *,
-        tool: str | None = None,
-        approved: bool = False,
-    ) -> ToolResult:
+    def fan_out(self, args: Args, rt: ToolRuntime, /, **flags: Unpack[CallFlags]) -> ToolResult:
         return run_fan_out(self.world, self.me, args)
 
     def implementations(self) -> dict[str, Implementation]:
@@ -471,25 +424,17 @@ class _Shared:
     own: Implementation
     other: Implementation
 
-    def __call__(
-        self,
-        args: Mapping[str, Any],
-        rt: ToolRuntime,
-        /,
-        *,
-        tool: str | None = None,
-        approved: bool = False,
-    ) -> ToolResult:
-        if tool in _AGENT_TOOLS:
-            return self.own(args, rt, tool=tool, approved=approved)
+    def __call__(self, args: Args, rt: ToolRuntime, /, **flags: Unpack[CallFlags]) -> ToolResult:
+        if flags.get("tool") in _AGENT_TOOLS:
+            return self.own(args, rt, **flags)
         if self.key == "tasks.list":
             if args.get("kind") == "agent.spawn":
-                return self.own(args, rt, tool=tool, approved=approved)
-            return self.other(args, rt, tool=tool, approved=approved)
+                return self.own(args, rt, **flags)
+            return self.other(args, rt, **flags)
         ref = str(args.get("task_id", ""))
         if ref == self.me or ref.startswith(self.me + "/"):
-            return self.own(args, rt, tool=tool, approved=approved)
-        return self.other(args, rt, tool=tool, approved=approved)
+            return self.own(args, rt, **flags)
+        return self.other(args, rt, **flags)
 
 
 def agent_tools(
