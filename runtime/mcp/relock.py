@@ -109,12 +109,11 @@ def show_changes(out: TextIO, previous: Lock, entry: ServerLock) -> None:
             out.write(f"  + {t.name} ({t.safe_name})\n")
         return
     cmp = compare({t.name: t for t in old.tools}, listed)
-    for c in cmp.changed:
-        out.write(f"  ~ {c.name}: {', '.join(c.what)} changed since the previous lock\n")
-    for n in cmp.new:
-        out.write(f"  + {n}: new since the previous lock\n")
-    for n in cmp.missing:
-        out.write(f"  - {n}: no longer listed\n")
+    said = [f"  ~ {c.name}: {', '.join(c.what)} changed since the previous lock"
+            for c in cmp.changed]  # fmt: skip
+    said += [f"  + {n}: new since the previous lock" for n in cmp.new]
+    said += [f"  - {n}: no longer listed" for n in cmp.missing]
+    out.write("".join(line + "\n" for line in said))
     if dict(old.launch) != dict(entry.launch):
         out.write("  ! the launch command or URL changed since the previous lock\n")
 

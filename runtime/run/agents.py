@@ -35,16 +35,9 @@ import anyio.from_thread
 from charter.runtime.plan import OutputSpec
 from charter.runtime.results import ToolResult, refusal
 from charter.runtime.run.loop import AgentRun
-from charter.runtime.tools.base import ToolRuntime
+from charter.runtime.tools.base import Args, CallFlags, ToolRuntime
 from charter.runtime.tools.context import ContextEntry
-from charter.runtime.tools.registry import (
-    NO_PATHS,
-    Args,
-    CallFlags,
-    Implementation,
-    Registration,
-    register,
-)
+from charter.runtime.tools.registry import NO_PATHS, Implementation, Registration, register
 
 if TYPE_CHECKING:
     from anyio.abc import TaskGroup
@@ -54,6 +47,9 @@ if TYPE_CHECKING:
 __all__ = ["AgentTools", "AgentWorld", "Child", "agent_tools", "run_fan_out"]
 
 _POLL_S = 0.05
+# The impl keys AgentTools.implementations serves, in the order of its methods.
+_IMPL_KEYS = ("agents.spawn", "tasks.status", "tasks.wait", "agents.send", "tasks.cancel",
+              "tasks.list", "agents.fan_out")  # fmt: skip
 
 
 @dataclass(slots=True)
@@ -401,15 +397,8 @@ class AgentTools:
 
     def implementations(self) -> dict[str, Implementation]:
         """Each ``impl`` key of :data:`_SERVES` with the method serving it."""
-        return {
-            "agents.spawn": self.spawn,
-            "tasks.status": self.status,
-            "tasks.wait": self.wait,
-            "agents.send": self.send,
-            "tasks.cancel": self.cancel,
-            "tasks.list": self.listing,
-            "agents.fan_out": self.fan_out,
-        }
+        served = (self.spawn, self.status, self.wait, self.send, self.cancel, self.listing)
+        return dict(zip(_IMPL_KEYS, (*served, self.fan_out), strict=True))
 
 
 @dataclass(frozen=True, slots=True)

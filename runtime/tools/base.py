@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from charter.runtime.redact import Redactor
 from charter.runtime.tools import web
@@ -27,7 +27,19 @@ if TYPE_CHECKING:
     from charter.runtime.sandbox.container import ContainerSandbox
     from charter.runtime.sandbox.launcher import Sandbox
 
-__all__ = ["RunStore", "ToolRuntime", "calling_session", "current_session"]
+__all__ = ["Args", "CallFlags", "RunStore", "ToolRuntime", "calling_session", "current_session"]
+
+
+class CallFlags(TypedDict, total=False):
+    """The keywords a tool implementation is called with, for one that
+    takes them as ``**flags: Unpack[CallFlags]``."""
+
+    tool: str | None  # the tool name the call was made under
+    approved: bool  # a person approved this call
+
+
+# A tool call's arguments, as an implementation receives them.
+Args = Mapping[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol
 
 from charter.runtime.errors import CharterError
 from charter.runtime.plan import PathArg
@@ -57,8 +57,6 @@ from charter.runtime.tools.base import RunStore, ToolRuntime, calling_session, c
 __all__ = [
     "IMPLEMENTATIONS",
     "NO_PATHS",
-    "Args",
-    "CallFlags",
     "Implementation",
     "Registration",
     "Registry",
@@ -70,18 +68,6 @@ __all__ = [
     "dispatch",
     "register",
 ]
-
-
-class CallFlags(TypedDict, total=False):
-    """The keywords an :class:`Implementation` is called with, for one that
-    takes them as ``**flags: Unpack[CallFlags]``."""
-
-    tool: str | None  # the tool name the call was made under
-    approved: bool  # a person approved this call
-
-
-# A tool call's arguments, as an implementation receives them.
-Args = Mapping[str, Any]
 
 
 class Implementation(Protocol):
