@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from charter.runtime.hooks.gemini_cli import decide_gemini_cli_stdin
     from charter.runtime.hooks.watchdog import HOOK_TIME_LIMITS, answer_once
     from charter.runtime.mcp.relock import LockWriteError, announce_servers, relock_agent
-    from charter.runtime.net.resolve import SystemResolver
-    from charter.runtime.net.urlpolicy import UrlPolicy
+    from charter.runtime.net.resolve import Resolver, SystemResolver
+    from charter.runtime.net.urlpolicy import UrlPolicy, UrlVerdict
     from charter.runtime.plan import Plan
     from charter.runtime.plan.loader import PlanError, load_plan, load_plan_bytes
     from charter.runtime.plan.prepared import PreparedPlan, load_for_agents, prepare
@@ -42,8 +42,14 @@ if TYPE_CHECKING:
     from charter.runtime.results import ToolCall, ToolResult
     from charter.runtime.run.launch import LaunchRequest, LaunchResult, RunRefused, launch_run
     from charter.runtime.sandbox.oneshot import SandboxRefused, run_contained
+    from charter.runtime.sandbox.profile import compare as compare_profiles
+    from charter.runtime.sandbox.profile import summary as describe_profile
     from charter.runtime.schedule import fire_due_schedules
     from charter.runtime.serve.launch import ServeRefused, ServeRequest, run_server
+    from charter.runtime.shell import ShellPolicy
+    from charter.runtime.shell import Verdict as ShellVerdict
+    from charter.runtime.shell import evaluate as judge_command
+    from charter.runtime.terminal import wants_colour
     from charter.runtime.version import VERSION
 
 # name -> the module that defines it. Kept as data so the test that pins the
@@ -64,26 +70,33 @@ _EXPORTS: dict[str, str] = {
     "Plan": "charter.runtime.plan",
     "PlanError": "charter.runtime.plan.loader",
     "PreparedPlan": "charter.runtime.plan.prepared",
+    "Resolver": "charter.runtime.net.resolve",
     "RunRefused": "charter.runtime.run.launch",
     "SandboxRefused": "charter.runtime.sandbox.oneshot",
     "ServeRefused": "charter.runtime.serve.launch",
     "ServeRequest": "charter.runtime.serve.launch",
     "Session": "charter.runtime.policy.session",
     "SessionError": "charter.runtime.policy.session",
+    "ShellPolicy": "charter.runtime.shell",
+    "ShellVerdict": "charter.runtime.shell:Verdict",
     "SystemResolver": "charter.runtime.net.resolve",
     "ToolCall": "charter.runtime.results",
     "ToolResult": "charter.runtime.results",
     "UrlPolicy": "charter.runtime.net.urlpolicy",
+    "UrlVerdict": "charter.runtime.net.urlpolicy",
     "VERSION": "charter.runtime.version",
     "announce_servers": "charter.runtime.mcp.relock",
     "answer_once": "charter.runtime.hooks.watchdog",
+    "compare_profiles": "charter.runtime.sandbox.profile:compare",
     "decide": "charter.runtime.gates",
     "decide_claude_code_stdin": "charter.runtime.hooks.claude_code",
     "decide_gemini_cli_stdin": "charter.runtime.hooks.gemini_cli",
     "decide_path": "charter.runtime.policy.workspace",
+    "describe_profile": "charter.runtime.sandbox.profile:summary",
     "examine_hooks": "charter.runtime.hooks.doctor",
     "execute": "charter.runtime.gates",
     "fire_due_schedules": "charter.runtime.schedule",
+    "judge_command": "charter.runtime.shell:evaluate",
     "launch_run": "charter.runtime.run.launch",
     "load_for_agents": "charter.runtime.plan.prepared",
     "load_plan": "charter.runtime.plan.loader",
@@ -96,6 +109,7 @@ _EXPORTS: dict[str, str] = {
     "run_contained": "charter.runtime.sandbox.oneshot",
     "run_server": "charter.runtime.serve.launch",
     "verify_log": "charter.runtime.audit",
+    "wants_colour": "charter.runtime.terminal",
 }
 
 __all__ = [
@@ -114,26 +128,33 @@ __all__ = [
     "Plan",
     "PlanError",
     "PreparedPlan",
+    "Resolver",
     "RunRefused",
     "SandboxRefused",
     "ServeRefused",
     "ServeRequest",
     "Session",
     "SessionError",
+    "ShellPolicy",
+    "ShellVerdict",
     "SystemResolver",
     "ToolCall",
     "ToolResult",
     "UrlPolicy",
+    "UrlVerdict",
     "VERSION",
     "announce_servers",
     "answer_once",
+    "compare_profiles",
     "decide",
     "decide_claude_code_stdin",
     "decide_gemini_cli_stdin",
     "decide_path",
+    "describe_profile",
     "examine_hooks",
     "execute",
     "fire_due_schedules",
+    "judge_command",
     "launch_run",
     "load_for_agents",
     "load_plan",
@@ -146,14 +167,16 @@ __all__ = [
     "run_contained",
     "run_server",
     "verify_log",
+    "wants_colour",
 ]
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    target = _EXPORTS.get(name)
+    if target is None:
         raise AttributeError(f"module 'charter.runtime' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    module, _, attr = target.partition(":")  # "module:attr" exports attr as name
+    value = getattr(import_module(module), attr or name)
     globals()[name] = value  # later look-ups skip this function
     return value
 

@@ -71,7 +71,7 @@ VERBS: dict[str, tuple[str, str]] = {
 
 class _VersionAction(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, *args: object, **kw: object) -> None:
-        from charter.runtime.version import VERSION
+        from charter.runtime import VERSION
 
         print(f"charter {VERSION}")
         parser.exit()

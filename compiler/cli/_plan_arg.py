@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from charter.runtime.plan import Plan
-    from charter.runtime.plan.prepared import PreparedPlan
+    from charter.runtime import Plan, PreparedPlan
 
 __all__ = [
     "LoadedPlan",
@@ -101,7 +100,7 @@ def load_plan_or_project(
 ) -> LoadedPlan | str:
     """The plan ``target`` names, or why there is none (a message to print)."""
     if target.is_file():
-        from charter.runtime.plan.loader import PlanError, load_plan
+        from charter.runtime import PlanError, load_plan
 
         try:
             return LoadedPlan(load_plan(target), None, target)
@@ -125,11 +124,11 @@ def prepared_plan_or_project(
     """The plan prepared for deciding the named agents' calls. A plan file
     takes the loader's fast path (only those agents are parsed); a project
     is compiled first."""
-    from charter.runtime.plan.loader import PlanError
+    from charter.runtime import PlanError
 
     wanted = list(agents)
     if target.is_file():
-        from charter.runtime.plan.prepared import load_for_agents
+        from charter.runtime import load_for_agents
 
         try:
             return load_for_agents(target, wanted)
@@ -138,6 +137,6 @@ def prepared_plan_or_project(
     loaded = load_plan_or_project(target, config=config, use_user_config=use_user_config)
     if isinstance(loaded, str):
         return loaded
-    from charter.runtime.plan.prepared import prepare
+    from charter.runtime import prepare
 
     return prepare(loaded.plan, agents=set(wanted) or None, eager=False)

@@ -67,7 +67,7 @@ def _print_table(title: str, rows: list[tuple[str, ...]]) -> None:
     import shutil
 
     from charter.compiler.cli._table import render_table
-    from charter.runtime.terminal import wants_colour
+    from charter.runtime import wants_colour
 
     colour = wants_colour(sys.stdout)
     codes = {"deny": "31", "ask": "33", "allow": "32"}

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import charter.compiler.cli._jsonl as _jsonl
 
 if TYPE_CHECKING:
-    from charter.runtime.shell import ShellPolicy, Verdict
+    from charter.runtime import ShellPolicy, ShellVerdict
 
 __all__ = ["add_arguments", "run"]
 
@@ -57,13 +57,13 @@ def run(args: argparse.Namespace) -> int:
     policy = _policy(args.config)
     if policy is None:
         return 2
-    from charter.runtime.shell import evaluate
+    from charter.runtime import judge_command
 
     workspace = os.path.abspath(args.workspace or os.getcwd())
     default_cwd = os.path.join(workspace, args.cwd) if args.cwd else workspace
 
     def one(command: str) -> int:
-        verdict = evaluate(command, cwd=default_cwd, workspace=workspace, policy=policy)
+        verdict = judge_command(command, cwd=default_cwd, workspace=workspace, policy=policy)
         if args.format == "json":
             print(json.dumps({"command": command, **verdict.to_json()}, ensure_ascii=False))
         else:
@@ -75,14 +75,14 @@ def run(args: argparse.Namespace) -> int:
         cwd = _jsonl.text_field(obj, "cwd", required=False)
         assert command is not None
         run_cwd = os.path.join(workspace, cwd) if cwd else default_cwd
-        v = evaluate(command, cwd=run_cwd, workspace=workspace, policy=policy)
+        v = judge_command(command, cwd=run_cwd, workspace=workspace, policy=policy)
         return {"decision": v.decision, "rule": v.rule, "reason": v.message}
 
     return _jsonl.one_or_batch(args.command, args.jsonl, one, answer)
 
 
 def _policy(config: str | None) -> ShellPolicy | None:
-    from charter.runtime.shell import ShellPolicy
+    from charter.runtime import ShellPolicy
 
     if config is None:
         return ShellPolicy()
@@ -102,7 +102,7 @@ def _policy(config: str | None) -> ShellPolicy | None:
     return policy
 
 
-def _render(command: str, v: Verdict) -> str:
+def _render(command: str, v: ShellVerdict) -> str:
     start, end = v.span
     lines = [f"{v.decision}  [{v.rule}]  {v.message}"]
     if "\n" not in command and end > start:

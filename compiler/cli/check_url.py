@@ -30,8 +30,7 @@ import charter.compiler.cli._jsonl as _jsonl
 import charter.runtime as runtime
 
 if TYPE_CHECKING:
-    from charter.runtime.net.resolve import Resolver
-    from charter.runtime.net.urlpolicy import UrlVerdict
+    from charter.runtime import Resolver, UrlVerdict
 
 __all__ = ["add_arguments", "run"]
 

@@ -107,7 +107,7 @@ def compare(old: Any, new: Any) -> list[dict[str, Any]]:
 
 def compare_sandboxes(old: Any, new: Any) -> list[dict[str, Any]]:
     """Sandbox profile changes per (agent, stage) present in both plans."""
-    from charter.runtime.sandbox.profile import compare as compare_profiles
+    from charter.runtime import compare_profiles
 
     out: list[dict[str, Any]] = []
     before = {(a.name, s.name): s.sandbox for a in old.body.agents for s in a.stages}

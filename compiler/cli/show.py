@@ -116,7 +116,7 @@ def script_permissions(plan: Any, agent_filter: str | None = None) -> dict[str, 
 
 def sandbox_rows(plan: Any, agent_filter: str | None = None) -> list[dict[str, Any]]:
     """One row per (agent, stage): where its commands run."""
-    from charter.runtime.sandbox.profile import summary
+    from charter.runtime import describe_profile
 
     out: list[dict[str, Any]] = []
     for agent in plan.body.agents:
@@ -130,7 +130,7 @@ def sandbox_rows(plan: Any, agent_filter: str | None = None) -> list[dict[str, A
                 {
                     "agent": agent.name,
                     "stage": stage.name,
-                    "summary": summary(p),
+                    "summary": describe_profile(p),
                     "profile": p.model_dump(mode="json"),
                 }
             )
@@ -203,7 +203,7 @@ def _print_tables(
     import shutil
 
     from charter.compiler.cli._table import render_table
-    from charter.runtime.terminal import wants_colour
+    from charter.runtime import wants_colour
 
     width = shutil.get_terminal_size(fallback=(100, 24)).columns
     colour = wants_colour(sys.stdout)

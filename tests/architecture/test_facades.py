@@ -31,26 +31,33 @@ RUNTIME_API = [
     "Plan",
     "PlanError",
     "PreparedPlan",
+    "Resolver",
     "RunRefused",
     "SandboxRefused",
     "ServeRefused",
     "ServeRequest",
     "Session",
     "SessionError",
+    "ShellPolicy",
+    "ShellVerdict",
     "SystemResolver",
     "ToolCall",
     "ToolResult",
     "UrlPolicy",
+    "UrlVerdict",
     "VERSION",
     "announce_servers",
     "answer_once",
+    "compare_profiles",
     "decide",
     "decide_claude_code_stdin",
     "decide_gemini_cli_stdin",
     "decide_path",
+    "describe_profile",
     "examine_hooks",
     "execute",
     "fire_due_schedules",
+    "judge_command",
     "launch_run",
     "load_for_agents",
     "load_plan",
@@ -63,6 +70,7 @@ RUNTIME_API = [
     "run_contained",
     "run_server",
     "verify_log",
+    "wants_colour",
 ]
 
 COMPILER_API = [
@@ -92,9 +100,10 @@ def test_all_is_pinned_and_every_name_resolves(package: str, expected: list[str]
     assert sorted(module._EXPORTS) == expected
     for name in expected:
         value = getattr(module, name)
-        # The facade hands out the defining module's object, not a copy.
-        defining = importlib.import_module(module._EXPORTS[name])
-        assert value is getattr(defining, name)
+        # The facade hands out the defining module's object, not a copy
+        # ("module:attr" names the object another name there).
+        where, _, attr = module._EXPORTS[name].partition(":")
+        assert value is getattr(importlib.import_module(where), attr or name)
     with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
         module.not_a_name  # noqa: B018
 
@@ -138,3 +147,25 @@ def test_the_runtime_example_decides_a_call(tmp_path: Path) -> None:
     assert outcome.decision == "allow"
     outside = decide(session, ToolCall("read_file", {"path": "/etc/shadow"}))
     assert outside.decision == "deny"
+
+
+def test_the_cli_reaches_the_runtime_only_through_its_front_door() -> None:
+    # A verb parses, calls charter.runtime (or reads the plan model, the
+    # contract both halves share) and prints: it never reaches into the
+    # runtime's subpackages, so they can move without the CLI noticing.
+    import ast
+
+    reached: list[str] = []
+    for path in sorted((REPO / "compiler" / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                inside = target.startswith("charter.runtime.")
+                if inside and not target.startswith("charter.runtime.plan"):
+                    reached.append(f"{path.name}:{node.lineno} {target}")
+    assert reached == []
