@@ -223,22 +223,12 @@ def resolve_agent(ctx: AgentContext, project_root: Path, agent_name: str) -> Res
     from charter.compiler.resolve.soul import core_soul
 
     soul = core_soul(ctx, project_root)
+    shell = resolve_shell_policy(ctx, agent_name, project_root)
     return ResolvedAgent(
-        soul=soul,
-        ctx=ctx,
-        name=agent_name,
-        project_root=project_root,
-        declared=declared,
-        stages=stages,
-        table=table,
-        grants=grants,
-        entries=entries,
-        compiled=compiled,
-        sandbox=agent_sandbox,
-        entry_stage=entry_stage,
-        mcp=mcp,
-        shell=resolve_shell_policy(ctx, agent_name, project_root),
-    )
+        soul=soul, ctx=ctx, name=agent_name, project_root=project_root, declared=declared,
+        stages=stages, table=table, grants=grants, entries=entries, compiled=compiled,
+        sandbox=agent_sandbox, entry_stage=entry_stage, mcp=mcp, shell=shell,
+    )  # fmt: skip
 
 
 def salvage_invalid(ctx: AgentContext) -> None:
