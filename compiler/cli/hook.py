@@ -82,9 +82,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--contain",
         action="store_true",
-        help="claude-code only: an allowed Bash or Monitor command is rewritten (updatedInput) "
-        "to run inside the stage's sandbox through `charter sandbox`, the profile charter run "
-        "uses",
+        help="an allowed shell command (Claude Code's Bash or Monitor, Gemini CLI's "
+        "run_shell_command) is rewritten to run inside the stage's sandbox through `charter "
+        "sandbox`, the profile charter run uses",
     )
     p.add_argument(
         "--time-limit",
@@ -109,9 +109,6 @@ def _run(args: argparse.Namespace) -> int:
     if kind == "claude-code" and args.ask is not None:
         print("charter hook: --ask applies to gemini-cli only", file=sys.stderr)
         return 2
-    if kind != "claude-code" and args.contain:
-        print("charter hook: --contain applies to claude-code only", file=sys.stderr)
-        return 2
     limit = args.time_limit if args.time_limit is not None else TIME_LIMITS[kind]
     return runtime.answer_once(kind, lambda: _decide(args), limit)
 
@@ -123,7 +120,8 @@ def _decide(args: argparse.Namespace) -> dict[str, Any]:
         _plan_file(args), args.agent, args.stage, args.workspace, tuple(args.allow)
     )
     if args.agent_kind == "gemini-cli":
-        return runtime.decide_gemini_cli_stdin(options, ask=args.ask or "deny")
+        contain = _sandbox_prefix(args)
+        return runtime.decide_gemini_cli_stdin(options, ask=args.ask or "deny", contain=contain)
     return runtime.decide_claude_code_stdin(options, contain=_sandbox_prefix(args))
 
 

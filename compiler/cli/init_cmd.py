@@ -163,8 +163,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--contain",
         action="store_true",
-        help="claude-code hook command only: run every Bash command Charter allows inside the "
-        "stage's sandbox (charter hook claude-code --contain)",
+        help="hook command only: run every shell command Charter allows inside the stage's "
+        "sandbox (charter hook CLIENT --contain)",
     )
     p.add_argument("--force", action="store_true", help="overwrite files that exist")
     p.add_argument("--config", type=Path, help="the user config.toml used to compile")
@@ -247,11 +247,11 @@ def hook_entry(
     return {"name": "charter", "type": "command", "command": command, "timeout": GEMINI_TIMEOUT_MS}
 
 
-def _contained(entry: dict[str, Any]) -> dict[str, Any]:
-    """Claude Code's hook command with ``--contain``: an allowed Bash command
+def _contained(entry: dict[str, Any], client: str) -> dict[str, Any]:
+    """The client's hook command with ``--contain``: an allowed shell command
     runs inside the stage's sandbox (see charter.runtime.hooks.contain)."""
     command = str(entry["command"])
-    at = command.index(" hook claude-code ") + len(" hook claude-code")
+    at = command.index(f" hook {client} ") + len(f" hook {client}")
     return {**entry, "command": command[:at] + " --contain" + command[at:]}
 
 
@@ -392,9 +392,8 @@ def run(args: argparse.Namespace) -> int:
     if args.http and (client != "claude-code" or args.serve is None):
         print("charter init: --http needs claude-code and --serve", file=sys.stderr)
         return 2
-    if args.contain and (client != "claude-code" or args.serve is not None):
-        print("charter init: --contain needs claude-code and the hook command (no --serve)",
-              file=sys.stderr)  # fmt: skip
+    if args.contain and args.serve is not None:
+        print("charter init: --contain needs the hook command (no --serve)", file=sys.stderr)
         return 2
     root: Path = args.dir.resolve()
     if not root.is_dir():
@@ -451,7 +450,7 @@ def run(args: argparse.Namespace) -> int:
         root=None if args.user else root, token=token,
     )  # fmt: skip
     if args.contain:
-        entry = _contained(entry)
+        entry = _contained(entry, client)
     local: Path | None = None
     if args.http:
         try:

@@ -1,4 +1,4 @@
-"""Containment behind a hook's allow: Claude Code's command, run in the sandbox.
+"""Containment behind a hook's allow: a client's shell command, run in the sandbox.
 
 ``charter run`` runs every allowed command inside the stage's OS sandbox; a
 client that runs the command itself runs it bare. Claude Code lets a
@@ -24,23 +24,32 @@ boundary): a hit keeps the rule's deny or ask, never an allow.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "CONTAINED_TOOLS",
+    "GEMINI_CONTAINED_TOOLS",
     "client_rule_hit",
     "contained_command",
+    "gemini_policy_files",
+    "gemini_rule_hit",
     "home_of",
     "settings_files",
 ]
 
 # The Claude Code tools whose ``command`` runs in a shell.
 CONTAINED_TOOLS = frozenset({"Bash", "Monitor"})
+# Gemini CLI's.
+GEMINI_CONTAINED_TOOLS = frozenset({"run_shell_command"})
+_GEMINI_SHELL = "run_shell_command"
+_GEMINI_EXCLUDE = re.compile(r"\A(?:run_shell_command|ShellTool)\((.*)\)\Z", re.DOTALL)
 _BASH_RULE = re.compile(r"\ABash\((.*)\)\Z", re.DOTALL)
 # Where a command word may begin: the start, after blanks, operators,
 # grouping, quotes or a substitution's opening.
@@ -130,6 +139,143 @@ def client_rule_hit(command: str, files: Iterable[Path]) -> tuple[str, str] | No
         for kind, rule in hits:
             if kind == wanted:
                 return kind, rule
+    return None
+
+
+# -- Gemini CLI ---------------------------------------------------------------------
+#
+# Gemini CLI 0.61 replaces the call's arguments with a BeforeTool hook's
+# ``tool_input`` and only then asks its policy engine, which so matches the
+# team's rules against the contained command, where a ``commandPrefix = "rm"``
+# deny no longer matches. The hook keeps those rules itself, more broadly than
+# Gemini CLI does: a prefix anywhere in the command at a word boundary, a
+# regular expression searched, every mode and priority. A rule with no
+# pattern covers the tool whatever its arguments, so Gemini CLI applies it to
+# the contained call as well.
+
+# A test of one rule against (the command, the arguments' JSON).
+_Test = Callable[[str, str], bool]
+
+
+def gemini_policy_files(project: Path, home: Path | None) -> list[Path]:
+    """Every policy file (TOML) and settings file (``tools.exclude``) whose
+    rules Gemini CLI applies to a shell command."""
+    dirs = [Path("/etc/gemini-cli/policies"), project / ".gemini" / "policies"]
+    settings = [Path("/etc/gemini-cli/settings.json"), project / ".gemini" / "settings.json"]
+    if home is not None:
+        dirs.append(home / ".gemini" / "policies")
+        settings.append(home / ".gemini" / "settings.json")
+    files: list[Path] = []
+    for folder in dirs:
+        if folder.is_dir():
+            files.extend(sorted(folder.glob("*.toml")))
+    return files + settings
+
+
+def _searched(pattern: str) -> _Test:
+    try:
+        found = re.compile(pattern)
+    except re.error:
+        return lambda command, args: True  # a pattern Python cannot read may match
+    return lambda command, args: found.search(command) is not None
+
+
+def _prefixed(prefixes: list[str]) -> _Test | None:
+    words = [p.strip() for p in prefixes if p.strip()]
+    if not words:
+        return None
+    found = re.compile("|".join(_BOUNDARY + re.escape(w) for w in words))
+    return lambda command, args: found.search(command) is not None
+
+
+def _rule_test(rule: dict[str, Any]) -> _Test | None:
+    """The test of one ``[[rule]]`` (None: it has no pattern)."""
+    prefix = rule.get("commandPrefix")
+    if isinstance(prefix, str | list):
+        return _prefixed([prefix] if isinstance(prefix, str) else [str(p) for p in prefix])
+    regex = rule.get("commandRegex")
+    if isinstance(regex, str):
+        return _searched(regex)
+    pattern = rule.get("argsPattern")
+    if isinstance(pattern, str):
+        try:
+            args_found = re.compile(pattern)
+        except re.error:
+            return lambda command, args: True
+        return lambda command, args: args_found.search(args) is not None
+    return None
+
+
+def _names_shell(tool: Any) -> bool:
+    names = [tool] if isinstance(tool, str) else tool if isinstance(tool, list) else []
+    return any(isinstance(n, str) and fnmatch.fnmatchcase(_GEMINI_SHELL, n) for n in names)
+
+
+def _gemini_rules(files: Iterable[Path]) -> tuple[list[tuple[str, str, _Test]], str]:
+    """The (kind, label, test) of every deny and ask rule with a pattern for
+    the shell tool, and a problem when a file that exists cannot be read."""
+    out: list[tuple[str, str, _Test]] = []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            return [], f"{path} cannot be read ({exc})"
+        if path.suffix == ".toml":
+            import tomllib  # (only --contain for Gemini CLI reads policy files)
+
+            try:
+                data: Any = tomllib.loads(text)
+            except tomllib.TOMLDecodeError as exc:
+                return [], f"{path} is not TOML ({exc})"
+            rules = data.get("rule") if isinstance(data, dict) else None
+            for n, rule in enumerate(rules if isinstance(rules, list) else []):
+                if not isinstance(rule, dict) or not _names_shell(rule.get("toolName")):
+                    continue
+                kind = {"deny": "deny", "ask_user": "ask"}.get(str(rule.get("decision")))
+                test = _rule_test(rule)
+                if kind is not None and test is not None:
+                    out.append((kind, f"{path.name} rule {n + 1}", test))
+            continue
+        try:
+            data = json.loads(text or "{}")
+        except json.JSONDecodeError as exc:
+            return [], f"{path} is not JSON ({exc})"
+        if not isinstance(data, dict):
+            continue
+        tools = data.get("tools")
+        excluded = [
+            *_listed(tools.get("exclude") if isinstance(tools, dict) else None),
+            *_listed(data.get("excludeTools")),  # (the older name)
+        ]
+        for item in excluded:
+            found = _GEMINI_EXCLUDE.match(item) if isinstance(item, str) else None
+            test = _prefixed([found.group(1)]) if found is not None else None
+            if test is not None:
+                out.append(("deny", f"{path.name} tools.exclude {item}", test))
+    return out, ""
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def gemini_rule_hit(
+    command: str, args: Mapping[str, Any], files: Iterable[Path]
+) -> tuple[str, str] | None:
+    """The strictest of Gemini CLI's deny and ask rules for the shell tool
+    that may match ``command`` (deny first), or a ("deny", why) when the
+    rules cannot be read; None when none may."""
+    rules, problem = _gemini_rules(files)
+    if problem:
+        return "deny", f"Gemini CLI's policies cannot be checked: {problem}"
+    stable = json.dumps(args, sort_keys=True)
+    hits = [(kind, label) for kind, label, test in rules if test(command, stable)]
+    for wanted in ("deny", "ask"):
+        for kind, label in hits:
+            if kind == wanted:
+                return kind, label
     return None
 
 

@@ -35,8 +35,9 @@ import posixpath
 import re
 import shlex
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from charter.runtime.hooks import common
@@ -46,6 +47,13 @@ from charter.runtime.hooks.common import (
     Fixed,
     HookOptions,
     Translation,
+)
+from charter.runtime.hooks.contain import (
+    GEMINI_CONTAINED_TOOLS,
+    contained_command,
+    gemini_policy_files,
+    gemini_rule_hit,
+    home_of,
 )
 from charter.runtime.results import ToolCall
 
@@ -632,12 +640,14 @@ def _mcp_identity(tool: str, context: Any) -> tuple[str, str] | str | None:
     return given or named
 
 
-def decide_gemini_cli_stdin(options: HookOptions, *, ask: AskMode = "deny") -> dict[str, Any]:
+def decide_gemini_cli_stdin(
+    options: HookOptions, *, ask: AskMode = "deny", contain: Sequence[str] | None = None
+) -> dict[str, Any]:
     """``charter hook gemini-cli``'s answer to the event on stdin, read with
     one byte over the bound, so an oversized event is denied, not cut short
     and decided."""
     raw = sys.stdin.buffer.read(MAX_EVENT_BYTES + 1)
-    return decide_event(raw, options, ask=ask)
+    return decide_event(raw, options, ask=ask, contain=contain)
 
 
 def decide_event(
@@ -646,10 +656,13 @@ def decide_event(
     *,
     ask: AskMode = "deny",
     prepared: PreparedPlan | None = None,
+    contain: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """The hook answer for one raw stdin payload. ``prepared``: a plan already
     loaded (the decision server), used instead of reading the plan file.
-    Never raises."""
+    ``contain``: the ``charter sandbox`` argv (up to the plan) an allowed
+    shell command is rewritten to run under (see
+    :mod:`charter.runtime.hooks.contain`). Never raises."""
 
     def decide(event: Mapping[str, Any], session: Session) -> dict[str, Any]:
         cwd = common.text(event.get("cwd"))
@@ -659,11 +672,74 @@ def decide_event(
             return deny(translation.problem)
         tool = str(event.get("tool_name"))
         outcomes = common.decide_translation(session, translation, tool)
-        return _answer(outcomes, ask, translation.note)
+        answer = _answer(outcomes, ask, translation.note)
+        if contain is None:
+            return answer
+        return _contained(answer, event, session, contain, ask)
 
     return common.answer_event(
         raw, "BeforeTool", options, refuse=deny, decide=decide, prepared=prepared
     )
+
+
+def _contained(
+    answer: dict[str, Any],
+    event: Mapping[str, Any],
+    session: Session,
+    prefix: Sequence[str],
+    ask: AskMode,
+) -> dict[str, Any]:
+    """``answer`` with an allowed shell command rewritten (``tool_input``) to
+    run inside the stage's sandbox, or, when that cannot be done exactly or
+    a Gemini CLI policy rule of the team's covers the command, not allowed."""
+    tool = event.get("tool_name")
+    if answer.get("decision") != "allow" or tool not in GEMINI_CONTAINED_TOOLS:
+        return answer
+    inp = event.get("tool_input")
+    command = inp.get("command") if isinstance(inp, dict) else None
+    if not isinstance(inp, dict) or not isinstance(command, str):
+        return deny("the shell command cannot be read, so it cannot be contained")
+    project = Path(common.text(os.environ.get("GEMINI_PROJECT_DIR")) or str(session.workspace))
+    # Gemini CLI checks its policies against the rewritten command, where the
+    # team's rule for this one would no longer match: apply it here.
+    hit = gemini_rule_hit(command, inp, gemini_policy_files(project, home_of()))
+    if hit is not None:
+        kind, rule = hit
+        said = f"Gemini CLI's {kind} rule ({rule}) covers this command, and --contain rewrites "
+        said += "it where Gemini CLI would not see the rule"
+        mode = _ask_mode(ask)[0] if kind == "ask" else ask
+        if kind == "ask" and mode == "ask":
+            why = f"charter: {said}"
+            return {"decision": "ask", "reason": why, "systemMessage": why}
+        if kind == "ask" and mode == "defer":  # Gemini CLI's own rule decides, uncontained
+            return {"systemMessage": f"charter: {said}; Gemini CLI's own confirmation decides"}
+        return deny(said)
+    rewritten = contained_command(
+        [*prefix, "--agent", session.agent.agent.name, "--stage", session.stage_name],
+        session.workspace,
+        command,
+    )
+    if rewritten is None:
+        return deny("the command cannot be passed to the sandbox exactly")
+    where = f" (contained: it runs inside stage {session.stage_name!r}'s sandbox)"
+    # Gemini CLI takes tool_input as the call's whole arguments
+    return {
+        "decision": "allow",
+        "reason": str(answer.get("reason", "charter: allowed")) + where,
+        "hookSpecificOutput": {"tool_input": {**inp, "command": rewritten}},
+    }
+
+
+def _ask_mode(ask: AskMode) -> tuple[AskMode, str]:
+    """``ask`` with ``auto`` settled, and why nobody can be asked. Gemini
+    CLI's "ask" waits forever where nobody answers: auto asks only when the
+    session is known to have a person at its terminal, else denies."""
+    if ask != "auto":
+        return ask, ""
+    from charter.runtime.hooks.presence import gemini_session_is_attended
+
+    attended, absent = gemini_session_is_attended()
+    return ("ask" if attended else "deny"), absent
 
 
 def _answer(outcomes: list[Outcome], ask: AskMode, note: str) -> dict[str, Any]:
@@ -673,14 +749,7 @@ def _answer(outcomes: list[Outcome], ask: AskMode, note: str) -> dict[str, Any]:
         return {"decision": "allow", "reason": f"charter: {said}"}
     if out.decision == "deny":
         return deny(said)
-    absent = ""
-    if ask == "auto":
-        # Gemini CLI's "ask" waits forever where nobody answers: ask only
-        # when the session is known to have a person at its terminal.
-        from charter.runtime.hooks.presence import gemini_session_is_attended
-
-        attended, absent = gemini_session_is_attended()
-        ask = "ask" if attended else "deny"
+    ask, absent = _ask_mode(ask)
     if ask == "defer":
         return {
             "systemMessage": f"charter: the plan asks for approval: {said}; "

@@ -8,8 +8,9 @@ real Claude Code and Gemini CLI (issue 27).
 * Gemini CLI's person sees Charter's ask in Gemini CLI's own confirmation
   dialog (an interactive session in a terminal), and a headless run gets a
   prompt deny instead of waiting forever;
-* with ``--contain``, an allowed Bash command runs inside the stage's sandbox:
-  what it writes in the workspace lands, what it writes outside does not.
+* with ``--contain``, an allowed shell command (Claude Code's Bash, Gemini
+  CLI's run_shell_command) runs inside the stage's sandbox: what it writes
+  in the workspace lands, what it writes outside does not.
 
 The clients run as in test_real_clients.py (pinned versions, a scripted fake
 model on 127.0.0.1); skipped with the reason when they cannot be installed.
@@ -144,6 +145,47 @@ def test_claude_code_contained_bash_cannot_write_outside(
     # ... contained, it writes in the workspace and nowhere else
     contained = command.replace(" --agent ", " --contain --agent ", 1)
     result = run(contained)
+    assert (place.ws / "in.txt").exists(), result
+    assert not evil.exists(), result
+    assert result is not None and "blocked" in result["text"], result
+
+
+def test_gemini_cli_contained_shell_command_cannot_write_outside(
+    gemini: Path, on_path: None, tmp_path: Path
+) -> None:
+    """Gemini CLI takes the hook's tool_input as the call's arguments: an
+    allowed run_shell_command, contained, writes in the workspace only."""
+    from _support.sandbox import need_namespaces
+
+    need_namespaces()
+    place = Place(tmp_path / "p")
+    evil = place.out / "evil.txt"
+    (place.ws / "write.sh").write_text(
+        f"echo x > in.txt\n(echo x > {evil}) 2>/dev/null || echo blocked\n"
+    )
+    command = _init(place.ws, "gemini-cli")
+    settings = place.ws / ".gemini" / "settings.json"
+    call = {"name": "run_shell_command", "input": {"command": "sh write.sh"}}
+
+    def run(hook_command: str) -> dict[str, Any] | None:
+        data = json.loads(settings.read_text())
+        data["hooks"]["BeforeTool"][0]["hooks"][0]["command"] = hook_command
+        settings.write_text(json.dumps(data))
+        with FakeModel("gemini", {"s": [[call]]}) as model:
+            done = run_gemini(gemini, model, "s", workspace=place.ws, home=place.home)
+        assert done.returncode != "timeout", done.stderr[-2000:]
+        result: dict[str, Any] | None = done.result("s", gemini=True)
+        return result
+
+    # running a script is asked about; --allow shell lifts that ask here
+    allowed = command.replace(" --agent ", " --allow shell --agent ", 1)
+    # bare, the allowed command writes outside the workspace ...
+    run(allowed)
+    assert (place.ws / "in.txt").exists() and evil.exists()
+    evil.unlink()
+    (place.ws / "in.txt").unlink()
+    # ... contained, it writes in the workspace and nowhere else
+    result = run(allowed.replace(" --agent ", " --contain --agent ", 1))
     assert (place.ws / "in.txt").exists(), result
     assert not evil.exists(), result
     assert result is not None and "blocked" in result["text"], result
