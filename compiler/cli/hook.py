@@ -9,9 +9,9 @@ within ``--time-limit`` seconds is answered ``deny``: both clients run the
 call when the hook is slower than their timeout. The plan (``PLAN_OR_PROJECT``,
 or the older ``--plan PLAN``) is a plan file or a project directory (compiled
 first); given a plan file it imports only ``charter.runtime``. ``--contain``
-(claude-code) rewrites an allowed shell command to run inside the stage's
-sandbox; ``--ask auto`` (gemini-cli) puts the plan's ask to the person only in
-an interactive session.
+rewrites an allowed shell command to run inside the stage's sandbox;
+``--ask auto`` (gemini-cli) puts the plan's ask to the person only in an
+interactive session.
 """
 
 from __future__ import annotations

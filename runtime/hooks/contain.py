@@ -85,13 +85,8 @@ def _rules(files: Iterable[Path]) -> tuple[list[tuple[str, str]], str]:
     """The (kind, rule) deny and ask rules for Bash, and a problem when a
     settings file that exists cannot be read."""
     out: list[tuple[str, str]] = []
-    for path in files:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            continue
-        except (OSError, UnicodeDecodeError) as exc:
-            return [], f"{path} cannot be read ({exc})"
+    texts, problem = _texts(files)
+    for path, text in texts:
         try:
             data = json.loads(text or "{}")
         except json.JSONDecodeError as exc:
@@ -104,6 +99,20 @@ def _rules(files: Iterable[Path]) -> tuple[list[tuple[str, str]], str]:
             for item in items if isinstance(items, list) else []:
                 if isinstance(item, str) and (item == "Bash" or item.startswith("Bash(")):
                     out.append((kind, item))
+    return out, problem
+
+
+def _texts(files: Iterable[Path]) -> tuple[list[tuple[Path, str]], str]:
+    """Each file that exists with its text, and a problem when one that
+    exists cannot be read (the caller then refuses: its rules are unknown)."""
+    out: list[tuple[Path, str]] = []
+    for path in files:
+        try:
+            out.append((path, path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            continue
+        except (OSError, UnicodeDecodeError) as exc:
+            return [], f"{path} cannot be read ({exc})"
     return out, ""
 
 
@@ -215,13 +224,8 @@ def _gemini_rules(files: Iterable[Path]) -> tuple[list[tuple[str, str, _Test]], 
     """The (kind, label, test) of every deny and ask rule with a pattern for
     the shell tool, and a problem when a file that exists cannot be read."""
     out: list[tuple[str, str, _Test]] = []
-    for path in files:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            continue
-        except (OSError, UnicodeDecodeError) as exc:
-            return [], f"{path} cannot be read ({exc})"
+    texts, problem = _texts(files)
+    for path, text in texts:
         if path.suffix == ".toml":
             import tomllib  # (only --contain for Gemini CLI reads policy files)
 
@@ -254,7 +258,7 @@ def _gemini_rules(files: Iterable[Path]) -> tuple[list[tuple[str, str, _Test]], 
             test = _prefixed([found.group(1)]) if found is not None else None
             if test is not None:
                 out.append(("deny", f"{path.name} tools.exclude {item}", test))
-    return out, ""
+    return out, problem
 
 
 def _listed(value: Any) -> list[Any]:

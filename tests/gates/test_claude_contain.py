@@ -8,7 +8,6 @@ rules, which it would match against the rewritten text, are kept by the hook.
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support.hooks import assert_contained, home_and_workspace, run_hook
 from _support.sandbox import need_namespaces
 
 from charter.compiler.cli import main
@@ -106,11 +106,7 @@ def test_settings_that_cannot_be_read_refuse(tmp_path: Path) -> None:
 
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    root = tmp_path / "ws"
-    root.mkdir()
+    root = home_and_workspace(tmp_path, monkeypatch)
     _settings(root / ".claude" / "settings.json", allow=["Bash(npm test)"], deny=["Bash(curl:*)"])
     assert main(["init", "claude-code", str(root), "--no-user-config", "--force"]) == 0
     return root
@@ -121,15 +117,10 @@ def _hook(ws: Path, command: str, *flags: str) -> dict[str, Any]:
         "hook_event_name": "PreToolUse", "cwd": str(ws), "permission_mode": "default",
         "tool_name": "Bash", "tool_input": {"command": command, "description": "d"},
     }  # fmt: skip
-    proc = subprocess.run(
-        [sys.executable, "-m", "charter.compiler", "hook", "claude-code", "--plan",
-         str(ws / ".charter" / "plan.json"), *flags],
-        input=json.dumps(event).encode(), capture_output=True, timeout=60,
-        env={**os.environ, "CLAUDE_PROJECT_DIR": str(ws)},
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    out: dict[str, Any] = json.loads(proc.stdout)["hookSpecificOutput"]
-    return out
+    plan = ws / ".charter" / "plan.json"
+    out = run_hook("claude-code", plan, event, *flags, env={"CLAUDE_PROJECT_DIR": str(ws)})
+    answer: dict[str, Any] = out["hookSpecificOutput"]
+    return answer
 
 
 def test_contain_rewrites_only_what_it_allows(ws: Path) -> None:
@@ -168,17 +159,8 @@ def test_the_rewritten_command_runs_in_the_sandbox(ws: Path, tmp_path: Path) -> 
     """The rewritten text, run as Claude Code's shell runs it: the command
     runs, writes in the workspace, and cannot write outside it."""
     need_namespaces()
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    original = f"echo in > made.txt; echo out > {outside}/evil.txt; echo done"
     out = _hook(ws, "npm test", "--contain")  # an allowed call, to take its prefix
-    prefix = shlex.split(out["updatedInput"]["command"])[:-3]
-    text = shlex.join([*prefix, "/bin/bash", "-c", original])
-    proc = subprocess.run(["/bin/bash", "-c", text], cwd=ws, capture_output=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert b"done" in proc.stdout
-    assert (ws / "made.txt").read_text() == "in\n"
-    assert not (outside / "evil.txt").exists()
+    assert_contained(out["updatedInput"]["command"], ws, tmp_path)
 
 
 def test_init_writes_the_contained_hook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,14 +9,12 @@ the hook, more broadly than Gemini CLI applies them.
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _support.hooks import assert_contained, home_and_workspace, run_hook
 from _support.sandbox import need_namespaces
 
 from charter.compiler.cli import main
@@ -92,11 +90,7 @@ def test_settings_excludes_and_unreadable_files(tmp_path: Path) -> None:
 
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    root = tmp_path / "ws"
-    root.mkdir()
+    root = home_and_workspace(tmp_path, monkeypatch)
     _policy(root / ".gemini" / "policies", _rule(commandPrefix='"curl"'))
     assert main(["init", "gemini-cli", str(root), "--no-user-config", "--force"]) == 0
     return root
@@ -107,15 +101,8 @@ def _hook(ws: Path, command: str, *flags: str) -> dict[str, Any]:
         "hook_event_name": "BeforeTool", "cwd": str(ws), "tool_name": "run_shell_command",
         "tool_input": {"command": command, "description": "d"},
     }  # fmt: skip
-    proc = subprocess.run(
-        [sys.executable, "-m", "charter.compiler", "hook", "gemini-cli", "--plan",
-         str(ws / ".charter" / "plan.json"), *flags],
-        input=json.dumps(event).encode(), capture_output=True, timeout=60,
-        env={**os.environ, "GEMINI_PROJECT_DIR": str(ws)},
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    out: dict[str, Any] = json.loads(proc.stdout)
-    return out
+    plan = ws / ".charter" / "plan.json"
+    return run_hook("gemini-cli", plan, event, *flags, env={"GEMINI_PROJECT_DIR": str(ws)})
 
 
 def test_contain_rewrites_only_what_it_allows(ws: Path) -> None:
@@ -147,25 +134,14 @@ def test_contain_keeps_the_teams_rule_that_the_rewrite_would_hide(ws: Path) -> N
 
 def test_the_rewritten_command_runs_in_the_sandbox(ws: Path, tmp_path: Path) -> None:
     need_namespaces()
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    original = f"echo in > made.txt; echo out > {outside}/evil.txt; echo done"
     out = _hook(ws, "ls", "--contain")
-    prefix = shlex.split(out["hookSpecificOutput"]["tool_input"]["command"])[:-3]
-    text = shlex.join([*prefix, "/bin/bash", "-c", original])
-    proc = subprocess.run(["/bin/bash", "-c", text], cwd=ws, capture_output=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert b"done" in proc.stdout
-    assert (ws / "made.txt").read_text() == "in\n"
-    assert not (outside / "evil.txt").exists()
+    assert_contained(out["hookSpecificOutput"]["tool_input"]["command"], ws, tmp_path)
 
 
 def test_init_writes_the_contained_gemini_hook(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path))
-    ws = tmp_path / "ws"
-    ws.mkdir()
+    ws = home_and_workspace(tmp_path, monkeypatch)
     assert main(["init", "gemini-cli", str(ws), "--no-user-config", "--contain"]) == 0
     data = json.loads((ws / ".gemini" / "settings.json").read_text())
     command = data["hooks"]["BeforeTool"][0]["hooks"][0]["command"]
