@@ -181,11 +181,14 @@ def gemini_policy_files(project: Path, home: Path | None) -> list[Path]:
     return files + settings
 
 
-def _searched(pattern: str) -> _Test:
+def _searched(pattern: str, *, in_args: bool = False) -> _Test:
+    """A regular expression searched in the command (or the arguments' JSON)."""
     try:
         found = re.compile(pattern)
     except re.error:
         return lambda command, args: True  # a pattern Python cannot read may match
+    if in_args:
+        return lambda command, args: found.search(args) is not None
     return lambda command, args: found.search(command) is not None
 
 
@@ -207,11 +210,7 @@ def _rule_test(rule: dict[str, Any]) -> _Test | None:
         return _searched(regex)
     pattern = rule.get("argsPattern")
     if isinstance(pattern, str):
-        try:
-            args_found = re.compile(pattern)
-        except re.error:
-            return lambda command, args: True
-        return lambda command, args: args_found.search(args) is not None
+        return _searched(pattern, in_args=True)
     return None
 
 

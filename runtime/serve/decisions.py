@@ -32,10 +32,16 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+# (the server decides from its first request: nothing here is worth
+# importing late)
 from charter.runtime import deadline
+from charter.runtime.gates import decide
+from charter.runtime.hooks import claude_code, gemini_cli
 from charter.runtime.hooks.common import HookOptions
+from charter.runtime.policy.session import SessionError, open_session
 from charter.runtime.results import ToolCall
 from charter.runtime.serve.plans import PlanHolder
+from charter.runtime.version import VERSION
 
 if TYPE_CHECKING:
     from charter.runtime.serve.log import LineWork, _Line
@@ -151,12 +157,8 @@ class Job:
 def hook_deny(kind: HookKind, reason: str) -> dict[str, Any]:
     """The adapter's deny, as a hook command prints it when it cannot decide in time."""
     if kind == "gemini-cli":
-        from charter.runtime.hooks.gemini_cli import deny
-
-        return deny(reason)
-    from charter.runtime.hooks.claude_code import hook_output
-
-    return hook_output("deny", f"charter: {reason}")
+        return gemini_cli.deny(reason)
+    return claude_code.hook_output("deny", f"charter: {reason}")
 
 
 def _summary(kind: HookKind, answer: dict[str, Any]) -> tuple[str, str]:
@@ -277,9 +279,7 @@ class Decider:
             used.append(loaded.digest)
             prepared = loaded.prepared
             if kind == "claude-code":
-                from charter.runtime.hooks.claude_code import decide_event
-
-                return decide_event(
+                return claude_code.decide_event(
                     raw,
                     plan_path=self.holder.source.describe(),
                     agent=opts.agent,
@@ -288,12 +288,12 @@ class Decider:
                     allow=opts.allow,
                     prepared=prepared,
                 )
-            from charter.runtime.hooks.gemini_cli import decide_event as decide_gemini
-
             options = HookOptions(
                 self.holder.source.describe(), opts.agent, opts.stage, opts.workspace, opts.allow
             )
-            return decide_gemini(raw, options, ask=ask or opts.gemini_ask, prepared=prepared)
+            return gemini_cli.decide_event(
+                raw, options, ask=ask or opts.gemini_ask, prepared=prepared
+            )
 
         return work
 
@@ -330,9 +330,6 @@ class Decider:
         holder = self.holder
 
         def work() -> dict[str, Any]:
-            from charter.runtime.gates import decide
-            from charter.runtime.policy.session import SessionError, open_session
-
             try:
                 req = json.loads(raw.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -381,8 +378,6 @@ class Decider:
         return self._job(work, finish, bad)
 
     def health(self) -> Answer:
-        from charter.runtime.version import VERSION
-
         current = self.holder.plan()  # (a plan file that changed is loaded first)
         out = {
             "status": "ok",

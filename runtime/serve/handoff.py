@@ -332,10 +332,9 @@ class DurableWaits:
         if not done.done():
             done.set_result(ok)
 
-    @staticmethod
-    def _expired(done: asyncio.Future[bool]) -> None:
-        if not done.done():
-            done.set_result(False)
+    @classmethod
+    def _expired(cls, done: asyncio.Future[bool]) -> None:
+        cls._settle((done, False))
 
     def close(self) -> None:
         self._expiry.cancel()

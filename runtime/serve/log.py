@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from charter.runtime.audit import AuditLog, args_digest
+from charter.runtime.redact import Redactor
+
 __all__ = ["DecisionLog", "LinePreparer", "LineWork", "Lines", "enqueue"]
 
 _MAX_PREVIEW = 300
@@ -180,8 +183,6 @@ class DecisionLog:
         """Open (and lock) the log; with ``start`` False the writer thread is
         started by :meth:`start` (a server that forks workers forks first:
         no thread may run in a process that forks)."""
-        from charter.runtime.audit import AuditLog
-
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.max_bytes = max_bytes
@@ -304,8 +305,6 @@ class DecisionLog:
         as ``<name>.1`` (older ones shift up; past ``keep`` they are deleted),
         and a new file starts with ``log_continued``, naming the old head, so
         the chain is followed across files. A log never grows without bound."""
-        from charter.runtime.audit import AuditLog
-
         try:
             if self.path.stat().st_size < self.max_bytes:
                 return
@@ -341,15 +340,11 @@ class LinePreparer:
     process went from about 80 to 44 us of CPU per decision)."""
 
     def __init__(self, env: Mapping[str, str]) -> None:
-        from charter.runtime.redact import Redactor
-
         base = Redactor()
         base.add_env(env)
         _, self._base = base.snapshot()
 
     def prepare(self, fields: Mapping[str, Any], args: Any) -> dict[str, Any]:
-        from charter.runtime.audit import args_digest
-        from charter.runtime.redact import Redactor
 
         redactor = Redactor()
         for value, (name, source) in self._base.items():

@@ -41,6 +41,17 @@ def _start(plan: Path, log: Path, tmp: Path, *extra: str) -> tuple[subprocess.Po
     raise AssertionError("charter serve did not start")
 
 
+def _stopped(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the server as a person does (SIGTERM); it must end cleanly."""
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(30) == 0
+
+
+def _verifies(log: Path) -> None:
+    checked = subprocess.run([*CHARTER, "audit", "--verify", str(log)], capture_output=True)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
 def _health(base: str) -> dict[str, Any]:
     # a new connection each time, so the kernel may hand it to any worker
     with urllib.request.urlopen(base + "/v1/health", timeout=10) as resp:
@@ -102,15 +113,13 @@ def test_every_worker_answers_and_reloads_the_plan_and_the_log_is_one(
         reloaded = _every_worker(base, 2, lambda h: h["plan"]["digest"] == plans.second.digest)
         assert set(reloaded) == set(workers)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
+        _stopped(proc)
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     decisions = [x for x in lines if x["event"] == "decision"]
     assert len(decisions) == 21
     assert {x["worker"] for x in decisions} <= {0, 1}
     assert lines[0]["event"] == "serve_started" and lines[-1]["event"] == "serve_stopped"
-    checked = subprocess.run([*CHARTER, "audit", "--verify", str(log)], capture_output=True)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    _verifies(log)
 
 
 def test_killing_the_log_owner_loses_no_answered_decision_and_stops_the_workers(
@@ -157,13 +166,11 @@ def test_a_worker_killed_leaves_the_others_serving(plans: SimpleNamespace, tmp_p
         assert set(answered) == {"allow"}
         assert {_health(base)["pid"] for _ in range(10)} == {survivor}
     finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
+        _stopped(proc)
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     (exited,) = [x for x in lines if x["event"] == "worker_exited"]
     assert exited["pid"] == victim and exited["code"] == -signal.SIGKILL
-    checked = subprocess.run([*CHARTER, "audit", "--verify", str(log)], capture_output=True)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    _verifies(log)
 
 
 def test_a_large_event_is_logged_redacted_by_a_worker(
@@ -179,8 +186,7 @@ def test_a_large_event_is_logged_redacted_by_a_worker(
         big_decision = _decide(base, plans.ws, command)  # (a long command is asked about)
         assert _decide(base, plans.ws, "echo small") == "allow"
     finally:
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
+        _stopped(proc)
     text = log.read_text()
     assert secret not in text
     decisions = [json.loads(x) for x in text.splitlines() if '"decision"' in x]
@@ -188,8 +194,7 @@ def test_a_large_event_is_logged_redacted_by_a_worker(
     assert len(big) == 1 and big[0]["decision"] == big_decision
     assert "<redacted:" in big[0]["input"] and len(big[0]["input"]) < 400
     assert len(text) < 20_000  # the event itself is never written
-    checked = subprocess.run([*CHARTER, "audit", "--verify", str(log)], capture_output=True)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
+    _verifies(log)
 
 
 def test_new_connections_go_to_the_worker_holding_fewest(
@@ -215,7 +220,6 @@ def test_new_connections_go_to_the_worker_holding_fewest(
     finally:
         for conn in conns:
             conn.close()
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(30) == 0
+        _stopped(proc)
     # (taken by whichever woke first, one worker often held 44 to 56 of 60)
     assert len(pids) == 2 and max(pids.values()) <= 40, pids
