@@ -48,6 +48,8 @@ T = TypeVar("T")
 # How late an expiry may fire: past this, waits that end close together are
 # expired by one timer rather than one each.
 _EXPIRY_SLACK_S = 0.01
+# Settled waits an Expiry keeps before it may drop them all at once.
+_COMPACT_AT = 64
 # How long a draining thread waits for more work before it ends.
 _LINGER_S = 0.25
 
@@ -85,14 +87,28 @@ class Mailbox:
             fn(value)
 
 
+class _Wait(Generic[T]):
+    """One wait in an :class:`Expiry`: its end, and its item until settled."""
+
+    __slots__ = ("end", "item")
+
+    def __init__(self, end: float, item: T) -> None:
+        self.end = end
+        self.item: T | None = item
+
+
 class Expiry(Generic[T]):
     """Waits of one length, each ended by ``on_expire`` unless settled first.
 
     Every wait lasts ``seconds`` from when it is added, so they end in the
     order they were added: one timer, for the oldest, serves them all. A
-    wait is settled by whoever finishes it first; ``on_expire`` is told of
-    each one still open at its end (it checks, and does nothing for one
-    already settled).
+    wait is settled by whoever finishes it first, through :meth:`settle`,
+    which lets go of its item at once: a settled decision (its request,
+    answer and future) must not live on until its time limit would have
+    ended. Kept for the limit, the settled decisions of a busy worker (five
+    seconds of them, about 300,000 objects) made each full collection
+    stop the worker for 20 to 75 ms. Settled waits leave the queue when
+    they reach its head or, once they are most of it, all at once.
     """
 
     def __init__(
@@ -101,26 +117,48 @@ class Expiry(Generic[T]):
         self._loop = loop
         self.seconds = seconds
         self._on_expire = on_expire
-        self._waits: collections.deque[tuple[float, T]] = collections.deque()
+        self._waits: collections.deque[_Wait[T]] = collections.deque()
+        self._settled = 0  # waits in the queue whose item is gone
         self._timer: asyncio.TimerHandle | None = None
 
-    def add(self, item: T) -> None:
-        self._waits.append((self._loop.time() + self.seconds, item))
+    def __len__(self) -> int:
+        """Waits still open."""
+        return len(self._waits) - self._settled
+
+    def add(self, item: T) -> _Wait[T]:
+        wait = _Wait(self._loop.time() + self.seconds, item)
+        self._waits.append(wait)
         if self._timer is None:
             self._arm()
+        return wait
+
+    def settle(self, wait: _Wait[T]) -> None:
+        """``wait`` ended before its time: forget its item."""
+        if wait.item is None:
+            return
+        wait.item = None
+        self._settled += 1
+        if self._settled > _COMPACT_AT and self._settled * 2 > len(self._waits):
+            self._waits = collections.deque(w for w in self._waits if w.item is not None)
+            self._settled = 0
 
     def _arm(self) -> None:
         if not self._waits:
             self._timer = None
             return
-        when = max(self._waits[0][0], self._loop.time() + _EXPIRY_SLACK_S)
+        when = max(self._waits[0].end, self._loop.time() + _EXPIRY_SLACK_S)
         self._timer = self._loop.call_at(when, self._fire)
 
     def _fire(self) -> None:
         now = self._loop.time()
         waits = self._waits
-        while waits and waits[0][0] <= now:
-            _, item = waits.popleft()
+        while waits and waits[0].end <= now:
+            wait = waits.popleft()
+            item = wait.item
+            if item is None:
+                self._settled -= 1
+                continue
+            wait.item = None
             self._on_expire(item)
         self._arm()
 
@@ -129,12 +167,13 @@ class Expiry(Generic[T]):
             self._timer.cancel()
             self._timer = None
         self._waits.clear()
+        self._settled = 0
 
 
 class _Ticket:
     """One decision in the queue."""
 
-    __slots__ = ("future", "job", "state")
+    __slots__ = ("future", "job", "state", "wait")
 
     QUEUED, RUNNING, OVER = 0, 1, 2
 
@@ -142,6 +181,7 @@ class _Ticket:
         self.job = job
         self.future = future
         self.state = _Ticket.QUEUED
+        self.wait: _Wait[_Ticket] | None = None
 
 
 class DecisionQueue:
@@ -180,7 +220,7 @@ class DecisionQueue:
         """Queue ``job``; the future holds its answer (at the latest, the
         deny at the time limit)."""
         ticket = _Ticket(job, self._loop.create_future())
-        self._expiry.add(ticket)
+        ticket.wait = self._expiry.add(ticket)
         if self._closed:
             self._settle_stopping(ticket)
             return ticket.future
@@ -251,6 +291,8 @@ class DecisionQueue:
         ticket, ok, value = result
         if ticket.future.done():
             return  # answered at the time limit already
+        if ticket.wait is not None:
+            self._expiry.settle(ticket.wait)
         job = ticket.job
         ticket.future.set_result(job.done(value) if ok else job.failed(value))
 
@@ -308,6 +350,10 @@ class DecisionQueue:
             ticket.state = _Ticket.OVER
             self._draining[number] = None
             self._mail.post(self._settle, result)
+            del ticket, result  # not held while this thread waits for the next
+
+
+_Settled = tuple[_Wait["asyncio.Future[bool]"], "asyncio.Future[bool]", bool]
 
 
 class DurableWaits:
@@ -322,19 +368,20 @@ class DurableWaits:
         """A future that holds whether ``line`` is on disk (False once
         ``seconds`` have passed without the log saying so)."""
         done: asyncio.Future[bool] = self._loop.create_future()
-        self._expiry.add(done)
-        line.add_done_callback(lambda ok: self._mail.post(self._settle, (done, ok)))
+        wait = self._expiry.add(done)
+        line.add_done_callback(lambda ok: self._mail.post(self._settle, (wait, done, ok)))
         return done
 
-    @staticmethod
-    def _settle(result: tuple[asyncio.Future[bool], bool]) -> None:
-        done, ok = result
+    def _settle(self, result: _Settled) -> None:
+        wait, done, ok = result
+        self._expiry.settle(wait)
         if not done.done():
             done.set_result(ok)
 
-    @classmethod
-    def _expired(cls, done: asyncio.Future[bool]) -> None:
-        cls._settle((done, False))
+    @staticmethod
+    def _expired(done: asyncio.Future[bool]) -> None:
+        if not done.done():
+            done.set_result(False)
 
     def close(self) -> None:
         self._expiry.cancel()
