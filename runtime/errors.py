@@ -32,6 +32,7 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
         PlanError (plan.loader)
         PlanLoadError (serve.plans)
         RegistryError (tools.registry)
+        RepeatedKey (jsonbound), also ValueError
         ResolutionError (net.resolve)
         RhaiError (rhai.errors)
             RhaiLimitError (rhai.errors)

@@ -170,7 +170,11 @@ def answer_lines(
             try:
                 obj = jsonbound.loads(raw)
             except (ValueError, RecursionError) as exc:
-                detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+                detail = (
+                    exc.msg if isinstance(exc, json.JSONDecodeError)
+                    else str(exc) if isinstance(exc, jsonbound.RepeatedKey)
+                    else "nested too deeply"
+                )  # fmt: skip
                 raise BadLine(f"not JSON ({detail})") from None
             if not isinstance(obj, dict):
                 raise BadLine("not a JSON object")

@@ -150,6 +150,9 @@ def run(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
+        except jsonbound.RepeatedKey as exc:
+            print(f"charter check: ARGS_JSON cannot be read: {exc}", file=sys.stderr)
+            return 2
         except (RecursionError, ValueError):
             # Nested past the parser's stack, or an integer of thousands of digits.
             print(

@@ -126,6 +126,8 @@ def read_event(raw: bytes, event_name: str) -> dict[str, Any] | str:
         # Charter's own nesting bound: what the interpreter's parser refuses
         # by itself differs between Python versions.
         event = jsonbound.loads(raw.decode("utf-8"))
+    except jsonbound.RepeatedKey as exc:
+        return f"the hook event cannot be read: {exc}"
     except (UnicodeDecodeError, ValueError) as exc:
         return f"the hook event is not JSON ({exc})"
     if not isinstance(event, dict):

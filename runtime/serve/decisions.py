@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 # (the server decides from its first request: nothing here is worth
 # importing late)
-from charter.runtime import deadline
+from charter.runtime import deadline, jsonbound
 from charter.runtime.gates import decide
 from charter.runtime.hooks import claude_code, gemini_cli
 from charter.runtime.hooks.common import HookOptions
@@ -331,8 +331,10 @@ class Decider:
 
         def work() -> dict[str, Any]:
             try:
-                req = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                req = jsonbound.loads(raw.decode("utf-8"))
+            except jsonbound.RepeatedKey as exc:
+                return bad(f"the request cannot be read: {exc}")
+            except (UnicodeDecodeError, ValueError) as exc:
                 return bad(f"the request is not JSON ({exc})")
             if not isinstance(req, dict):
                 return bad("the request is not a JSON object")

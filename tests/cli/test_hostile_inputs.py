@@ -195,3 +195,12 @@ def test_hostile_call_arguments_are_a_usage_error(
     plan = _compile(capsys, REPO / "blueprints" / "coder", tmp_path / "coder.json")
     assert main(["check", str(plan), "--agent", "coder", "read_file", args_json]) == 2
     assert "ARGS_JSON cannot be read" in capsys.readouterr().err
+
+
+def test_call_arguments_naming_a_key_twice_are_a_usage_error(capsys: Any, tmp_path: Path) -> None:
+    # Which "path" would be checked, and which read? Neither: refused.
+    plan = _compile(capsys, REPO / "blueprints" / "coder", tmp_path / "coder.json")
+    args_json = '{"path": "/etc/shadow", "path": "README.md"}'
+    assert main(["check", str(plan), "--agent", "coder", "read_file", args_json]) == 2
+    err = capsys.readouterr().err
+    assert "ARGS_JSON cannot be read" in err and "'path' appears more than once" in err

@@ -497,6 +497,12 @@ def test_check_answers_as_charter_check(serve: Any, plan_file: Path, workspace: 
     )
     assert status == 400 and "no stage named" in json.loads(body)["reason"]
     assert running.post("/v1/check", b"not json")[0] == 400
+    twice = b'{"tool": "read_file", "args": {"path": "/etc/passwd", "path": "README.md"}}'
+    status, body = running.post("/v1/check", twice)
+    assert status == 400 and "'path' appears more than once" in json.loads(body)["reason"]
+    deep = b'{"tool": "read_file", "args": {"path": ' + b"[" * 5000 + b"]" * 5000 + b"}}"
+    status, body = running.post("/v1/check", deep)
+    assert status == 400 and "nested deeper" in json.loads(body)["reason"]
 
 
 def test_every_answer_is_on_disk_before_the_client_has_it(

@@ -1,4 +1,4 @@
-"""Charter's own JSON nesting bound: the same answer on every Python."""
+"""Charter's own JSON reader: one nesting bound on every Python, and no key twice."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from charter.runtime.jsonbound import MAX_DEPTH, TooDeep, loads, nesting
+from charter.runtime.jsonbound import MAX_DEPTH, RepeatedKey, TooDeep, loads, nesting
 
 
 def _nested(depth: int) -> str:
@@ -30,3 +30,21 @@ def test_up_to_the_bound_is_read() -> None:
     assert loads(b'{"a": [1, {"b": null}]}') == {"a": [1, {"b": None}]}
     with pytest.raises(json.JSONDecodeError):
         loads("{")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"command": "rm -rf ~/.ssh", "command": "ls"}',
+        '{"tool_input": {"command": "ls"}, "x": 1, "tool_input": {"command": "rm -rf /"}}',
+        '[{"a": 1}, {"b": {"c": 1, "c": 1}}]',  # the same value twice is still two readings' worth
+        '{"a": 1, "\\u0061": 2}',  # an escape that spells the same key
+    ],
+)
+def test_an_object_with_a_key_twice_is_refused(text: str) -> None:
+    with pytest.raises(RepeatedKey, match="more than once"):
+        loads(text)
+
+
+def test_the_same_key_in_different_objects_is_read() -> None:
+    assert loads('[{"a": 1}, {"a": 2}, {"b": {"a": 3}}]') == [{"a": 1}, {"a": 2}, {"b": {"a": 3}}]
