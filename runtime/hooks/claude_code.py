@@ -33,12 +33,14 @@ from __future__ import annotations
 
 import os
 import posixpath
+import shlex
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from charter.runtime.hooks import common
+from charter.runtime.hooks import common, reach
 from charter.runtime.hooks.common import (
     MAX_EVENT_BYTES,
     Alternatives,
@@ -477,7 +479,210 @@ _SCHEDULING = frozenset({"CronCreate", "CronDelete", "CronList", "ScheduleWakeup
 KNOWN_TOOLS: frozenset[str] = frozenset(_HANDLERS)
 
 
-def translate(event: Mapping[str, Any], session: Session) -> Translation:
+# -- how Claude Code reads a call's arguments --------------------------------
+
+# The arguments each tool that touches files, commands or the network takes
+# in Claude Code 2.1.332 (its sdk-tools.d.ts), with the older spellings its
+# input repair still accepts (Read's `length`, Bash's `timeout_ms`, Grep's
+# `-l`/`-c`/`-r` and `file_path`). Any other argument is refused, never
+# ignored: Claude Code may act on an argument Charter does not read.
+_FIELDS: dict[str, frozenset[str]] = {
+    "Bash": frozenset(
+        {
+            "command",
+            "timeout",
+            "description",
+            "run_in_background",
+            "dangerouslyDisableSandbox",
+            "timeout_ms",
+            "command_description",
+            "view_images",
+        }
+    ),
+    "Monitor": frozenset({"description", "timeout_ms", "command", "ws"}),
+    "Read": frozenset(
+        {"file_path", "offset", "limit", "pages", "allow_large", "length", "description"}
+    ),
+    "Write": frozenset({"file_path", "content"}),
+    "Edit": frozenset({"file_path", "old_string", "new_string", "replace_all"}),
+    "MultiEdit": frozenset({"file_path", "edits"}),
+    "NotebookEdit": frozenset({"notebook_path", "cell_id", "new_source", "cell_type", "edit_mode"}),
+    "Glob": frozenset({"pattern", "path"}),
+    "Grep": frozenset(
+        {
+            "pattern",
+            "path",
+            "glob",
+            "output_mode",
+            "-B",
+            "-A",
+            "-C",
+            "context",
+            "-n",
+            "-i",
+            "-o",
+            "type",
+            "head_limit",
+            "offset",
+            "multiline",
+            "-l",
+            "-c",
+            "-r",
+            "file_path",
+        }
+    ),
+    "LS": frozenset({"path", "ignore"}),
+    "WebFetch": frozenset({"url", "prompt", "offset"}),
+    "WebSearch": frozenset({"query", "allowed_domains", "blocked_domains"}),
+}
+_FIELDS["Task"] = _FIELDS["Agent"] = frozenset(
+    {
+        "description",
+        "prompt",
+        "subagent_type",
+        "model",
+        "effort",
+        "run_in_background",
+        "name",
+        "team_name",
+        "mode",
+        "isolation",
+    }
+)
+# The argument that sends a call to another machine Claude Code is attached to.
+_HOST_FIELD = "_host"
+# The arguments Claude Code reads as a file or directory path.
+_PATH_FIELDS: dict[str, tuple[str, ...]] = {
+    "Read": ("file_path",),
+    "Write": ("file_path",),
+    "Edit": ("file_path",),
+    "MultiEdit": ("file_path",),
+    "NotebookEdit": ("notebook_path",),
+    "Glob": ("path",),
+    "Grep": ("path",),
+    "LS": ("path",),
+    "EnterWorktree": ("path",),
+}
+# Tools that search Claude Code's current directory when given no path.
+_SEARCHES = frozenset({"Glob", "Grep"})
+
+
+@dataclass
+class _Where:
+    """Where Claude Code acts for one call: the session, and its current
+    directory (the event's cwd), which differs from the workspace only when
+    the hook was given --workspace."""
+
+    session: Session
+    base: str
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def same_root(self) -> bool:
+        return posixpath.normpath(self.base) == posixpath.normpath(str(self.session.workspace))
+
+    def path(self, value: Any) -> Any:
+        """A path as Charter must read it to mean the file Claude Code means:
+        trimmed as JavaScript trims (Claude Code reads " /etc/passwd" as
+        "/etc/passwd"), and relative to Claude Code's current directory."""
+        if not isinstance(value, str) or value == "":
+            return value  # a wrong type or an empty path is the schema gate's to name
+        trimmed = reach.js_trim(value)
+        if not trimmed:
+            return self.base  # Claude Code reads a blank path as its current directory
+        if trimmed.startswith("~") or posixpath.isabs(trimmed) or self.same_root:
+            return trimmed  # absolute, or refused by confinement as written
+        return posixpath.join(self.base, trimmed)
+
+
+def _as_claude_code_reads(tool: str, inp: Mapping[str, Any], where: _Where) -> dict[str, Any] | str:
+    """``inp`` with every path as Claude Code would resolve it, or why the
+    call cannot be decided (an argument Charter does not read)."""
+    fields = _FIELDS.get(tool)
+    if fields is not None:
+        if _HOST_FIELD in inp:
+            return (
+                f"{tool} names an attached machine to run on ({_HOST_FIELD!r}); Charter "
+                "decides for this machine's workspace only"
+            )
+        odd = sorted(k for k in inp if k not in fields)
+        if odd:
+            shown = ", ".join(repr(k[:40]) for k in odd[:4])
+            return (
+                f"{tool} gives {shown}, which Charter does not read; Claude Code may act on "
+                "it, so the call cannot be decided"
+            )
+    out = dict(inp)
+    if tool == "Grep" and "file_path" in out:
+        # Claude Code's input repair reads Grep's file_path as path.
+        alias = out.pop("file_path")
+        if out.get("path") is not None and out["path"] != alias:
+            return "Grep gives both 'path' and 'file_path', with different values"
+        out["path"] = alias
+    for key in _PATH_FIELDS.get(tool, ()):
+        if key in out:
+            out[key] = where.path(out[key])
+    if tool in _SEARCHES and not common.text(out.get("path")) and not where.same_root:
+        out["path"] = where.base
+    if tool == "Glob" and isinstance(out.get("pattern"), str):
+        # A pattern with a directory in it searches there: an absolute one
+        # instead of `path`, a relative one below it.
+        root = reach.literal_root(out["pattern"])
+        if root:
+            given = common.text(out.get("path"))
+            out["path"] = where.path(root if given is None else posixpath.join(given, root))
+    return out
+
+
+def _in_directory(found: Found, where: _Where) -> Found:
+    """A command's calls judged in Claude Code's current directory when it is
+    not the workspace root: `terminal` runs there; `shell` is judged as
+    `cd` there followed by the command."""
+    rel, problem = reach.working_dir(where.session.workspace, where.base)
+    if problem:
+        return problem
+    if rel == "." or isinstance(found, str):
+        return found
+    out: list[Alternatives] = []
+    for alts in found:
+        moved: Alternatives = []
+        for tool, args in alts:
+            command = args.get("command")
+            if tool == "terminal":
+                moved.append((tool, {**args, "cwd": rel}))
+            elif isinstance(command, str):
+                moved.append((tool, {**args, "command": f"cd -- {shlex.quote(rel)}\n{command}"}))
+            else:
+                moved.append((tool, args))
+        out.append(moved)
+    where.notes.append(f"judged in {rel!r}, Claude Code's current directory")
+    return out
+
+
+def _credentials_searched(read: Mapping[str, Any], where: _Where) -> list[Alternatives] | str:
+    """A Grep of a directory reads every file below it that its glob lets
+    through, hidden ones included: one search of each credential file it may
+    read, so confinement asks as it asks for that file."""
+    given = common.text(read.get("path"))
+    target = given if given else str(where.session.workspace)
+    workspace = where.session.workspace
+    found = reach.credentials_searched(workspace, target, common.text(read.get("glob")))
+    if isinstance(found, str):
+        return found
+    if found:
+        root = os.path.realpath(workspace)
+        shown = ", ".join(os.path.relpath(f, root) for f in found)
+        where.notes.append(f"the search reads {shown}")
+    query = read.get("pattern")
+    return [[("search_files", {"query": query, "target": "content", "path": f})] for f in found]
+
+
+def translate(
+    event: Mapping[str, Any], session: Session, *, base: str | None = None
+) -> Translation:
+    """The Charter calls a Claude Code event stands for; ``base`` is the
+    directory Claude Code resolves relative paths against and runs commands
+    in, its current directory (default: the workspace)."""
     tool = event.get("tool_name")
     inp = event.get("tool_input")
     call_id = common.text(event.get("tool_use_id")) or ""
@@ -494,10 +699,23 @@ def translate(event: Mapping[str, Any], session: Session) -> Translation:
     handler = _HANDLERS.get(tool)
     if handler is None:
         return Translation([], f"Claude Code tool '{tool}' has no Charter counterpart")
-    found, fixed = handler(inp)
+    where = _Where(session, base if base is not None else str(session.workspace))
+    read = _as_claude_code_reads(tool, inp, where)
+    if isinstance(read, str):
+        return Translation([], read)
+    found, fixed = handler(read)
     if isinstance(found, str):
         return Translation([], found)
-    note = f"{tool}{_SCHEDULED}" if tool in _SCHEDULING else ""
+    if tool in ("Bash", "Monitor") and not where.same_root:
+        found = _in_directory(found, where)
+        if isinstance(found, str):
+            return Translation([], found)
+    if tool == "Grep":
+        more = _credentials_searched(read, where)
+        if isinstance(more, str):
+            return Translation([], f"Grep: {more}")
+        found = [*found, *more]
+    note = f"{tool}{_SCHEDULED}" if tool in _SCHEDULING else "; ".join(where.notes)
     return Translation(common.choose_calls(session, found, call_id), note=note, fixed=fixed)
 
 
@@ -600,7 +818,9 @@ def decide_event(
 
 
 def _decide(event: Mapping[str, Any], session: Session) -> dict[str, Any]:
-    translation = translate(event, session)
+    cwd = common.text(event.get("cwd"))
+    base = cwd if cwd and posixpath.isabs(cwd) else str(session.workspace)
+    translation = translate(event, session, base=base)
     if translation.empty:
         return _refuse(translation.problem, event)
     tool = str(event.get("tool_name"))

@@ -28,14 +28,13 @@ strictest.
 
 from __future__ import annotations
 
-import fnmatch
 import functools
 import os
 import posixpath
 import re
 import shlex
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -54,6 +53,16 @@ from charter.runtime.hooks.contain import (
     gemini_policy_files,
     gemini_rule_hit,
     home_of,
+)
+from charter.runtime.hooks.reach import (
+    GLOB_MAGIC,
+    MAX_WALK,
+    brace_variants,
+    could_match,
+    is_sensitive,
+    part_matcher,
+    walk,
+    working_dir,
 )
 from charter.runtime.results import ToolCall
 
@@ -91,13 +100,9 @@ _MAX_URLS = 64
 _URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://[^\s]+")
 # read_files takes at most this many paths per call.
 _READ_FILES_MAX = 64
-# Directory entries a read_many_files pattern may reach before the hook stops
-# looking and refuses (the walk is the only file-system work a decision does).
-_MAX_WALK = 20_000
 # Directories Gemini CLI leaves out of read_many_files unless the call turns
 # its default excludes off.
 _DEFAULT_EXCLUDED_DIRS = frozenset({"node_modules", ".git", "bower_components", ".svn", ".hg"})
-_GLOB_MAGIC = re.compile(r"[*?\[\]{}]|[!@+*?]\(")
 
 
 def deny(reason: str, event: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -211,7 +216,7 @@ def _shell(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
         target = ctx.path(where) if where is not None else ctx.base
         if not isinstance(target, str):
             return "run_shell_command's dir_path is not a string"
-        rel, problem = _working_dir(ctx, target)
+        rel, problem = working_dir(ctx.session.workspace, target)
         if problem:
             return problem
     terminal: dict[str, Any] = {"command": command}
@@ -234,21 +239,6 @@ def _shell(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
     return [[("shell", {"command": command})]]
 
 
-def _working_dir(ctx: _Ctx, target: str) -> tuple[str, str]:
-    """``target`` relative to the workspace root, or why it is refused."""
-    from charter.runtime.policy.workspace import confine
-
-    found = confine(ctx.session.workspace, target, op="read")
-    if found.decision == "deny" or found.resolved is None:
-        why = f"{found.message} [permission/{found.rule}]"
-        return "", f"the shell's working directory {target!r} is refused: {why}"
-    rel = os.path.relpath(found.resolved, ctx.root).replace(os.sep, "/")
-    if rel == ".." or rel.startswith("../"):
-        why = "it is outside the workspace [permission/path-outside]"
-        return "", f"the shell's working directory {target!r} is refused: {why}"
-    return rel, ""
-
-
 def _read_many_files(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
     entries: list[str] = []
     # Older versions take `paths` and add `include`; newer ones take `include`
@@ -268,7 +258,7 @@ def _read_many_files(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
         # Gemini CLI turns backslashes into '/' before it globs.
         pattern = entry.replace("\\", "/")
         paths.append(ctx.path(pattern))
-        if not _GLOB_MAGIC.search(pattern):
+        if not GLOB_MAGIC.search(pattern):
             if not os.path.isdir(os.path.join(ctx.base, pattern)):
                 continue
             pattern = pattern.rstrip("/") + "/**"  # a directory: whatever lies below
@@ -448,9 +438,7 @@ def _pattern_reach(ctx: _Ctx, pattern: str, *, skip_defaults: bool) -> list[str]
     here is looser still (a part it cannot read matches any name), so it never
     misses a file Gemini CLI would read; it may name one Gemini CLI would not,
     which only makes the answer stricter."""
-    from charter.runtime.policy.workspace import is_sensitive
-
-    variants = _brace_variants(pattern)
+    variants = brace_variants(pattern)
     if variants is None:
         return f"read_many_files pattern {pattern!r} has braces Charter cannot expand"
     out: list[str] = []
@@ -459,130 +447,36 @@ def _pattern_reach(ctx: _Ctx, pattern: str, *, skip_defaults: bool) -> list[str]
         out.append(ctx.path(variant))
         norm = posixpath.normpath(variant)
         parts = [p for p in norm.split("/") if p]
-        cut = next((i for i, p in enumerate(parts) if _GLOB_MAGIC.search(p)), len(parts))
+        cut = next((i for i, p in enumerate(parts) if GLOB_MAGIC.search(p)), len(parts))
         start = "/" if norm.startswith("/") else ctx.base
         top = os.path.realpath(os.path.join(start, *parts[:cut]))
         if top != ctx.root and not top.startswith(ctx.root + os.sep):
             continue  # confinement refuses the variant as written
-        matchers = tuple(_part_matcher(p) for p in parts[cut:])
+        matchers = tuple(part_matcher(p) for p in parts[cut:])
         if not matchers or not os.path.isdir(top):
             continue
 
         def enter(rel: list[str], m: tuple[re.Pattern[str] | str, ...] = matchers) -> bool:
-            return _could_match(m, tuple(rel), below=True)
+            return could_match(m, tuple(rel), below=True)
 
-        for rel, full, is_dir, is_link in _walk(top, skip_defaults, enter):
+        skip = _DEFAULT_EXCLUDED_DIRS if skip_defaults else frozenset()
+        for rel, full, is_dir, is_link in walk(top, skip, enter):
             seen += 1
-            if seen > _MAX_WALK:
+            if seen > MAX_WALK:
                 return (
-                    f"read_many_files pattern {pattern!r} reaches more than {_MAX_WALK} "
+                    f"read_many_files pattern {pattern!r} reaches more than {MAX_WALK} "
                     "files and directories; name the files, or a narrower pattern"
                 )
             if is_dir and not is_link:
                 continue  # Gemini CLI reads files; what lies below is walked
             if is_dir:  # a link to a directory: does the pattern go through it?
-                hit = _could_match(matchers, tuple(rel), below=True, lead_guard=cut == 0)
+                hit = could_match(matchers, tuple(rel), below=True, lead_guard=cut == 0)
             else:
-                hit = _could_match(matchers, tuple(rel), below=False)
+                hit = could_match(matchers, tuple(rel), below=False)
             ws_rel = os.path.relpath(full, ctx.root).replace(os.sep, "/")
             if hit and (is_link or is_sensitive(ws_rel)):
                 out.append(full)
     return out
-
-
-def _walk(
-    top: str, skip_defaults: bool, enter: Callable[[list[str]], bool]
-) -> Iterator[tuple[list[str], str, bool, bool]]:
-    """(parts below ``top``, full path, is a directory, is a link) for every
-    entry under ``top`` in the directories ``enter`` accepts; links are
-    reported, never followed."""
-    stack: list[tuple[str, list[str]]] = [(top, [])]
-    while stack:
-        here, parts = stack.pop()
-        try:
-            with os.scandir(here) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        for e in entries:
-            rel = [*parts, e.name]
-            link = e.is_symlink()
-            is_dir = e.is_dir(follow_symlinks=link)
-            yield rel, e.path, is_dir, link
-            if is_dir and not link and enter(rel):
-                if not (skip_defaults and e.name in _DEFAULT_EXCLUDED_DIRS):
-                    stack.append((e.path, rel))
-
-
-# A brace group with no brace inside it.
-_INNER_BRACES = re.compile(r"\{([^{}]*)\}")
-
-
-def _brace_variants(pattern: str, limit: int = 64) -> list[str] | None:
-    """The patterns ``{a,b}`` expands to, innermost groups first; None when
-    there would be more than ``limit`` or a group cannot be read safely."""
-    done: list[str] = []
-    todo = [pattern]
-    while todo:
-        current = todo.pop()
-        group = _INNER_BRACES.search(current)
-        if group is None:
-            done.append(current)
-        elif "," in group[1]:
-            head, tail = current[: group.start()], current[group.end() :]
-            todo.extend(head + alt + tail for alt in group[1].split(","))
-        elif "/" in group[1]:
-            return None  # a literal or range spanning directories: not modelled
-        else:
-            # A range such as {1..3}, or a literal: any name part fits.
-            todo.append(current[: group.start()] + "*" + current[group.end() :])
-        if len(done) + len(todo) > limit:
-            return None
-    return done
-
-
-_ANY = "**"
-
-
-def _part_matcher(part: str) -> re.Pattern[str] | str:
-    """``**``, or a case-blind matcher for one path component. Extended globs
-    and character classes it cannot read match any name."""
-    if part == _ANY:
-        return _ANY
-    if re.search(r"[!@+*?]\(", part) or "[:" in part:
-        return re.compile(r"(?s:.*)\Z")
-
-    # minimatch reads [^...] as negation, fnmatch as a literal caret.
-    return re.compile(fnmatch.translate(part.replace("[^", "[!")), re.IGNORECASE)
-
-
-def _could_match(
-    matchers: tuple[re.Pattern[str] | str, ...],
-    parts: tuple[str, ...],
-    *,
-    below: bool,
-    lead_guard: bool = False,
-) -> bool:
-    """Whether ``parts`` matches the pattern or, with ``below``, whether a
-    path strictly below it could. ``lead_guard``: the pattern's first part is
-    ``**``, which (as in bash) never enters a linked directory, so the last
-    part, a link, must be matched by another part to be entered."""
-
-    @functools.cache
-    def go(i: int, j: int) -> bool:
-        if j == len(parts):
-            return i < len(matchers) if below else all(m == _ANY for m in matchers[i:])
-        if i == len(matchers):
-            return False
-        m = matchers[i]
-        if m == _ANY:
-            if lead_guard and i == 0 and j == len(parts) - 1:
-                return go(i + 1, j)
-            return go(i + 1, j) or go(i, j + 1)
-        assert not isinstance(m, str)
-        return m.match(parts[j]) is not None and go(i + 1, j + 1)
-
-    return go(0, 0)
 
 
 # -- the event ------------------------------------------------------------------

@@ -3,7 +3,8 @@
 The cases are data (tests/fixtures/hooks/claude_code.jsonl), one line each: the
 tool and its input as Claude Code sends them, the permission mode (``default``
 unless given; ``null`` leaves the field out, as older versions do), an
-``agent_id`` for a sub-agent's call, the hook's options, and the answer
+``agent_id`` for a sub-agent's call, the event's ``cwd`` (default: the
+workspace), the hook's options (``workspace`` pins it), and the answer
 expected with a piece of its reason. The list of tool names is the one real
 runs of Claude Code 2.1.197 and 2.1.332 offered (see docs/clients.md).
 """
@@ -67,7 +68,7 @@ def _event(case: dict[str, Any], workspace: Path) -> bytes:
     event: dict[str, Any] = {
         "session_id": "2ec2e4c3-232c-4891-8b2a-ed20c22ab473",
         "transcript_path": "/home/dev/.claude/projects/-ws/2ec2e4c3.jsonl",
-        "cwd": "__WORKSPACE__",
+        "cwd": case.get("cwd", "__WORKSPACE__"),
         "prompt_id": "9c236761-1143-4d5f-b860-b5dee20b99cb",
         "hook_event_name": "PreToolUse",
         "tool_name": case["tool"],
@@ -86,10 +87,12 @@ def _event(case: dict[str, Any], workspace: Path) -> bytes:
 @pytest.mark.parametrize("case", _cases())
 def test_claude_code_case(case: dict[str, Any], plans: dict[str, Path], workspace: Path) -> None:
     opts = case.get("options", {})
+    pinned = opts.get("workspace")
     answer = decide_event(
         _event(case, workspace),
         plan_path=plans[opts.get("plan", "good")],
         stage=opts.get("stage"),
+        workspace=pinned.replace("__WORKSPACE__", str(workspace)) if pinned else None,
         allow=opts.get("allow", ()),
     )
     out = answer["hookSpecificOutput"]

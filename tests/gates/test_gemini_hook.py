@@ -134,7 +134,7 @@ def test_the_cases_cover_every_kind_of_answer() -> None:
 def test_a_read_many_files_pattern_that_reaches_too_much_is_refused(
     plans: dict[str, Path], workspace: Path, monkeypatch: Any
 ) -> None:
-    monkeypatch.setattr(gemini_cli, "_MAX_WALK", 2)
+    monkeypatch.setattr(gemini_cli, "MAX_WALK", 2)
     event = {
         "hook_event_name": "BeforeTool",
         "cwd": str(workspace),
