@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from charter.runtime.hooks import common
+from charter.runtime.hooks import common, reach
 from charter.runtime.hooks.common import (
     MAX_EVENT_BYTES,
     Alternatives,
@@ -137,6 +137,23 @@ class _Ctx:
             return value  # absolute, or refused by confinement as written
         return posixpath.join(self.base, value)
 
+    def readings(self, value: Any) -> list[Any]:
+        """Every path Gemini CLI may take ``value`` for, each as :meth:`path`
+        gives it: as written; without a leading '@' (Gemini CLI drops it when
+        no file of that name exists, so '@../x' is '../x'); and with its
+        percent escapes decoded (Gemini CLI decodes the resolved path of a
+        file it reads or searches, so '.%65nv' is '.env')."""
+        if not isinstance(value, str):
+            return [value]
+        found = [value]
+        if value.startswith("@") and len(value) > 1:
+            found.append(value[1:].lstrip("/\\") or value)
+        for one in list(found):
+            decoded = reach.js_decode_uri_component(one)
+            if decoded is not None:
+                found.append(decoded)
+        return [self.path(v) for v in dict.fromkeys(found)]
+
     def offers(self, tool: str) -> bool:
         return tool in self.session.offered()
 
@@ -159,49 +176,83 @@ Found = list[Alternatives] | str
 
 def _read_file(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
     path, problem = _one_of(inp, "file_path", "absolute_path", "path")
-    return problem or [[("read_file", {"path": ctx.path(path)})]]
+    return problem or [[("read_file", {"path": p})] for p in ctx.readings(path)]
 
 
 def _write_file(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
-    path = ctx.path(inp.get("file_path"))
-    return [[("write_file", {"path": path, "content": inp.get("content")})]]
+    content = inp.get("content")
+    paths = ctx.readings(inp.get("file_path"))
+    return [[("write_file", {"path": p, "content": content})] for p in paths]
 
 
 def _replace(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
-    path = ctx.path(inp.get("file_path"))
     old, new = inp.get("old_string"), inp.get("new_string")
-    if old == "":
-        # An empty old_string makes Gemini CLI create the file with new_string.
-        return [[("write_file", {"path": path, "content": new})]]
-    return [
-        [
-            ("edit_file", {"path": path, "old_str": old, "new_str": new}),
-            ("patch", {"path": path, "old": old, "new": new}),
-        ]
-    ]
+    out: list[Alternatives] = []
+    for path in ctx.readings(inp.get("file_path")):
+        if old == "":
+            # An empty old_string makes Gemini CLI create the file with new_string.
+            out.append([("write_file", {"path": path, "content": new})])
+            continue
+        out.append(
+            [
+                ("edit_file", {"path": path, "old_str": old, "new_str": new}),
+                ("patch", {"path": path, "old": old, "new": new}),
+            ]
+        )
+    return out
 
 
 def _list_directory(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
     path, problem = _one_of(inp, "dir_path", "path")
-    return problem or [[("list_dir", {"path": ctx.path(path)})]]
+    return problem or [[("list_dir", {"path": p})] for p in ctx.readings(path)]
 
 
 def _glob(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
     path, problem = _one_of(inp, "dir_path", "path")
-    args = {"query": inp.get("pattern"), "target": "name", "path": ctx.path(path)}
-    return problem or [[("search_files", args)]]
+    if problem:
+        return problem
+    pattern = inp.get("pattern")
+    out: list[Alternatives] = []
+    for where in ctx.readings(path):
+        out.append([("search_files", {"query": pattern, "target": "name", "path": where})])
+    if isinstance(pattern, str) and (path is None or isinstance(path, str)):
+        # The glob package starts where the pattern's own directory says:
+        # an absolute one anywhere, a '..' above the search directory.
+        roots = reach.pattern_roots(pattern)
+        if isinstance(roots, str):
+            return f"glob: {roots}"
+        for root in roots:
+            if root == ".":
+                continue
+            for where in ctx.readings(posixpath.join(path or ".", root)):
+                out.append([("search_files", {"query": pattern, "target": "name", "path": where})])
+    return out
 
 
 def _grep(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
     path, problem = _one_of(inp, "dir_path", "path")
     include, problem2 = _one_of(inp, "include_pattern", "include")
-    args = {
-        "query": inp.get("pattern"),
-        "target": "content",
-        "path": ctx.path(path),
-        "pattern": include,
-    }
-    return problem or problem2 or [[("search_files", args)]]
+    if problem or problem2:
+        return problem or problem2
+    query = inp.get("pattern")
+    out: list[Alternatives] = []
+    for where in ctx.readings(path):
+        args = {"query": query, "target": "content", "path": where, "pattern": include}
+        out.append([("search_files", args)])
+        # A search of a directory reads the credential files below it that
+        # its include pattern lets through (a glob names even hidden ones).
+        target = where if isinstance(where, str) else ctx.base
+        found = reach.credentials_searched(
+            ctx.session.workspace, target, include if isinstance(include, str) else None
+        )
+        if isinstance(found, str):
+            return f"grep_search: {found}"
+        for f in found:
+            out.append([("search_files", {"query": query, "target": "content", "path": f})])
+        if found:
+            shown = ", ".join(os.path.relpath(f, ctx.root) for f in found)
+            ctx.notes.append(f"the search reads {shown}")
+    return out
 
 
 def _shell(inp: Mapping[str, Any], ctx: _Ctx) -> Found:

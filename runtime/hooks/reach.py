@@ -29,6 +29,7 @@ __all__ = [
     "MAX_WALK",
     "brace_variants",
     "could_match",
+    "js_decode_uri_component",
     "js_trim",
     "literal_root",
     "part_matcher",
@@ -63,6 +64,36 @@ _INNER_BRACES = re.compile(r"\{([^{}]*)\}")
 def js_trim(value: str) -> str:
     """``value`` as JavaScript's ``trim()`` leaves it."""
     return value.strip(JS_WHITESPACE)
+
+
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def js_decode_uri_component(value: str) -> str | None:
+    """``value`` as JavaScript's ``decodeURIComponent`` decodes it, or None
+    where it would throw (a '%' without two hex digits, bytes that are not
+    UTF-8) or there is nothing to decode."""
+    if "%" not in value:
+        return None
+    out: list[str] = []
+    i = 0
+    while i < len(value):
+        if value[i] != "%":
+            out.append(value[i])
+            i += 1
+            continue
+        run = bytearray()
+        while i < len(value) and value[i] == "%":
+            pair = value[i + 1 : i + 3]
+            if len(pair) < 2 or not set(pair) <= _HEX:
+                return None
+            run.append(int(pair, 16))
+            i += 3
+        try:
+            out.append(run.decode("utf-8"))
+        except UnicodeDecodeError:
+            return None
+    return "".join(out)
 
 
 def literal_root(pattern: str) -> str:
