@@ -98,6 +98,9 @@ _MAX_URLS = 64
 # Everything Gemini CLI's URL parsing may fetch: a run of non-space text after
 # an http(s) scheme, in any letter case, wherever it starts in a word.
 _URL = re.compile(r"[Hh][Tt][Tt][Pp][Ss]?://[^\s]+")
+# Gemini CLI cuts the prompt into words at JavaScript's whitespace, which
+# Python's \s does not all match (U+FEFF): each word is searched on its own.
+_JS_SPACE = re.compile(f"[{re.escape(reach.JS_WHITESPACE)}]+")
 # read_files takes at most this many paths per call.
 _READ_FILES_MAX = 64
 # Directories Gemini CLI leaves out of read_many_files unless the call turns
@@ -335,7 +338,7 @@ def _web_fetch(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
     if prompt is not None:
         if not isinstance(prompt, str):
             return "web_fetch's prompt is not a string"
-        urls.extend(_URL.findall(prompt))
+        urls.extend(u for word in _JS_SPACE.split(prompt) for u in _URL.findall(word))
     unique = list(dict.fromkeys(urls))
     if not unique:
         return "web_fetch's prompt holds no http(s) URL, so Charter cannot tell what it fetches"
