@@ -255,6 +255,15 @@ def _grep(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
         if found:
             shown = ", ".join(os.path.relpath(f, ctx.root) for f in found)
             ctx.notes.append(f"the search reads {shown}")
+    if isinstance(include, str) and (path is None or isinstance(path, str)):
+        # Without ripgrep, Gemini CLI's last fallback globs the include
+        # pattern from the search directory: an absolute or climbing pattern,
+        # or a link it passes through, reads outside it.
+        reached = _pattern_reach(ctx, posixpath.join(path or ".", include), skip_defaults=False)
+        if isinstance(reached, str):
+            return f"grep_search: {reached}"
+        for p in reached:
+            out.append([("search_files", {"query": query, "target": "content", "path": p})])
     return out
 
 
@@ -494,7 +503,7 @@ def _pattern_reach(ctx: _Ctx, pattern: str, *, skip_defaults: bool) -> list[str]
     which only makes the answer stricter."""
     variants = brace_variants(pattern)
     if variants is None:
-        return f"read_many_files pattern {pattern!r} has braces Charter cannot expand"
+        return f"the pattern {pattern!r} has braces Charter cannot expand"
     out: list[str] = []
     seen = 0
     for variant in variants:
@@ -518,7 +527,7 @@ def _pattern_reach(ctx: _Ctx, pattern: str, *, skip_defaults: bool) -> list[str]
             seen += 1
             if seen > MAX_WALK:
                 return (
-                    f"read_many_files pattern {pattern!r} reaches more than {MAX_WALK} "
+                    f"the pattern {pattern!r} reaches more than {MAX_WALK} "
                     "files and directories; name the files, or a narrower pattern"
                 )
             if is_dir and not is_link:

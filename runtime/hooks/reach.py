@@ -54,6 +54,8 @@ GLOB_MAGIC = re.compile(r"[*?\[\]{}]|[!@+*?]\(")
 MAX_WALK = 20_000
 # A content search covers a whole tree: more entries may be listed for it.
 MAX_SEARCH_WALK = 200_000
+# More include filters than this are read as "every file passes".
+_MAX_FILTERS = 64
 # How many credential files a search's answer names.
 _MAX_REPORTED = 4
 _ANY = "**"
@@ -226,6 +228,8 @@ def _filter_matchers(glob: str) -> list[tuple[re.Pattern[str] | str, ...]] | Non
     out: list[tuple[re.Pattern[str] | str, ...]] = []
     # Claude Code splits the argument at spaces, then at commas outside braces.
     pieces = [p for w in glob.split() for p in ([w] if "{" in w and "}" in w else w.split(","))]
+    if len(pieces) > _MAX_FILTERS:
+        return None  # too many to match one by one: every file counts
     for one in filter(None, pieces):
         if one.startswith("!"):
             continue
