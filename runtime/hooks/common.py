@@ -252,8 +252,11 @@ def mcp_plan_name(session: Session, server: str, tool: str) -> str | None:
                 return str(entry.name)
     from charter.runtime.mcp.naming import mcp_safe_name
 
+    # A plan tool of another kind (an authored tool named `a__b`) never
+    # stands for an MCP server's tool.
     safe = mcp_safe_name(server, tool)
-    return safe if safe in session.agent.tools else None
+    entry = session.agent.tools.get(safe)
+    return safe if entry is not None and entry.source == "mcp" else None
 
 
 def choose_calls(

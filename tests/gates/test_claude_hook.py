@@ -175,3 +175,27 @@ def test_every_reason_of_a_compound_command_reaches_the_prompt(
     for rule in ("credential-path", "network", "executes-code"):
         assert f"[{rule}]" in reason or f"/{rule}]" in reason, reason
     assert reason.count(".env names a credential") == 1, reason
+
+
+def test_an_mcp_name_never_stands_for_a_plan_tool_of_another_kind(
+    kit: SimpleNamespace, tmp_path: Path, workspace: Path
+) -> None:
+    # An authored tool whose name reads as <server>__<tool> is not the MCP
+    # server's tool: a call to mcp__ops__deploy must not take its decision.
+    plan = kit.make_plan(
+        {"work": {"ops__deploy": "allow", "docs__lookup": "allow"}},
+        tools=[
+            kit.authored_tool("ops__deploy", "deploys", input_schema='{"type":"object"}'),
+            kit.mcp_tool("docs", "lookup"),
+        ],
+    )
+    path = tmp_path / "authored.json"
+    path.write_text(plan.to_json())
+    answers = {}
+    for tool in ("mcp__ops__deploy", "mcp__docs__lookup"):
+        case = {"tool": tool, "input": {}, "mode": "dontAsk"}
+        out = decide_event(_event(case, workspace), plan_path=path)["hookSpecificOutput"]
+        answers[tool] = out["permissionDecision"], out["permissionDecisionReason"]
+    assert answers["mcp__ops__deploy"][0] == "deny", answers
+    assert "is not in the plan" in answers["mcp__ops__deploy"][1]
+    assert answers["mcp__docs__lookup"][0] == "allow", answers
