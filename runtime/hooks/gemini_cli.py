@@ -142,8 +142,12 @@ class _Ctx:
 
     def readings(self, value: Any) -> list[Any]:
         """Every path Gemini CLI may take ``value`` for, each as :meth:`path`
-        gives it: as written; without a leading '@' (Gemini CLI drops it when
-        no file of that name exists, so '@../x' is '../x'); and with its
+        gives it (see :meth:`spellings`)."""
+        return [self.path(v) for v in self.spellings(value)]
+
+    def spellings(self, value: Any) -> list[Any]:
+        """``value`` as written; without a leading '@' (Gemini CLI drops it
+        when no file of that name exists, so '@../x' is '../x'); and with its
         percent escapes decoded (Gemini CLI decodes the resolved path of a
         file it reads or searches, so '.%65nv' is '.env')."""
         if not isinstance(value, str):
@@ -155,7 +159,7 @@ class _Ctx:
             decoded = reach.js_decode_uri_component(one)
             if decoded is not None:
                 found.append(decoded)
-        return [self.path(v) for v in dict.fromkeys(found)]
+        return list(dict.fromkeys(found))
 
     def offers(self, tool: str) -> bool:
         return tool in self.session.offered()
@@ -188,10 +192,31 @@ def _write_file(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
     return [[("write_file", {"path": p, "content": content})] for p in paths]
 
 
+def _corrected(ctx: _Ctx, value: Any) -> list[Any] | str:
+    """The readings of an edit's path, and, for a relative one that names no
+    file, every file Gemini CLI's path correction may edit instead (it looks
+    below the workspace for a file whose path ends with it: 'settings.json'
+    may be .gemini/settings.json)."""
+    out = ctx.readings(value)
+    for one in ctx.spellings(value):
+        if not isinstance(one, str) or not one or posixpath.isabs(one):
+            continue
+        if os.path.lexists(os.path.join(ctx.base, one)) or ".." in one.split("/"):
+            continue  # it names a file, or confinement judges it as written
+        found = reach.files_ending_with(ctx.root, one)
+        if isinstance(found, str):
+            return f"replace: {found}"
+        out.extend(found)
+    return list(dict.fromkeys(out))
+
+
 def _replace(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
     old, new = inp.get("old_string"), inp.get("new_string")
     out: list[Alternatives] = []
-    for path in ctx.readings(inp.get("file_path")):
+    paths = _corrected(ctx, inp.get("file_path"))
+    if isinstance(paths, str):
+        return paths
+    for path in paths:
         if old == "":
             # An empty old_string makes Gemini CLI create the file with new_string.
             out.append([("write_file", {"path": path, "content": new})])

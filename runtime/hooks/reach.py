@@ -35,6 +35,7 @@ __all__ = [
     "part_matcher",
     "pattern_roots",
     "credentials_searched",
+    "files_ending_with",
     "is_sensitive",
     "sensitive_below",
     "walk",
@@ -304,3 +305,26 @@ def credentials_searched(workspace: Path, target: str, glob: str | None) -> list
         return []
     root = os.path.realpath(workspace)
     return sensitive_below(str(verdict.resolved), root, glob, is_sensitive)
+
+
+def files_ending_with(root: str, target: str) -> list[str] | str:
+    """The files below ``root`` that Gemini CLI's path correction may take a
+    relative ``target`` for when no file of that name exists where it points:
+    a file named as ``target``'s last part whose path ends with ``target`` (as
+    text), found by walking without following links. Why not, past
+    :data:`MAX_WALK` entries."""
+    name = posixpath.basename(target)
+    if not name:
+        return []
+    found: list[str] = []
+    seen = 0
+    for _rel, full, is_dir, is_link in walk(root, frozenset(), lambda _rel: True):
+        seen += 1
+        if seen > MAX_WALK:
+            return (
+                f"no file {target!r} exists, and Gemini CLI would look for one below the "
+                f"workspace, which holds more than {MAX_WALK} files and directories"
+            )
+        if not is_dir and not is_link and _rel[-1] == name and full.endswith(target):
+            found.append(full)
+    return found

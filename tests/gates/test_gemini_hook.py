@@ -164,6 +164,45 @@ def test_the_default_excludes_are_not_walked_unless_turned_off(
     assert answer["decision"] == "deny" and "id_rsa" in answer["reason"], answer
 
 
+@pytest.mark.parametrize(
+    ("file_path", "edited", "rule"),
+    [
+        ("settings.json", ".gemini/settings.json", "path-client-settings"),
+        ("s/config", ".aws/config", "path-sensitive"),
+        ("hooks/pre-commit", ".git/hooks/pre-commit", "path-vcs-internal"),
+    ],
+)
+def test_an_edit_of_a_missing_file_is_judged_on_every_file_gemini_cli_may_edit_instead(
+    plans: dict[str, Path], workspace: Path, file_path: str, edited: str, rule: str
+) -> None:
+    # Gemini CLI edits a file below the workspace whose path ends with a
+    # relative file_path that names no file: 'settings.json' is its own
+    # settings when no settings.json lies at the root.
+    target = workspace / edited
+    target.parent.mkdir(parents=True)
+    target.write_text("{}\n")
+    event = {
+        "hook_event_name": "BeforeTool",
+        "cwd": str(workspace),
+        "tool_name": "replace",
+        "tool_input": {
+            "file_path": file_path,
+            "instruction": "x",
+            "old_string": "{",
+            "new_string": "[",
+        },
+    }
+    options = HookOptions(plans["good"], allow=("edit_file",))
+    answer = decide_event(json.dumps(event).encode(), options)
+    assert answer["decision"] == "deny", answer
+    assert edited in answer["reason"] and rule in answer["reason"], answer
+    # A file of that name where the path points is the one edited.
+    (workspace / file_path).parent.mkdir(parents=True, exist_ok=True)
+    (workspace / file_path).write_text("{}\n")
+    answer = decide_event(json.dumps(event).encode(), options)
+    assert answer["decision"] == "allow", answer
+
+
 def test_stray_output_and_crashes_never_spoil_the_answer(
     plans: dict[str, Path], capsys: Any, monkeypatch: Any
 ) -> None:
