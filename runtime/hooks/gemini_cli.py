@@ -268,11 +268,11 @@ def _grep(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
         args = {"query": query, "target": "content", "path": where, "pattern": include}
         out.append([("search_files", args)])
         # A search of a directory reads the credential files below it that
-        # its include pattern lets through (a glob names even hidden ones).
+        # its include pattern lets through (a glob names even hidden ones),
+        # and, in the fallback that globs, the files its links point to.
         target = where if isinstance(where, str) else ctx.base
-        found = reach.credentials_searched(
-            ctx.session.workspace, target, include if isinstance(include, str) else None
-        )
+        glob = include if isinstance(include, str) else None
+        found = reach.credentials_searched(ctx.session.workspace, target, glob, file_links=True)
         if isinstance(found, str):
             return f"grep_search: {found}"
         for f in found:

@@ -248,7 +248,12 @@ def _filter_matchers(glob: str) -> list[tuple[re.Pattern[str] | str, ...]] | Non
 
 
 def sensitive_below(
-    top: str, root: str, glob: str | None, is_sensitive: Callable[[str], bool]
+    top: str,
+    root: str,
+    glob: str | None,
+    is_sensitive: Callable[[str], bool],
+    *,
+    file_links: bool = False,
 ) -> list[str] | str:
     """Up to a few credential files a content search of directory ``top``
     may read, its include filter ``glob`` applied loosely (a file the filter
@@ -257,8 +262,9 @@ def sensitive_below(
 
     Ignore files (.gitignore and the like) are not modelled: they differ per
     client and version, and a file they would hide only makes the answer
-    stricter here. Links below ``top`` are not followed (neither client's
-    search follows them)."""
+    stricter here. Links below ``top`` are not followed; with
+    ``file_links``, a link to something other than a directory is reported
+    (a search that reads it reads its target, wherever that is)."""
     filters = _filter_matchers(glob) if glob else None
     found: list[str] = []
     seen = 0
@@ -272,7 +278,9 @@ def sensitive_below(
                 "Charter cannot tell whether it reads a credential file; search a narrower "
                 "directory"
             )
-        if is_dir or is_link or not is_sensitive("/".join([*prefix, *rel])):
+        if is_dir or (is_link and not file_links):
+            continue
+        if not is_link and not is_sensitive("/".join([*prefix, *rel])):
             continue
         if filters is None or any(could_match(m, tuple(rel), below=False) for m in filters):
             found.append(full)
@@ -295,16 +303,19 @@ def working_dir(workspace: Path, target: str) -> tuple[str, str]:
     return rel, ""
 
 
-def credentials_searched(workspace: Path, target: str, glob: str | None) -> list[str] | str:
+def credentials_searched(
+    workspace: Path, target: str, glob: str | None, *, file_links: bool = False
+) -> list[str] | str:
     """The credential files a content search of ``target`` (a path as the
     tool was given it) may read, filtered by ``glob``; none when ``target``
     is not a directory inside the workspace (its own verdict decides then);
-    why not, past the bound."""
+    why not, past the bound. ``file_links``: report the links to files too.
+    """
     verdict = confine(workspace, target, op="read")
     if verdict.decision == "deny" or verdict.resolved is None or not verdict.resolved.is_dir():
         return []
     root = os.path.realpath(workspace)
-    return sensitive_below(str(verdict.resolved), root, glob, is_sensitive)
+    return sensitive_below(str(verdict.resolved), root, glob, is_sensitive, file_links=file_links)
 
 
 def files_ending_with(root: str, target: str) -> list[str] | str:

@@ -203,6 +203,27 @@ def test_an_edit_of_a_missing_file_is_judged_on_every_file_gemini_cli_may_edit_i
     assert answer["decision"] == "allow", answer
 
 
+def test_a_search_that_may_read_a_file_link_is_judged_on_its_target(
+    plans: dict[str, Path], workspace: Path
+) -> None:
+    # Without ripgrep, Gemini CLI's last fallback globs the directory and
+    # reads each file it matches, a link to a file outside included.
+    (workspace / "src" / "data.txt").symlink_to(workspace.parent / "outside" / "secret.txt")
+    event = {
+        "hook_event_name": "BeforeTool",
+        "cwd": str(workspace),
+        "tool_name": "grep_search",
+        "tool_input": {"pattern": "nope", "dir_path": "src"},
+    }
+    answer = decide_event(json.dumps(event).encode(), HookOptions(plans["good"]))
+    assert answer["decision"] == "deny", answer
+    assert "path-symlink-escape" in answer["reason"] and "src/data.txt" in answer["reason"]
+    # An include pattern the link's name cannot match leaves it out.
+    event["tool_input"]["include_pattern"] = "*.py"
+    answer = decide_event(json.dumps(event).encode(), HookOptions(plans["good"]))
+    assert answer["decision"] == "allow", answer
+
+
 def test_stray_output_and_crashes_never_spoil_the_answer(
     plans: dict[str, Path], capsys: Any, monkeypatch: Any
 ) -> None:
