@@ -255,8 +255,8 @@ def mcp_plan_name(session: Session, server: str, tool: str) -> str | None:
     # A plan tool of another kind (an authored tool named `a__b`) never
     # stands for an MCP server's tool.
     safe = mcp_safe_name(server, tool)
-    entry = session.agent.tools.get(safe)
-    return safe if entry is not None and entry.source == "mcp" else None
+    found = session.agent.tools.get(safe)
+    return safe if found is not None and found.source == "mcp" else None
 
 
 def choose_calls(
