@@ -295,6 +295,13 @@ def _grep(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
 def _shell(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
     command = inp.get("command")
     background = inp.get("is_background") is True
+    if inp.get("additional_permissions") not in (None, {}):
+        # With tool sandboxing on, Gemini CLI widens its sandbox for the
+        # command (network, paths to read or write) as the call asks.
+        return (
+            "run_shell_command asks for additional_permissions, which widen Gemini CLI's own "
+            "sandbox beyond what the stage grants; Charter cannot judge them"
+        )
     where, problem = _one_of(inp, "dir_path", "directory")
     if problem:
         return problem
@@ -483,6 +490,24 @@ _CLIENT_ONLY: dict[str, Fixed] = {
 }
 
 
+def _docs_problem(inp: Mapping[str, Any]) -> str:
+    """Why a get_internal_docs path may leave Gemini CLI's documentation
+    folder, or "". Gemini CLI checks only that the resolved path starts with
+    the folder's path as text, so '../docs-x/y' passes its check."""
+    path = inp.get("path")
+    if path is None or path == "":
+        return ""
+    if not isinstance(path, str):
+        return "get_internal_docs' path is not a string"
+    parts = path.replace("\\", "/").split("/")
+    if path.startswith(("/", "~")) or ".." in parts or "\x00" in path:
+        return (
+            f"get_internal_docs path {path[:200]!r} may lead out of Gemini CLI's documentation "
+            "folder; give a path the documentation list names"
+        )
+    return ""
+
+
 _HANDLERS: dict[str, Callable[[Mapping[str, Any], _Ctx], Found]] = {
     "read_file": _read_file,
     "write_file": _write_file,
@@ -592,7 +617,8 @@ def translate(
         return Translation([ToolCall(name, dict(inp))])
     fixed = _CLIENT_ONLY.get(tool)
     if fixed is not None:
-        return Translation([], fixed=[fixed])
+        problem = _docs_problem(inp) if tool == "get_internal_docs" else ""
+        return Translation([], problem) if problem else Translation([], fixed=[fixed])
     handler = _HANDLERS.get(_RENAMED.get(tool, tool))
     if handler is None:
         return Translation([], f"Gemini CLI tool '{tool}' has no Charter counterpart")
