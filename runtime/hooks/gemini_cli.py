@@ -38,6 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from charter.runtime.hooks import common, reach
 from charter.runtime.hooks.common import (
@@ -380,12 +381,31 @@ def _web_fetch(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
         if not isinstance(prompt, str):
             return "web_fetch's prompt is not a string"
         urls.extend(u for word in _JS_SPACE.split(prompt) for u in _URL.findall(word))
+    # Gemini CLI fetches a GitHub file page from raw.githubusercontent.com.
+    urls.extend(raw for raw in map(_github_raw, urls) if raw is not None)
     unique = list(dict.fromkeys(urls))
     if not unique:
         return "web_fetch's prompt holds no http(s) URL, so Charter cannot tell what it fetches"
     if len(unique) > _MAX_URLS:
         return f"web_fetch's prompt holds {len(unique)} URLs; more than {_MAX_URLS} are refused"
     return [[("web_fetch", {"url": u}), ("web_extract", {"url": u})] for u in unique]
+
+
+def _github_raw(url: str) -> str | None:
+    """The raw.githubusercontent.com URL Gemini CLI fetches instead of a
+    github.com '/blob/' page, or None for any other URL."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        return None
+    if host != "github.com" or "/blob/" not in parts.path:
+        return None
+    netloc = parts.netloc.rpartition("@")[2]
+    port = netloc.rpartition(":")[2] if netloc.count(":") == 1 else ""
+    where = "raw.githubusercontent.com" + (f":{port}" if port else "")
+    path = re.sub(r"^/([^/]+/[^/]+)/blob/", r"/\1/", parts.path)
+    return urlunsplit((parts.scheme, where, path, parts.query, parts.fragment))
 
 
 def _web_search(inp: Mapping[str, Any], ctx: _Ctx) -> Found:

@@ -410,3 +410,19 @@ def test_every_tool_gemini_cli_offers_is_mapped() -> None:
     assert known <= KNOWN_TOOLS, sorted(known - KNOWN_TOOLS)
     tested = {c.values[0].get("event", {}).get("tool_name") for c in _cases()}
     assert set(OFFERED_0_61.split()) <= tested, sorted(set(OFFERED_0_61.split()) - tested)
+
+
+def test_a_github_file_page_is_decided_as_the_raw_file_gemini_cli_fetches(
+    plans: dict[str, Path], workspace: Path
+) -> None:
+    from charter.runtime.plan.prepared import load_for_agents
+    from charter.runtime.policy.session import open_session
+
+    session = open_session(load_for_agents(plans["good"], ["a"]), "a", workspace=workspace)
+    page = "https://github.com/org/repo/blob/main/src/app.py"
+    event = {"tool_name": "web_fetch", "tool_input": {"prompt": f"summarize {page}"}}
+    urls = [c.args["url"] for c in gemini_cli.translate(event, session).calls]
+    assert urls == [page, "https://raw.githubusercontent.com/org/repo/main/src/app.py"]
+    event = {"tool_name": "web_fetch", "tool_input": {"prompt": "see https://example.com/a/blob/b"}}
+    urls = [c.args["url"] for c in gemini_cli.translate(event, session).calls]
+    assert urls == ["https://example.com/a/blob/b"]
