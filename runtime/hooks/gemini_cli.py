@@ -285,7 +285,8 @@ def _grep(inp: Mapping[str, Any], ctx: _Ctx) -> Found:
         # Without ripgrep, Gemini CLI's last fallback globs the include
         # pattern from the search directory: an absolute or climbing pattern,
         # or a link it passes through, reads outside it.
-        reached = _pattern_reach(ctx, posixpath.join(path or ".", include), skip_defaults=False)
+        # That fallback always leaves Gemini CLI's default excludes out.
+        reached = _pattern_reach(ctx, posixpath.join(path or ".", include), skip_defaults=True)
         if isinstance(reached, str):
             return f"grep_search: {reached}"
         for p in reached:

@@ -323,7 +323,7 @@ def files_ending_with(root: str, target: str) -> list[str] | str:
     relative ``target`` for when no file of that name exists where it points:
     a file named as ``target``'s last part whose path ends with ``target`` (as
     text), found by walking without following links. Why not, past
-    :data:`MAX_WALK` entries."""
+    :data:`MAX_SEARCH_WALK` entries."""
     name = posixpath.basename(target)
     if not name:
         return []
@@ -331,10 +331,10 @@ def files_ending_with(root: str, target: str) -> list[str] | str:
     seen = 0
     for _rel, full, is_dir, is_link in walk(root, frozenset(), lambda _rel: True):
         seen += 1
-        if seen > MAX_WALK:
+        if seen > MAX_SEARCH_WALK:
             return (
                 f"no file {target!r} exists, and Gemini CLI would look for one below the "
-                f"workspace, which holds more than {MAX_WALK} files and directories"
+                f"workspace, which holds more than {MAX_SEARCH_WALK} files and directories"
             )
         if not is_dir and not is_link and _rel[-1] == name and full.endswith(target):
             found.append(full)
