@@ -504,7 +504,9 @@ _FIELDS: dict[str, frozenset[str]] = {
         {"file_path", "offset", "limit", "pages", "allow_large", "length", "description"}
     ),
     "Write": frozenset({"file_path", "content"}),
-    "Edit": frozenset({"file_path", "old_string", "new_string", "replace_all"}),
+    "Edit": frozenset(
+        {"file_path", "old_string", "new_string", "replace_all", "old_str", "new_str"}
+    ),
     "MultiEdit": frozenset({"file_path", "edits"}),
     "NotebookEdit": frozenset({"notebook_path", "cell_id", "new_source", "cell_type", "edit_mode"}),
     "Glob": frozenset({"pattern", "path"}),
@@ -563,6 +565,8 @@ _PATH_FIELDS: dict[str, tuple[str, ...]] = {
     "LS": ("path",),
     "EnterWorktree": ("path",),
 }
+# More images than one Bash call asks to view are refused, not decided piecemeal.
+_MAX_IMAGES = 64
 # Tools that search Claude Code's current directory when given no path.
 _SEARCHES = frozenset({"Glob", "Grep"})
 
@@ -613,6 +617,11 @@ def _as_claude_code_reads(tool: str, inp: Mapping[str, Any], where: _Where) -> d
                 "it, so the call cannot be decided"
             )
     out = dict(inp)
+    for alias, name in (("old_str", "old_string"), ("new_str", "new_string")):
+        if tool == "Edit" and alias in out:
+            # Claude Code's Edit reads old_str/new_str when the other is absent.
+            given = out.pop(alias)
+            out.setdefault(name, given)
     if tool == "Grep" and "file_path" in out:
         # Claude Code's input repair reads Grep's file_path as path.
         alias = out.pop("file_path")
@@ -632,6 +641,16 @@ def _as_claude_code_reads(tool: str, inp: Mapping[str, Any], where: _Where) -> d
             given = common.text(out.get("path"))
             out["path"] = where.path(root if given is None else posixpath.join(given, root))
     return out
+
+
+def _images_viewed(paths: Any, where: _Where) -> list[Alternatives] | str:
+    """Bash's view_images: files Claude Code reads after the command and
+    returns to the model, each decided as a read of that file."""
+    if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
+        return "Bash's view_images is not a list of paths"
+    if len(paths) > _MAX_IMAGES:
+        return f"Bash's view_images names more than {_MAX_IMAGES} files"
+    return [[("read_file", {"path": where.path(p)})] for p in paths]
 
 
 def _in_directory(found: Found, where: _Where) -> Found:
@@ -715,6 +734,11 @@ def translate(
         if isinstance(more, str):
             return Translation([], f"Grep: {more}")
         found = [*found, *more]
+    if tool == "Bash" and read.get("view_images") is not None:
+        shown = _images_viewed(read["view_images"], where)
+        if isinstance(shown, str):
+            return Translation([], shown)
+        found = [*found, *shown]
     note = f"{tool}{_SCHEDULED}" if tool in _SCHEDULING else "; ".join(where.notes)
     return Translation(common.choose_calls(session, found, call_id), note=note, fixed=fixed)
 
