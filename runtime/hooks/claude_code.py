@@ -503,7 +503,7 @@ _FIELDS: dict[str, frozenset[str]] = {
     "Read": frozenset(
         {"file_path", "offset", "limit", "pages", "allow_large", "length", "description"}
     ),
-    "Write": frozenset({"file_path", "content"}),
+    "Write": frozenset({"file_path", "content", "path"}),
     "Edit": frozenset(
         {"file_path", "old_string", "new_string", "replace_all", "old_str", "new_str"}
     ),
@@ -551,6 +551,13 @@ _FIELDS["Task"] = _FIELDS["Agent"] = frozenset(
         "isolation",
     }
 )
+# Arguments Claude Code's input repair reads as another one when that one is
+# absent: (alias, name).
+_ALIASES: dict[str, tuple[tuple[str, str], ...]] = {
+    "Grep": (("file_path", "path"),),
+    "Write": (("path", "file_path"),),
+    "Edit": (("old_str", "old_string"), ("new_str", "new_string")),
+}
 # The argument that sends a call to another machine Claude Code is attached to.
 _HOST_FIELD = "_host"
 # The arguments Claude Code reads as a file or directory path.
@@ -617,17 +624,14 @@ def _as_claude_code_reads(tool: str, inp: Mapping[str, Any], where: _Where) -> d
                 "it, so the call cannot be decided"
             )
     out = dict(inp)
-    for alias, name in (("old_str", "old_string"), ("new_str", "new_string")):
-        if tool == "Edit" and alias in out:
-            # Claude Code's Edit reads old_str/new_str when the other is absent.
-            given = out.pop(alias)
-            out.setdefault(name, given)
-    if tool == "Grep" and "file_path" in out:
-        # Claude Code's input repair reads Grep's file_path as path.
-        alias = out.pop("file_path")
-        if out.get("path") is not None and out["path"] != alias:
-            return "Grep gives both 'path' and 'file_path', with different values"
-        out["path"] = alias
+    for alias, name in _ALIASES.get(tool, ()):
+        if alias not in out:
+            continue
+        given = out.pop(alias)
+        if out.get(name) is not None and out[name] != given and name in _PATH_FIELDS[tool]:
+            # Two places to act on: Charter cannot tell which one Claude Code takes.
+            return f"{tool} gives both {name!r} and {alias!r}, with different values"
+        out.setdefault(name, given)
     for key in _PATH_FIELDS.get(tool, ()):
         if key in out:
             out[key] = where.path(out[key])
