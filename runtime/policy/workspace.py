@@ -23,6 +23,18 @@ compared case-folded where the workspace's file system ignores case
 (:func:`case_insensitive` finds out, per workspace).
 Writing a coding client's own settings or instruction files (``.claude/``,
 ``CLAUDE.md``, ``.gemini/``, ...) asks the same person.
+
+Two ways out show in no path text and no real path, so they are looked at on
+the file system itself:
+
+- a **mount** inside the workspace (a bind mount of an outside folder or
+  file, a tmpfs, an overlay): ``realpath`` walks straight through it. A path
+  whose deepest existing part lies on another mount than the workspace root
+  is a deny (``path-mount``);
+- a regular file with **more than one name** (a hard link): its other name
+  may be outside the workspace or a credential file, and a client that
+  writes in place would change that file too. Reading or writing it asks
+  (``path-hardlink``).
 """
 
 from __future__ import annotations
@@ -48,6 +60,7 @@ __all__ = [
     "SENSITIVE_DIRS",
     "SENSITIVE_FILES",
     "PathVerdict",
+    "mount_id",
     "PathOp",
     "Protection",
     "case_insensitive",
@@ -244,6 +257,27 @@ def protection(relative: tuple[str, ...], op: PathOp, *, fold: bool) -> Protecti
     return None
 
 
+def _hardlink(real: str, relative: tuple[str, ...]) -> Protection | None:
+    """An ask for a regular file with more than one name: which other names
+    it has (outside the workspace, a credential file's) cannot be found out.
+    A file created later by the file tools has one name; replacing a file
+    (their writes rename a new file into place) drops the other names."""
+    if not relative:
+        return None
+    try:
+        info = os.lstat(real)
+    except OSError:
+        return None
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        return Protection(
+            "ask",
+            "path-hardlink",
+            f"it has {info.st_nlink} names (hard links); another name may be outside the "
+            "workspace or a credential file",
+        )
+    return None
+
+
 @functools.lru_cache(maxsize=64)
 def case_insensitive(root: str) -> bool:
     """Whether the file system holding the directory ``root`` ignores case.
@@ -372,6 +406,64 @@ def _nearest_existing(parts: list[str]) -> tuple[str, tuple[str, ...]]:
     return os.sep + os.sep.join(parts[:n]), tuple(parts[n:])
 
 
+def mount_id(path: str) -> int | None:
+    """The id of the mount holding ``path`` itself (a symlink is not followed),
+    from ``/proc/self/fdinfo``; None where it cannot be read (no ``/proc``,
+    not Linux)."""
+    o_path = getattr(os, "O_PATH", None)
+    if o_path is None:
+        return None
+    try:
+        fd = os.open(path, o_path | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except (OSError, ValueError):
+        return None
+    try:
+        with open(f"/proc/self/fdinfo/{fd}", "rb") as f:
+            for line in f:
+                if line.startswith(b"mnt_id:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    finally:
+        os.close(fd)
+    return None
+
+
+def _on_root_mount(root: str, existing: str) -> bool:
+    """Whether ``existing`` (a real path under ``root``) lies on the root's
+    mount. A mount id differs for every mount, a bind of a folder from the
+    same file system included; where ids cannot be read, the device of the
+    nearest directory decides (overlayfs may give a file its lower layer's
+    device, so only directories are compared)."""
+    # A dangling symlink's target was named as existing: its nearest
+    # existing folder is where a write would land.
+    while existing != root and not os.path.lexists(existing):
+        existing = os.path.dirname(existing)
+    if existing == root or not existing.startswith(root):
+        return existing == root
+    theirs = _root_mount(root)
+    if theirs is not None:
+        mine = mount_id(existing)
+        if mine is not None:
+            return mine == theirs
+    try:
+        info = os.lstat(existing)
+        if not stat.S_ISDIR(info.st_mode):
+            info = os.lstat(os.path.dirname(existing))
+        return info.st_dev == os.stat(root).st_dev
+    except OSError:
+        # vanished since it was walked: no mount can be named, which
+        # confines like a loop (the caller denies)
+        return False
+
+
+@functools.lru_cache(maxsize=64)
+def _root_mount(root: str) -> int | None:
+    # The root's mount is fixed for a run (a mount over the root itself
+    # makes every later path look foreign: a deny, never an allow).
+    return mount_id(root)
+
+
 def _walk(root: str, rel: list[str]) -> tuple[str, tuple[str, ...]] | None:
     """Resolve ``rel`` below the real directory ``root`` the way the kernel
     does: the real path of the longest existing part, and the components
@@ -489,12 +581,21 @@ def confine(workspace: Path, path: str, *, op: PathOp) -> PathVerdict:
 
     relative = tuple(resolved_parts[len(root_parts) :])
     resolved = Path(os.sep + os.sep.join(resolved_parts))
+    existing = os.sep + os.sep.join(resolved_parts[: len(resolved_parts) - len(missing)])
+    if not _on_root_mount(root, existing):
+        return _deny(
+            "path-mount",
+            f"path {path!r} leads onto another mount than the workspace's (a bind or "
+            "file-system mount inside it), which may show files from outside",
+        )
     fold = case_insensitive(root)
     found = protection(relative, op, fold=fold)
     if found is None and lexical_inside:
         # A symlink with an innocent name may point at a credential file; the
         # text the model used is checked as well as the target.
         found = protection(tuple(lexical[len(root_parts) :]), op, fold=fold)
+    if found is None and not missing:
+        found = _hardlink(existing, relative)
     if found is not None and found.decision == "deny":
         return _deny(found.rule, f"path {path!r} is refused: {found.reason}")
     if found is not None:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from charter.runtime.policy.workspace import PathOp, confine, is_sensitive
 from charter.runtime.results import ToolResult, refusal
-from charter.runtime.tools.beneath import PathChanged, opener_for
+from charter.runtime.tools.beneath import PathChanged, open_child, opener_for, same_mount
 
 if TYPE_CHECKING:
     from charter.runtime.tools.base import ToolRuntime
@@ -52,8 +52,6 @@ _SEARCH_MAX_TOTAL_BYTES = 64 * 1024 * 1024
 _SEARCH_MAX_SECONDS = 10.0
 _SEARCH_LINE_CHARS = 300
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def _error(rule: str, message: str, **data: Any) -> ToolResult:
@@ -87,13 +85,29 @@ def _changed(path: str, exc: PathChanged) -> ToolResult:
     return refusal("denied", "dispatch", "path-changed", f"{path}: {exc}")
 
 
+def _linked(path: str, info: os.stat_result, approved: bool) -> ToolResult | None:
+    """A refusal for a regular file that has more than one name, unless a
+    person approved the call. Confinement asks about such a file before the
+    call; this catches a link made between that check and the open, and is
+    decided on the descriptor actually read."""
+    if approved or not stat.S_ISREG(info.st_mode) or info.st_nlink <= 1:
+        return None
+    return refusal(
+        "denied",
+        "dispatch",
+        "path-hardlink",
+        f"{path} has {info.st_nlink} names (hard links); another name may be outside the "
+        "workspace or a credential file; it needs a person's approval",
+    )
+
+
 def _looks_binary(fd: int) -> bool:
     head = os.pread(fd, 8192, 0) if hasattr(os, "pread") else b""
     return b"\x00" in head
 
 
 def _read_text(
-    rt: ToolRuntime, resolved: Path, offset: int, limit: int | None
+    rt: ToolRuntime, resolved: Path, offset: int, limit: int | None, approved: bool
 ) -> tuple[str, bool, int] | ToolResult:
     """Up to READ_CAP_BYTES of text from character ``offset``; returns the
     text, whether more follows, and the file's size in bytes."""
@@ -113,6 +127,9 @@ def _read_text(
             return _error("is-directory", f"{resolved.name} is a directory; use list_dir")
         if not stat.S_ISREG(info.st_mode):
             return _error("not-regular", f"{resolved.name} is not a regular file")
+        linked = _linked(resolved.name, info, approved)
+        if linked is not None:
+            return linked
         if _looks_binary(fd):
             return _error(
                 "binary-file", f"{resolved.name} looks binary ({info.st_size} bytes); not shown"
@@ -144,7 +161,7 @@ def _read_one(
     resolved = _confined(rt, path, "read", approved)
     if isinstance(resolved, ToolResult):
         return resolved
-    got = _read_text(rt, resolved, offset, limit)
+    got = _read_text(rt, resolved, offset, limit, approved)
     if isinstance(got, ToolResult):
         return got
     text, more, size = got
@@ -183,13 +200,20 @@ def run_read(
     return _read_one(rt, args["path"], int(args.get("offset", 0)), args.get("limit"), approved)
 
 
-def _atomic_write(rt: ToolRuntime, resolved: Path, text: str, *, create_parents: bool) -> bool:
+def _atomic_write(
+    rt: ToolRuntime,
+    resolved: Path,
+    text: str,
+    *,
+    create_parents: bool,
+    expect: tuple[int, int] | None = None,
+) -> bool:
     """Write through a temporary file and rename, so a reader never sees half
     a file and a crash never leaves one; every directory on the way is opened
     by descriptor (see :mod:`charter.runtime.tools.beneath`). Returns whether
     the file existed."""
     opener, rel = opener_for(rt.workspace, resolved)
-    return opener.replace(rel, text.encode("utf-8"), create_parents=create_parents)
+    return opener.replace(rel, text.encode("utf-8"), create_parents=create_parents, expect=expect)
 
 
 def run_write(
@@ -207,6 +231,8 @@ def run_write(
         return _error("is-directory", f"{path} is a directory or special file")
     except NotADirectoryError:
         return _error("not-directory", f"a parent of {path} is a file, not a directory")
+    except PermissionError as exc:
+        return _error("write-not-permitted", f"could not write {path}: {exc.strerror or exc}")
     except OSError as exc:
         return _error("write-failed", f"could not write {path}: {exc.strerror or exc}")
     size = len(content.encode("utf-8"))
@@ -214,7 +240,11 @@ def run_write(
     return _ok(f"{verb} {path} ({size} bytes)", bytes=size, created=not existed)
 
 
-def _load_for_edit(rt: ToolRuntime, resolved: Path, path: str) -> str | ToolResult:
+def _load_for_edit(
+    rt: ToolRuntime, resolved: Path, path: str, approved: bool
+) -> tuple[str, tuple[int, int]] | ToolResult:
+    """The file's text and identity (device, inode): the edit is written
+    back only over this same file."""
     try:
         fd = _open_read(rt, resolved)
     except PathChanged as exc:
@@ -224,11 +254,15 @@ def _load_for_edit(rt: ToolRuntime, resolved: Path, path: str) -> str | ToolResu
     except OSError as exc:
         return _error("file-unreadable", f"{path}: {exc.strerror or exc}")
     with os.fdopen(fd, "rb") as f:
-        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
             return _error("not-regular", f"{path} is not a regular file")
+        linked = _linked(path, info, approved)
+        if linked is not None:
+            return linked
         data = f.read()
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8"), (info.st_dev, info.st_ino)
     except UnicodeDecodeError as exc:
         return _error(
             "not-utf8", f"{path} is not valid UTF-8 (byte {exc.start}); it cannot be edited as text"
@@ -254,9 +288,10 @@ def run_replace(
     resolved = _confined(rt, path, "write", approved)
     if isinstance(resolved, ToolResult):
         return resolved
-    text = _load_for_edit(rt, resolved, path)
-    if isinstance(text, ToolResult):
-        return text
+    loaded = _load_for_edit(rt, resolved, path, approved)
+    if isinstance(loaded, ToolResult):
+        return loaded
+    text, identity = loaded
     found = text.count(old)
     what = "old" if is_patch else "old_str"
     if found == 0:
@@ -284,9 +319,11 @@ def run_replace(
     first_line = _line_of(text, text.index(old))
     updated = text.replace(old, new)
     try:
-        _atomic_write(rt, resolved, updated, create_parents=False)
+        _atomic_write(rt, resolved, updated, create_parents=False, expect=identity)
     except PathChanged as exc:
         return _changed(path, exc)
+    except PermissionError as exc:
+        return _error("write-not-permitted", f"could not write {path}: {exc.strerror or exc}")
     except OSError as exc:
         return _error("write-failed", f"could not write {path}: {exc.strerror or exc}")
     if not is_patch:
@@ -374,7 +411,7 @@ def run_search(
     needle = query if case else query.casefold()
     results: list[str] = []
     scanned_files = scanned_bytes = 0
-    skipped_sensitive = 0
+    skipped_sensitive = skipped_linked = skipped_mounts = 0
     stopped: str | None = None
     deadline = time.monotonic() + _SEARCH_MAX_SECONDS
 
@@ -396,6 +433,12 @@ def run_search(
         for dirpath, dirnames, filenames, dir_fd in os.fwalk(
             ".", dir_fd=top_fd, follow_symlinks=False
         ):
+            if dirpath != "." and not same_mount(dir_fd, top_fd):
+                # A mount inside the workspace (a bind of an outside folder)
+                # is not searched, nor anything below it.
+                dirnames[:] = []
+                skipped_mounts += 1
+                continue
             dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
             here = resolved / dirpath
             for name in sorted(filenames):
@@ -429,19 +472,29 @@ def run_search(
                 if target == "name":
                     continue
                 try:
+                    # lstat first: a device node is never opened (opening
+                    # one can act); the descriptor is checked again below.
                     info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                    if not stat.S_ISREG(info.st_mode) or info.st_size > _SEARCH_MAX_FILE_BYTES:
+                    if not stat.S_ISREG(info.st_mode):
                         continue
-                    if scanned_bytes + info.st_size > _SEARCH_MAX_TOTAL_BYTES:
-                        stopped = (
-                            f"stopped after {_SEARCH_MAX_TOTAL_BYTES // (1024 * 1024)} MB read"
-                        )
-                        break
-                    fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _NONBLOCK, dir_fd=dir_fd)
+                    fd = open_child(dir_fd, name, os.O_RDONLY, ref=top_fd)
                     with os.fdopen(fd, "rb") as f:
-                        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                        info = os.fstat(f.fileno())
+                        if not stat.S_ISREG(info.st_mode) or info.st_size > _SEARCH_MAX_FILE_BYTES:
                             continue
+                        if info.st_nlink > 1:
+                            # another name may be outside or a credential file
+                            skipped_linked += 1
+                            continue
+                        if scanned_bytes + info.st_size > _SEARCH_MAX_TOTAL_BYTES:
+                            stopped = (
+                                f"stopped after {_SEARCH_MAX_TOTAL_BYTES // (1024 * 1024)} MB read"
+                            )
+                            break
                         data = f.read(_SEARCH_MAX_FILE_BYTES)
+                except PathChanged:
+                    skipped_mounts += 1
+                    continue
                 except OSError:
                     continue
                 scanned_bytes += len(data)
@@ -465,6 +518,10 @@ def run_search(
         notes.append(f"[search {stopped}; narrow path or pattern for more]")
     if skipped_sensitive:
         notes.append(f"[{skipped_sensitive} sensitive file(s) not searched]")
+    if skipped_linked:
+        notes.append(f"[{skipped_linked} file(s) with several names (hard links) not searched]")
+    if skipped_mounts:
+        notes.append(f"[{skipped_mounts} mount point(s) or links not searched]")
     return _ok(
         "\n".join(lines + notes),
         matches=len(results[:limit]),

@@ -47,6 +47,7 @@ def test_cases_cover_every_rule() -> None:
         "path-nul",
         "path-drive",
         "path-unc",
+        "path-hardlink",
     } - rules == {"path-nul"}  # NUL cannot be written in a text data file: tested below
 
 
