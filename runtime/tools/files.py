@@ -44,6 +44,10 @@ READ_CAP_BYTES = 256 * 1024
 _SKIP_CHUNK = 1 << 20
 _LIST_MAX = 1000
 _DIFF_MAX_CHARS = 64_000
+# edit_file and patch hold the whole file in memory (and a second, edited
+# copy): a sparse file the agent made with `truncate -s 1T` must not take
+# Charter's own process down with it.
+_EDIT_MAX_BYTES = 16 * 1024 * 1024
 # search_files bounds: it walks a tree the model chose, so each is a guard
 # against a huge checkout, not a tuning knob.
 _SEARCH_MAX_FILES = 20_000
@@ -137,7 +141,14 @@ def _read_text(
         with os.fdopen(fd, "r", encoding="utf-8", errors="replace", newline="") as f:
             fd = -1
             skipped = 0
+            # A character takes at least one byte (an undecodable byte is one
+            # U+FFFD): an offset at or past the size needs no reading, which
+            # spares a walk through a huge sparse file.
+            if offset >= info.st_size:
+                return "", False, info.st_size
             while skipped < offset:
+                if rt.cancel.is_set():
+                    return _error("cancelled", f"{resolved.name}: the read was cancelled")
                 got = len(f.read(min(_SKIP_CHUNK, offset - skipped)))
                 if got == 0:
                     break
@@ -260,7 +271,15 @@ def _load_for_edit(
         linked = _linked(path, info, approved)
         if linked is not None:
             return linked
-        data = f.read()
+        # Read one byte past the bound rather than trusting st_size: the
+        # file may grow between the fstat and the read.
+        data = f.read(_EDIT_MAX_BYTES + 1)
+        if len(data) > _EDIT_MAX_BYTES:
+            return _error(
+                "file-too-large",
+                f"{path} is larger than {_EDIT_MAX_BYTES // (1024 * 1024)} MiB; it cannot be "
+                "edited in place with this tool. Nothing was changed.",
+            )
     try:
         return data.decode("utf-8"), (info.st_dev, info.st_ino)
     except UnicodeDecodeError as exc:

@@ -192,9 +192,7 @@ def test_path_args() -> None:
         ("paths", "a", "read"),
         ("paths", "b", "read"),
     ]
-    assert path_args(_entry("write_file"), {"path": "a", "content": ""}) == [
-        ("path", "a", "write")
-    ]
+    assert path_args(_entry("write_file"), {"path": "a", "content": ""}) == [("path", "a", "write")]
     assert path_args(_entry("edit_file"), {"path": "a"}) == [("path", "a", "write")]
     assert path_args(_entry("patch"), {"path": "a"}) == [("path", "a", "write")]
     assert path_args(_entry("list_dir"), {}) == [("path", ".", "read")]
@@ -216,3 +214,19 @@ def test_path_args() -> None:
 def test_unknown_tool_is_unavailable(rt: ToolRuntime) -> None:
     res = dispatch("no_such_tool", {"url": "https://example.com"}, rt)
     assert (res.status, res.rule) == ("unavailable", "no-implementation")
+
+
+def test_edit_refuses_a_huge_sparse_file(rt: ToolRuntime) -> None:
+    # `truncate -s 1T` in the sandbox costs nothing; reading it whole into
+    # Charter's own memory would take the run down. 17 MiB here stands in.
+    big = rt.workspace / "big.txt"
+    with open(big, "wb") as f:
+        f.write(b"needle\n")
+        f.truncate(17 * 1024 * 1024)
+    for tool, args in [
+        ("edit_file", {"path": "big.txt", "old_str": "needle", "new_str": "x"}),
+        ("patch", {"path": "big.txt", "old": "needle", "new": "x"}),
+    ]:
+        res = dispatch(tool, args, rt)
+        assert (res.status, res.rule) == ("error", "file-too-large"), res
+    assert big.read_bytes()[:7] == b"needle\n"
