@@ -146,6 +146,16 @@ def _spelling_problem(path: str) -> PathVerdict | None:
         return _deny("path-too-long", f"path is longer than {_MAX_PATH} characters")
     if "\x00" in path:
         return _deny("path-nul", f"path {shown} contains a NUL byte")
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        # A lone surrogate outside the range that stands for an undecodable
+        # byte names no file: no system call could even be made with it.
+        return _deny(
+            "path-encoded",
+            f"path {shown} holds a character that cannot be written as a file name "
+            "(a lone surrogate)",
+        )
     if any(unicodedata.category(c) == "Cc" for c in path):
         return _deny("path-control", f"path {shown} contains a control character")
     if path.startswith("~"):

@@ -438,7 +438,9 @@ class Opener:
     def _temp(parent: int, name: str) -> tuple[str, int]:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
         for _ in range(100):
-            tmp = f".{name[:200]}.{secrets.token_hex(6)}.tmp"
+            # Cut by bytes, not characters: a name of 80 three-byte
+            # characters is a valid name whose 200-character prefix is not.
+            tmp = f".{os.fsdecode(os.fsencode(name)[:200])}.{secrets.token_hex(6)}.tmp"
             try:
                 return tmp, os.open(tmp, flags, 0o600, dir_fd=parent)
             except FileExistsError:

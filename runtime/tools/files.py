@@ -75,6 +75,16 @@ def _confined(rt: ToolRuntime, path: str, op: PathOp, approved: bool) -> Path | 
     return d.resolved
 
 
+def _confined_file(rt: ToolRuntime, path: str, op: PathOp, approved: bool) -> Path | ToolResult:
+    """:func:`_confined` for a tool that works on one file: a trailing '/'
+    means a directory (the kernel refuses ``file.txt/``), so such a path is
+    never read, edited or written as a file named without the slash."""
+    resolved = _confined(rt, path, op, approved)
+    if isinstance(resolved, Path) and path.endswith(("/", "/.")):
+        return _error("is-directory", f"{path} ends with '/', which names a directory")
+    return resolved
+
+
 def _display(rt: ToolRuntime, resolved: Path) -> str:
     rel = resolved.relative_to(os.path.realpath(rt.workspace))
     return rel.as_posix() or "."
@@ -169,7 +179,7 @@ def _read_text(
 def _read_one(
     rt: ToolRuntime, path: str, offset: int, limit: int | None, approved: bool
 ) -> ToolResult:
-    resolved = _confined(rt, path, "read", approved)
+    resolved = _confined_file(rt, path, "read", approved)
     if isinstance(resolved, ToolResult):
         return resolved
     got = _read_text(rt, resolved, offset, limit, approved)
@@ -208,7 +218,12 @@ def run_read(
             one = _read_one(rt, p, 0, None, approved)
             parts.append(f"=== {p} ===\n{one.content}")
         return _ok("\n\n".join(parts), files=len(paths))
-    return _read_one(rt, args["path"], int(args.get("offset", 0)), args.get("limit"), approved)
+    offset, limit = int(args.get("offset", 0)), args.get("limit")
+    # The schema gate holds the model to these; a script's host call may
+    # not pass through it, and f.read(-1) would read a whole file.
+    if offset < 0 or (limit is not None and int(limit) < 1):
+        return _error("read-bad-range", "offset must be 0 or more and limit 1 or more")
+    return _read_one(rt, args["path"], offset, None if limit is None else int(limit), approved)
 
 
 def _atomic_write(
@@ -231,7 +246,7 @@ def run_write(
     args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, approved: bool
 ) -> ToolResult:
     path, content = args["path"], args["content"]
-    resolved = _confined(rt, path, "write", approved)
+    resolved = _confined_file(rt, path, "write", approved)
     if isinstance(resolved, ToolResult):
         return resolved
     try:
@@ -264,8 +279,11 @@ def _load_for_edit(
         return _error("file-not-found", f"{path}: no such file")
     except OSError as exc:
         return _error("file-unreadable", f"{path}: {exc.strerror or exc}")
+    info = os.fstat(fd)
+    if stat.S_ISDIR(info.st_mode):
+        os.close(fd)
+        return _error("is-directory", f"{path} is a directory")
     with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
         if not stat.S_ISREG(info.st_mode):
             return _error("not-regular", f"{path} is not a regular file")
         linked = _linked(path, info, approved)
@@ -304,7 +322,7 @@ def run_replace(
         return _error("replace-empty", "the text to replace must not be empty")
     if want == 0 or want < -1:
         return _error("replace-bad-count", "count must be a positive number or -1 (all)")
-    resolved = _confined(rt, path, "write", approved)
+    resolved = _confined_file(rt, path, "write", approved)
     if isinstance(resolved, ToolResult):
         return resolved
     loaded = _load_for_edit(rt, resolved, path, approved)
@@ -420,6 +438,8 @@ def run_search(
     pattern = args.get("pattern", "*")
     case = bool(args.get("case_sensitive", True))
     limit = int(args.get("max_results", 50))
+    if limit < 1:
+        return _error("search-bad-limit", "max_results must be 1 or more")
     if target not in ("content", "name", "both"):
         return _error("search-bad-target", f"target must be content, name or both, not {target!r}")
     resolved = _confined(rt, path, "read", approved)

@@ -230,3 +230,42 @@ def test_edit_refuses_a_huge_sparse_file(rt: ToolRuntime) -> None:
         res = dispatch(tool, args, rt)
         assert (res.status, res.rule) == ("error", "file-too-large"), res
     assert big.read_bytes()[:7] == b"needle\n"
+
+
+def test_a_trailing_slash_names_a_directory_never_a_file(rt: ToolRuntime) -> None:
+    res = dispatch("write_file", {"path": "newdir/", "content": "x"}, rt)
+    assert (res.status, res.rule) == ("error", "is-directory"), res
+    assert not (rt.workspace / "newdir").exists()
+    assert dispatch("read_file", {"path": "src/app.py/"}, rt).rule == "is-directory"
+    edit = dispatch("edit_file", {"path": "src/app.py/.", "old_str": "hi", "new_str": "x"}, rt)
+    assert edit.rule == "is-directory"
+    assert (rt.workspace / "src/app.py").read_text() == "print('hi')\n"
+
+
+def test_edit_of_a_directory_is_an_error_not_a_crash(rt: ToolRuntime) -> None:
+    res = dispatch("edit_file", {"path": "src", "old_str": "a", "new_str": "b"}, rt)
+    assert (res.status, res.rule) == ("error", "is-directory"), res
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "rule"),
+    [
+        ("read_file", {"path": "src/app.py", "limit": -1}, "read-bad-range"),
+        ("read_file", {"path": "src/app.py", "limit": 0}, "read-bad-range"),
+        ("read_file", {"path": "src/app.py", "offset": -3}, "read-bad-range"),
+        ("search_files", {"query": "x", "max_results": -1}, "search-bad-limit"),
+    ],
+)
+def test_bad_ranges_are_refused_even_past_the_schema(
+    rt: ToolRuntime, tool: str, args: dict[str, Any], rule: str
+) -> None:
+    # A negative limit read the whole file (f.read(-1)) before the cap.
+    res = dispatch(tool, args, rt)
+    assert (res.status, res.rule) == ("error", rule), res
+
+
+def test_a_long_name_of_multibyte_characters_can_be_written(rt: ToolRuntime) -> None:
+    name = "é" * 120  # 240 bytes: a valid name, whose temporary name must fit too
+    res = dispatch("write_file", {"path": name, "content": "x"}, rt)
+    assert res.ok, res
+    assert (rt.workspace / name).read_text() == "x"

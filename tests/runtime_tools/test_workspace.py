@@ -158,3 +158,19 @@ def test_agrees_with_the_kernel(layout: Path) -> None:
             assert str(got.resolved) == os.path.realpath(target), path
 
     check()
+
+
+@pytest.mark.parametrize("path", ["\ud800", "src/a\udc2e.py", "\udfff/x"])
+def test_a_lone_surrogate_is_refused_not_raised(layout: Path, path: str) -> None:
+    # JSON can carry "\ud800"; no file name can: refused, never a traceback
+    # out of the gate, a hook or check-path.
+    for op in ("read", "write"):
+        got = confine(layout, path, op=op)  # type: ignore[arg-type]
+        assert (got.decision, got.rule) == ("deny", "path-encoded"), got.message
+    assert decide_path(layout, path, "read")["rule"] == "path-encoded"
+
+
+def test_an_undecodable_byte_names_its_file(layout: Path) -> None:
+    # "\udcff" is how Python spells the byte 0xFF of a non-UTF-8 name
+    got = confine(layout, "src/bad\udcffname.txt", op="write")
+    assert got.decision == "allow" and got.resolved == layout / "src" / "bad\udcffname.txt"
