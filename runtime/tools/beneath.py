@@ -49,6 +49,7 @@ from pathlib import Path, PurePosixPath
 from charter.runtime.errors import CharterError
 
 __all__ = [
+    "NotRegularFile",
     "PathChanged",
     "Opener",
     "open_child",
@@ -71,6 +72,31 @@ _SYS_OPENAT2 = {"x86_64": 437, "aarch64": 437, "riscv64": 437, "ppc64le": 437, "
 
 class PathChanged(CharterError):
     """A component of a checked path is no longer what confinement saw."""
+
+
+class NotRegularFile(OSError):
+    """The path names a FIFO, a device, a socket: nothing a file tool reads."""
+
+
+def _require_regular(info: os.stat_result, parts: tuple[str, ...]) -> None:
+    where = "/".join(parts)
+    if stat.S_ISLNK(info.st_mode):
+        # O_PATH | O_NOFOLLOW opens a symlink itself (the walk's last step)
+        raise _changed(where)
+    if stat.S_ISDIR(info.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a directory", where)
+    if not stat.S_ISREG(info.st_mode):
+        raise NotRegularFile(errno.EINVAL, "not a regular file", where)
+
+
+def _same_file(fd: int, seen: os.stat_result, parts: tuple[str, ...]) -> int:
+    info = os.fstat(fd)
+    if (info.st_dev, info.st_ino) != (seen.st_dev, seen.st_ino) or not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise _changed("/".join(parts))
+    if _NONBLOCK:
+        os.set_blocking(fd, True)
+    return fd
 
 
 class _OpenHow(ctypes.Structure):
@@ -335,31 +361,71 @@ class Opener:
         parts = _parts(rel)
         if not parts:
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(self.anchor))
-        flags |= _NOFOLLOW | _NONBLOCK | _CLOEXEC
-        if self._openat2 is not None:
-            anchor = os.open(self.anchor, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
-            try:
-                # openat2 refuses a mode without O_CREAT (EINVAL).
-                fd = self._resolve(anchor, parts, flags, mode if flags & os.O_CREAT else 0)
-            finally:
-                os.close(anchor)
-        else:
-            with self.directory(PurePosixPath(*parts[:-1])) as parent:
-                try:
-                    fd = os.open(parts[-1], flags, mode, dir_fd=parent)
-                except OSError as exc:
-                    if exc.errno == errno.ELOOP:
-                        raise _changed("/".join(parts), exc) from None
-                    raise
-                if not self.cross_mounts and not same_mount(fd, parent):
-                    # the parent is on the anchor's mount (checked on the way)
-                    os.close(fd)
-                    raise _mounted("/".join(parts))
+        fd = self._open_raw(parts, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, mode)
         # O_NONBLOCK kept a FIFO from hanging the open; regular files ignore
         # it, and reads below want ordinary blocking semantics anyway.
         if _NONBLOCK:
             os.set_blocking(fd, True)
         return fd
+
+    def open_regular(self, rel: PurePosixPath) -> int:
+        """Open the regular file ``rel`` for reading. Its kind is decided on a
+        path-only descriptor (``O_PATH``) first, so a device node, FIFO or
+        socket is never opened for reading at all (opening a device can act:
+        a tape rewinds, a watchdog arms, a terminal becomes the controlling
+        one); the file is then reopened through that very descriptor.
+        Raises ``IsADirectoryError``, :class:`NotRegularFile` or
+        :class:`PathChanged`."""
+        parts = _parts(rel)
+        o_path = getattr(os, "O_PATH", 0)
+        if not parts:
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(self.anchor))
+        if not o_path:
+            return self._checked_read(parts, None)
+        pfd = self._open_raw(parts, o_path | _NOFOLLOW | _CLOEXEC, 0)
+        try:
+            info = os.fstat(pfd)
+            _require_regular(info, parts)
+            try:
+                fd = os.open(f"/proc/self/fd/{pfd}", os.O_RDONLY | _NONBLOCK | _CLOEXEC)
+            except FileNotFoundError:
+                # no /proc: open by name again; the identity check below
+                # catches a file swapped in between
+                return self._checked_read(parts, info)
+        finally:
+            os.close(pfd)
+        return _same_file(fd, info, parts)
+
+    def _checked_read(self, parts: tuple[str, ...], seen: os.stat_result | None) -> int:
+        fd = self._open_raw(parts, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC, 0)
+        info = os.fstat(fd)
+        try:
+            _require_regular(info, parts)
+        except BaseException:
+            os.close(fd)
+            raise
+        return _same_file(fd, seen or info, parts)
+
+    def _open_raw(self, parts: tuple[str, ...], flags: int, mode: int) -> int:
+        if self._openat2 is not None:
+            anchor = os.open(self.anchor, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+            try:
+                # openat2 refuses a mode without O_CREAT (EINVAL).
+                return self._resolve(anchor, parts, flags, mode if flags & os.O_CREAT else 0)
+            finally:
+                os.close(anchor)
+        with self.directory(PurePosixPath(*parts[:-1])) as parent:
+            try:
+                fd = os.open(parts[-1], flags, mode, dir_fd=parent)
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    raise _changed("/".join(parts), exc) from None
+                raise
+            if not self.cross_mounts and not same_mount(fd, parent):
+                # the parent is on the anchor's mount (checked on the way)
+                os.close(fd)
+                raise _mounted("/".join(parts))
+            return fd
 
     def lstat(self, rel: PurePosixPath) -> os.stat_result:
         parts = _parts(rel)

@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from charter.runtime.policy.workspace import PathOp, confine, is_sensitive
 from charter.runtime.results import ToolResult, refusal
-from charter.runtime.tools.beneath import PathChanged, open_child, opener_for, same_mount
+from charter.runtime.tools.beneath import (
+    NotRegularFile,
+    PathChanged,
+    open_child,
+    opener_for,
+    same_mount,
+)
 
 if TYPE_CHECKING:
     from charter.runtime.tools.base import ToolRuntime
@@ -92,7 +98,7 @@ def _display(rt: ToolRuntime, resolved: Path) -> str:
 
 def _open_read(rt: ToolRuntime, resolved: Path) -> int:
     opener, rel = opener_for(rt.workspace, resolved)
-    return opener.open_file(rel, os.O_RDONLY)
+    return opener.open_regular(rel)
 
 
 def _changed(path: str, exc: PathChanged) -> ToolResult:
@@ -133,6 +139,8 @@ def _read_text(
         return _error("file-not-found", f"{resolved.name}: no such file")
     except IsADirectoryError:
         return _error("is-directory", f"{resolved.name} is a directory; use list_dir")
+    except NotRegularFile:
+        return _error("not-regular", f"{resolved.name} is not a regular file")
     except OSError as exc:
         return _error("file-unreadable", f"{resolved.name}: {exc.strerror or exc}")
     try:
@@ -277,6 +285,10 @@ def _load_for_edit(
         return _changed(path, exc)
     except FileNotFoundError:
         return _error("file-not-found", f"{path}: no such file")
+    except IsADirectoryError:
+        return _error("is-directory", f"{path} is a directory")
+    except NotRegularFile:
+        return _error("not-regular", f"{path} is not a regular file")
     except OSError as exc:
         return _error("file-unreadable", f"{path}: {exc.strerror or exc}")
     info = os.fstat(fd)

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -259,3 +261,33 @@ def test_hard_links_ask_and_search_skips_them(tree: Path, mode: str, make_rt: An
     # an approved write replaces the file: the outside name keeps its content
     wrote = dispatch("write_file", {"path": "d/linked.txt", "content": "new"}, rt, approved=True)
     assert wrote.ok and (tree.parent / "out" / "f.txt").read_text() == "OUTSIDE\n"
+
+
+def test_a_fifo_or_device_is_never_opened_for_reading(tree: Path, mode: str, make_rt: Any) -> None:
+    # A writer blocks in open() until somebody opens the FIFO for reading:
+    # if the file tools opened it (even to find out what it is), the
+    # writer would be let through. Opening a device can act the same way.
+    rt: ToolRuntime = make_rt(tree)
+    opened = threading.Event()
+
+    def writer() -> None:
+        fd = os.open(tree / "fifo", os.O_WRONLY)
+        opened.set()
+        os.close(fd)
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    time.sleep(0.2)  # let the writer reach its blocking open()
+    try:
+        for tool, args in [
+            ("read_file", {"path": "fifo"}),
+            ("edit_file", {"path": "fifo", "old_str": "a", "new_str": "b"}),
+            ("search_files", {"query": "a"}),
+        ]:
+            res = dispatch(tool, args, rt)
+            assert res.rule in ("not-regular", None), res
+        assert not opened.wait(0.3), "the FIFO was opened for reading"
+    finally:
+        release = os.open(tree / "fifo", os.O_RDONLY | os.O_NONBLOCK)
+        thread.join(5)
+        os.close(release)
