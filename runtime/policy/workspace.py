@@ -267,16 +267,13 @@ def protection(relative: tuple[str, ...], op: PathOp, *, fold: bool) -> Protecti
     return None
 
 
-def _hardlink(real: str, relative: tuple[str, ...]) -> Protection | None:
-    """An ask for a regular file with more than one name: which other names
-    it has (outside the workspace, a credential file's) cannot be found out.
-    A file created later by the file tools has one name; replacing a file
-    (their writes rename a new file into place) drops the other names."""
-    if not relative:
-        return None
-    try:
-        info = os.lstat(real)
-    except OSError:
+def _hardlink(info: os.stat_result | None, relative: tuple[str, ...]) -> Protection | None:
+    """An ask for a regular file (``info``, its ``lstat``) with more than one
+    name: which other names it has (outside the workspace, a credential
+    file's) cannot be found out. A file created later by the file tools has
+    one name; replacing a file (their writes rename a new file into place)
+    drops the other names."""
+    if not relative or info is None:
         return None
     if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
         return Protection(
@@ -416,17 +413,69 @@ def _nearest_existing(parts: list[str]) -> tuple[str, tuple[str, ...]]:
     return os.sep + os.sep.join(parts[:n]), tuple(parts[n:])
 
 
-def mount_id(path: str) -> int | None:
-    """The id of the mount holding ``path`` itself (a symlink is not followed),
-    from ``/proc/self/fdinfo``; None where it cannot be read (no ``/proc``,
-    not Linux)."""
+_AT_FDCWD = -100
+_AT_SYMLINK_NOFOLLOW = 0x100
+_AT_EMPTY_PATH = 0x1000
+_STATX_MNT_ID = 0x1000
+_STATX_MNT_ID_AT = 144  # offset of stx_mnt_id in struct statx
+_STATX: Any = None  # None: not loaded yet; False: unavailable
+
+
+def _statx() -> Any:
+    # ctypes is loaded on first use: check-path and the hooks pay for it only
+    # when a path is actually judged.
+    global _STATX
+    if _STATX is None:
+        try:
+            import ctypes
+
+            call = ctypes.CDLL(None, use_errno=True).statx
+            call.argtypes = [
+                ctypes.c_int,
+                ctypes.c_char_p,
+                ctypes.c_int,
+                ctypes.c_uint,
+                ctypes.c_void_p,
+            ]
+            call.restype = ctypes.c_int
+            _STATX = (call, ctypes.create_string_buffer)
+        except (OSError, AttributeError):
+            _STATX = False
+    return _STATX
+
+
+def mount_id(path: str | None = None, *, fd: int | None = None) -> int | None:
+    """The id of the mount holding ``path`` itself (a symlink is not
+    followed) or the open descriptor ``fd``: ``statx(STATX_MNT_ID)`` (Linux
+    5.8+, one system call), else ``/proc/self/fdinfo``; None where neither
+    can tell (no ``/proc``, not Linux)."""
+    loaded = _statx()
+    if loaded:
+        call, buffer = loaded
+        buf = buffer(256)
+        try:
+            if fd is not None:
+                done = call(fd, b"", _AT_EMPTY_PATH | _AT_SYMLINK_NOFOLLOW, _STATX_MNT_ID, buf)
+            else:
+                done = call(_AT_FDCWD, os.fsencode(path), _AT_SYMLINK_NOFOLLOW, _STATX_MNT_ID, buf)
+        except (ValueError, UnicodeError):
+            return None
+        raw = buf.raw
+        if done == 0 and int.from_bytes(raw[0:4], "little") & _STATX_MNT_ID:
+            return int.from_bytes(raw[_STATX_MNT_ID_AT : _STATX_MNT_ID_AT + 8], "little")
+    return _fdinfo_mount_id(path, fd)
+
+
+def _fdinfo_mount_id(path: str | None, fd: int | None) -> int | None:
     o_path = getattr(os, "O_PATH", None)
-    if o_path is None:
-        return None
-    try:
-        fd = os.open(path, o_path | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except (OSError, ValueError):
-        return None
+    own = fd is None
+    if own:
+        if o_path is None or path is None:
+            return None
+        try:
+            fd = os.open(path, o_path | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except (OSError, ValueError):
+            return None
     try:
         with open(f"/proc/self/fdinfo/{fd}", "rb") as f:
             for line in f:
@@ -435,35 +484,49 @@ def mount_id(path: str) -> int | None:
     except (OSError, ValueError, IndexError):
         return None
     finally:
-        os.close(fd)
+        if own and fd is not None:
+            os.close(fd)
     return None
 
 
-def _on_root_mount(root: str, existing: str) -> bool:
-    """Whether ``existing`` (a real path under ``root``) lies on the root's
-    mount. A mount id differs for every mount, a bind of a folder from the
-    same file system included; where ids cannot be read, the device of the
-    nearest directory decides (overlayfs may give a file its lower layer's
-    device, so only directories are compared)."""
-    # A dangling symlink's target was named as existing: its nearest
-    # existing folder is where a write would land.
-    while existing != root and not os.path.lexists(existing):
-        existing = os.path.dirname(existing)
-    if existing == root or not existing.startswith(root):
-        return existing == root
+def _deepest(root: str, existing: str) -> tuple[str, os.stat_result | None]:
+    """``existing`` and its ``lstat``, or, when it does not exist (a dangling
+    symlink's target was named), its nearest existing folder under ``root``:
+    where a write would land. None when nothing can be found (a racing
+    process removed it)."""
+    while True:
+        try:
+            return existing, os.lstat(existing)
+        except (FileNotFoundError, NotADirectoryError):
+            if existing == root or not existing.startswith(root):
+                return existing, None
+            existing = os.path.dirname(existing)
+        except (OSError, ValueError):
+            return existing, None
+
+
+def _on_root_mount(root: str, existing: str, info: os.stat_result | None) -> bool:
+    """Whether ``existing`` (a real path under ``root``, ``info`` its
+    ``lstat``) lies on the root's mount. A mount id differs for every mount,
+    a bind of a folder from the same file system included; where ids cannot
+    be read, the device of the nearest directory decides (overlayfs may give
+    a file its lower layer's device, so only directories are compared)."""
+    if existing == root:
+        return True
+    if info is None:
+        # vanished since it was walked: no mount can be named, which
+        # confines like a loop (the caller denies)
+        return False
     theirs = _root_mount(root)
     if theirs is not None:
         mine = mount_id(existing)
         if mine is not None:
             return mine == theirs
     try:
-        info = os.lstat(existing)
         if not stat.S_ISDIR(info.st_mode):
             info = os.lstat(os.path.dirname(existing))
         return info.st_dev == os.stat(root).st_dev
     except OSError:
-        # vanished since it was walked: no mount can be named, which
-        # confines like a loop (the caller denies)
         return False
 
 
@@ -591,8 +654,9 @@ def confine(workspace: Path, path: str, *, op: PathOp) -> PathVerdict:
 
     relative = tuple(resolved_parts[len(root_parts) :])
     resolved = Path(os.sep + os.sep.join(resolved_parts))
-    existing = os.sep + os.sep.join(resolved_parts[: len(resolved_parts) - len(missing)])
-    if not _on_root_mount(root, existing):
+    named = os.sep + os.sep.join(resolved_parts[: len(resolved_parts) - len(missing)])
+    existing, info = _deepest(root, named)
+    if not _on_root_mount(root, existing, info):
         return _deny(
             "path-mount",
             f"path {path!r} leads onto another mount than the workspace's (a bind or "
@@ -605,7 +669,7 @@ def confine(workspace: Path, path: str, *, op: PathOp) -> PathVerdict:
         # text the model used is checked as well as the target.
         found = protection(tuple(lexical[len(root_parts) :]), op, fold=fold)
     if found is None and not missing:
-        found = _hardlink(existing, relative)
+        found = _hardlink(info if existing == named else None, relative)
     if found is not None and found.decision == "deny":
         return _deny(found.rule, f"path {path!r} is refused: {found.reason}")
     if found is not None:

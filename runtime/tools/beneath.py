@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 
 from charter.runtime.errors import CharterError
+from charter.runtime.policy.workspace import mount_id
 
 __all__ = [
     "NotRegularFile",
@@ -178,19 +179,6 @@ def _mounted(where: str) -> PathChanged:
     )
 
 
-def _mount_id(fd: int) -> int | None:
-    """The id of the mount ``fd`` lies on (``mnt_id`` in ``/proc/self/fdinfo``,
-    Linux 3.15+), or None where it cannot be read."""
-    try:
-        with open(f"/proc/self/fdinfo/{fd}", "rb") as f:
-            for line in f:
-                if line.startswith(b"mnt_id:"):
-                    return int(line.split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
 def same_mount(fd: int, ref: int) -> bool:
     """Whether ``fd`` lies on the same mount as the directory ``ref``.
 
@@ -199,7 +187,7 @@ def same_mount(fd: int, ref: int) -> bool:
     them a directory on another device is taken as a mount. The device is
     compared for directories only: overlayfs may report a regular file's
     lower-layer device."""
-    mine, theirs = _mount_id(fd), _mount_id(ref)
+    mine, theirs = mount_id(fd=fd), mount_id(fd=ref)
     if mine is not None and theirs is not None:
         return mine == theirs
     info = os.fstat(fd)

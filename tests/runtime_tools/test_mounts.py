@@ -33,9 +33,13 @@ _CHILD = textwrap.dedent(
     from charter.runtime.tools import beneath
     from charter.runtime.tools.registry import ToolRuntime, dispatch
 
+    from charter.runtime.policy import workspace
+
     tmp, mode = Path(sys.argv[1]), sys.argv[2]
-    if mode == "walk":
+    if mode.startswith("walk"):
         beneath._OPENAT2 = False
+    if mode == "walk-fdinfo":
+        workspace._STATX = False  # an older kernel: mount ids from /proc
     elif beneath._openat2() is None:
         print(json.dumps({"skip": "no openat2"}))
         raise SystemExit(0)
@@ -110,7 +114,7 @@ def _run(tmp_path: Path, mode: str) -> dict[str, Any]:
     return got
 
 
-@pytest.mark.parametrize("mode", ["openat2", "walk"])
+@pytest.mark.parametrize("mode", ["openat2", "walk", "walk-fdinfo"])
 def test_no_file_tool_crosses_a_mount(tmp_path: Path, mode: str) -> None:
     got = _run(Path(os.path.realpath(tmp_path)), mode)
     for label in ("read", "read_deep", "read_file_mount", "read_tmpfs", "list", "write"):
