@@ -456,6 +456,8 @@ def mount_id(path: str | None = None, *, fd: int | None = None) -> int | None:
         try:
             if fd is not None:
                 done = call(fd, b"", _AT_EMPTY_PATH | _AT_SYMLINK_NOFOLLOW, _STATX_MNT_ID, buf)
+            elif path is None:
+                return None
             else:
                 done = call(_AT_FDCWD, os.fsencode(path), _AT_SYMLINK_NOFOLLOW, _STATX_MNT_ID, buf)
         except (ValueError, UnicodeError):

@@ -435,14 +435,15 @@ class Opener:
         that directory. Returns whether the file existed before.
 
         A new file is created with mode 0600 (as ``tempfile`` would); an
-        existing one keeps its permission bits but never its set-user-ID or
-        set-group-ID bit (new content under a kept setuid bit is how a
-        write becomes a privilege). A file without any write permission is
-        refused with ``PermissionError``: the rename needs only the folder's
-        permission, and would otherwise overwrite a file its owner made
-        read-only. ``expect`` (device, inode) is the file an edit read: when
-        another file has taken its name since, nothing is written. The data
-        is flushed to disk before the rename, so a crash leaves the old file
+        existing one keeps its owner (where this process may set it) and its
+        permission bits, but never its set-user-ID or set-group-ID bit (new
+        content under a kept setuid bit is how a write becomes a privilege).
+        A file without any write permission is refused with
+        ``PermissionError``: the rename needs only the folder's permission,
+        and would otherwise overwrite a file its owner made read-only.
+        ``expect`` (device, inode) is the file an edit read: when another
+        file has taken its name since, nothing is written. The data is
+        flushed to disk before the rename, so a crash leaves the old file
         or the new one, never an empty one."""
         parts = _parts(rel)
         if not parts:
@@ -451,6 +452,7 @@ class Opener:
         where = "/".join(parts)
         with self.directory(PurePosixPath(*parts[:-1]), create=create_parents) as parent:
             mode: int | None = None
+            info: os.stat_result | None = None
             try:
                 info = os.stat(name, dir_fd=parent, follow_symlinks=False)
             except FileNotFoundError:
@@ -469,6 +471,12 @@ class Opener:
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
+                    if info is not None:
+                        # Keep the owner (Charter running as root would
+                        # otherwise hand a user's file to root); only root
+                        # may, and anyone else keeps the file as their own.
+                        with contextlib.suppress(PermissionError):
+                            os.fchown(f.fileno(), info.st_uid, info.st_gid)
                     if mode is not None:
                         os.fchmod(f.fileno(), mode)
                     f.flush()

@@ -291,3 +291,13 @@ def test_a_fifo_or_device_is_never_opened_for_reading(tree: Path, mode: str, mak
         release = os.open(tree / "fifo", os.O_RDONLY | os.O_NONBLOCK)
         thread.join(5)
         os.close(release)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+def test_replace_keeps_the_owner(tree: Path, mode: str) -> None:
+    # Charter running as root must not hand a user's file over to root.
+    target = tree / "d" / "e" / "f.txt"
+    os.chown(target, 1234, 2345)
+    Opener(tree).replace(PurePosixPath("d/e/f.txt"), b"x", create_parents=False)
+    info = target.stat()
+    assert (info.st_uid, info.st_gid) == (1234, 2345)
