@@ -20,7 +20,7 @@ import fnmatch
 import os
 import stat
 import time
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +31,6 @@ from charter.runtime.tools.beneath import (
     PathChanged,
     open_child,
     opener_for,
-    same_mount,
 )
 
 if TYPE_CHECKING:
@@ -61,6 +60,10 @@ _SEARCH_MAX_FILE_BYTES = 2 * 1024 * 1024
 _SEARCH_MAX_TOTAL_BYTES = 64 * 1024 * 1024
 _SEARCH_MAX_SECONDS = 10.0
 _SEARCH_LINE_CHARS = 300
+# Deeper folders are not searched (and the answer says so): a walk holds one
+# descriptor per level, and a tree made 5,000 levels deep crashed os.fwalk
+# (RecursionError) after holding 1,000 descriptors.
+_SEARCH_MAX_DEPTH = 64
 _SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv"})
 
 
@@ -441,6 +444,64 @@ def run_list(
     )
 
 
+def _entries(fd: int) -> tuple[list[str], list[str]]:
+    """The sub-folders (minus the skipped ones) and the other entries of the
+    folder ``fd``, each sorted. A symlink is never a folder here."""
+    dirs, files = [], []
+    with os.scandir(fd) as it:
+        for entry in it:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in _SKIP_DIRS:
+                    dirs.append(entry.name)
+            else:
+                files.append(entry.name)
+    return sorted(dirs), sorted(files)
+
+
+def _tree(
+    top_fd: int, skipped: dict[str, int]
+) -> Generator[tuple[str, list[str], int], None, None]:
+    """Folders under ``top_fd``, top-down in name order, as (path relative to
+    the top, its files, a descriptor of it). Iterative, at most
+    ``_SEARCH_MAX_DEPTH`` levels, one descriptor open per level; a folder
+    that became a symlink or a mount point since it was listed is skipped
+    and counted in ``skipped``."""
+    dirs, files = _entries(top_fd)
+    yield ".", files, top_fd
+    stack: list[tuple[str, int, list[str]]] = [(".", top_fd, dirs[::-1])]
+    try:
+        while stack:
+            path, fd, pending = stack[-1]
+            if not pending:
+                stack.pop()
+                if fd != top_fd:
+                    os.close(fd)
+                continue
+            name = pending.pop()
+            if len(stack) > _SEARCH_MAX_DEPTH:
+                skipped["deep"] += 1
+                continue
+            try:
+                child = open_child(fd, name, os.O_RDONLY | os.O_DIRECTORY, ref=top_fd)
+            except PathChanged:
+                skipped["moved"] += 1
+                continue
+            except OSError:
+                continue
+            try:
+                subdirs, subfiles = _entries(child)
+            except OSError:
+                os.close(child)
+                continue
+            sub = name if path == "." else f"{path}/{name}"
+            stack.append((sub, child, subdirs[::-1]))
+            yield sub, subfiles, child
+    finally:
+        for _, fd, _ in stack:
+            if fd != top_fd:
+                os.close(fd)
+
+
 def run_search(
     args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, approved: bool
 ) -> ToolResult:
@@ -462,13 +523,15 @@ def run_search(
     needle = query if case else query.casefold()
     results: list[str] = []
     scanned_files = scanned_bytes = 0
-    skipped_sensitive = skipped_linked = skipped_mounts = 0
+    skipped_sensitive = skipped_linked = 0
+    skipped = {"moved": 0, "deep": 0}
     stopped: str | None = None
     deadline = time.monotonic() + _SEARCH_MAX_SECONDS
 
     def matches(s: str) -> bool:
         return needle in (s if case else s.casefold())
 
+    tree: Generator[tuple[str, list[str], int], None, None] | None = None
     try:
         top = opener.directory(rel)
         top_fd = top.__enter__()
@@ -477,22 +540,14 @@ def run_search(
     except OSError:
         return _error("not-directory", f"{path} is not a directory")
     try:
-        # os.fwalk hands out a descriptor of each directory and never follows
-        # a symlink, and every file is opened relative to that descriptor with
-        # O_NOFOLLOW: a directory renamed or swapped for a link mid-walk can
+        # Every folder is opened relative to its parent's descriptor, never
+        # through a symlink nor onto another mount, and every file relative
+        # to its folder's: a folder renamed or swapped for a link mid-walk can
         # hide files from the search, never lead it outside.
-        for dirpath, dirnames, filenames, dir_fd in os.fwalk(
-            ".", dir_fd=top_fd, follow_symlinks=False
-        ):
-            if dirpath != "." and not same_mount(dir_fd, top_fd):
-                # A mount inside the workspace (a bind of an outside folder)
-                # is not searched, nor anything below it.
-                dirnames[:] = []
-                skipped_mounts += 1
-                continue
-            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+        tree = _tree(top_fd, skipped)
+        for dirpath, filenames, dir_fd in tree:
             here = resolved / dirpath
-            for name in sorted(filenames):
+            for name in filenames:
                 if len(results) >= limit:
                     stopped = f"stopped at {limit} results"
                     break
@@ -544,7 +599,7 @@ def run_search(
                             break
                         data = f.read(_SEARCH_MAX_FILE_BYTES)
                 except PathChanged:
-                    skipped_mounts += 1
+                    skipped["moved"] += 1
                     continue
                 except OSError:
                     continue
@@ -562,6 +617,8 @@ def run_search(
             if stopped:
                 break
     finally:
+        if tree is not None:
+            tree.close()
         top.__exit__(None, None, None)
     lines = results[:limit] or [f"no matches for {query!r}"]
     notes = []
@@ -571,11 +628,15 @@ def run_search(
         notes.append(f"[{skipped_sensitive} sensitive file(s) not searched]")
     if skipped_linked:
         notes.append(f"[{skipped_linked} file(s) with several names (hard links) not searched]")
-    if skipped_mounts:
-        notes.append(f"[{skipped_mounts} mount point(s) or links not searched]")
+    if skipped["moved"]:
+        notes.append(f"[{skipped['moved']} mount point(s) or changed entries not searched]")
+    if skipped["deep"]:
+        notes.append(
+            f"[{skipped['deep']} folder(s) deeper than {_SEARCH_MAX_DEPTH} levels not searched]"
+        )
     return _ok(
         "\n".join(lines + notes),
         matches=len(results[:limit]),
         files_scanned=scanned_files,
-        complete=stopped is None,
+        complete=stopped is None and not skipped["deep"],
     )

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -269,3 +270,23 @@ def test_a_long_name_of_multibyte_characters_can_be_written(rt: ToolRuntime) -> 
     res = dispatch("write_file", {"path": name, "content": "x"}, rt)
     assert res.ok, res
     assert (rt.workspace / name).read_text() == "x"
+
+
+def test_search_of_a_very_deep_tree_answers_and_says_what_it_left(rt: ToolRuntime) -> None:
+    # os.fwalk recursed once per level: 1,500 nested folders (one `mkdir -p`
+    # in the sandbox) crashed the search with RecursionError.
+    fd = os.open(rt.workspace, os.O_RDONLY)
+    for level in range(1500):
+        os.mkdir("d", dir_fd=fd)
+        nxt = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = nxt
+        if level == 5:
+            with open(os.open("shallow.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as f:
+                f.write("needle\n")
+    os.close(fd)
+    res = dispatch("search_files", {"query": "needle"}, rt)
+    assert res.status == "ok", res
+    assert "d/d/d/d/d/d/shallow.txt:1: needle" in res.content
+    assert "deeper than 64 levels not searched" in res.content
+    assert res.data["complete"] is False
