@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -285,7 +286,11 @@ def test_search_of_a_very_deep_tree_answers_and_says_what_it_left(rt: ToolRuntim
             with open(os.open("shallow.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as f:
                 f.write("needle\n")
     os.close(fd)
-    res = dispatch("search_files", {"query": "needle"}, rt)
+    try:
+        res = dispatch("search_files", {"query": "needle"}, rt)
+    finally:
+        # pytest's own clean-up of old temporary folders recurses too
+        subprocess.run(["rm", "-rf", str(rt.workspace / "d")], check=True)
     assert res.status == "ok", res
     assert "d/d/d/d/d/d/shallow.txt:1: needle" in res.content
     assert "deeper than 64 levels not searched" in res.content
