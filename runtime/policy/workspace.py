@@ -76,6 +76,8 @@ PathOp = Literal["read", "write"]
 
 # Longer than any real path a model needs; also bounds the work done here.
 _MAX_PATH = 4096
+# NAME_MAX of every common Linux file system: a longer name names no file.
+_MAX_NAME = 255
 
 # Directory names whose whole subtree holds credentials.
 SENSITIVE_DIRS: frozenset[str] = frozenset(
@@ -612,20 +614,35 @@ def confine(workspace: Path, path: str, *, op: PathOp) -> PathVerdict:
     root_parts = _components(root)
 
     absolute = os.path.isabs(path)
-    parts = _components(path) if absolute else root_parts + _components(path)
+    own = _components(path)
+    if any(len(os.fsencode(c)) > _MAX_NAME for c in own):
+        return _deny(
+            "path-too-long",
+            f"path {path[:200]!r} has a name longer than {_MAX_NAME} bytes, which no file has",
+        )
+    parts = own if absolute else root_parts + own
     # Where the path points by text alone; used only to name the reason when
     # the real location differs (a symlink), never to decide.
     lexical = _components(os.path.normpath(os.sep + os.sep.join(parts)))
     lexical_inside = _within(root_parts, lexical)
-    if _within(root_parts, parts):
-        # The usual case: below the root, whose real path is known, so only the
-        # components under it need system calls.
-        walked = _walk(root, parts[len(root_parts) :])
+    inside = _within(root_parts, parts)
+    try:
+        if inside:
+            # The usual case: below the root, whose real path is known, so only
+            # the components under it need system calls.
+            walked = _walk(root, parts[len(root_parts) :])
+        else:
+            walked = None
+            existing, missing = _nearest_existing(parts)
+    except OSError as exc:
+        # ENAMETOOLONG (a link's target past PATH_MAX), EACCES, ELOOP: no
+        # place can be named, and a verdict is owed, never a traceback.
+        return _deny("path-unresolvable", f"path {path!r} cannot be resolved ({exc.strerror})")
+    if inside:
         if walked is None:
             return _deny("path-unresolvable", f"path {path!r} cannot be resolved (symlink loop?)")
         real_parent, missing = walked
     else:
-        existing, missing = _nearest_existing(parts)
         try:
             real_parent = os.path.realpath(existing, strict=True)
         except FileNotFoundError:

@@ -174,3 +174,23 @@ def test_an_undecodable_byte_names_its_file(layout: Path) -> None:
     # "\udcff" is how Python spells the byte 0xFF of a non-UTF-8 name
     got = confine(layout, "src/bad\udcffname.txt", op="write")
     assert got.decision == "allow" and got.resolved == layout / "src" / "bad\udcffname.txt"
+
+
+def test_a_path_past_path_max_is_a_verdict_not_a_traceback(layout: Path) -> None:
+    # Each name fits NAME_MAX, the whole does not fit PATH_MAX once the
+    # workspace is in front: lstat raised ENAMETOOLONG out of confine.
+    name = "n" * 250
+    fd = os.open(layout, os.O_RDONLY)
+    try:
+        for _ in range(16):
+            os.mkdir(name, dir_fd=fd)
+            nxt = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    finally:
+        os.close(fd)
+    path = "/".join([name] * 16) + "/" + "x" * 70
+    assert len(path) <= 4096 < len(str(layout)) + len(path)
+    for op in ("read", "write"):
+        got = confine(layout, path, op=op)  # type: ignore[arg-type]
+        assert (got.decision, got.rule) == ("deny", "path-unresolvable"), got.message
