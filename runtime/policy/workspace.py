@@ -675,6 +675,8 @@ def confine(workspace: Path, path: str, *, op: PathOp) -> PathVerdict:
     resolved = Path(os.sep + os.sep.join(resolved_parts))
     named = os.sep + os.sep.join(resolved_parts[: len(resolved_parts) - len(missing)])
     existing, info = _deepest(root, named)
+    if info is None and existing != root:
+        return _deny("path-unresolvable", f"path {path!r} changed while it was resolved")
     if not _on_root_mount(root, existing, info):
         return _deny(
             "path-mount",
