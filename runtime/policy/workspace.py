@@ -23,6 +23,18 @@ compared case-folded where the workspace's file system ignores case
 (:func:`case_insensitive` finds out, per workspace).
 Writing a coding client's own settings or instruction files (``.claude/``,
 ``CLAUDE.md``, ``.gemini/``, ...) asks the same person.
+
+Two ways out show in no path text and no real path, so they are looked at on
+the file system itself:
+
+- a **mount** inside the workspace (a bind mount of an outside folder or
+  file, a tmpfs, an overlay): ``realpath`` walks straight through it. A path
+  whose deepest existing part lies on another mount than the workspace root
+  is a deny (``path-mount``);
+- a regular file with **more than one name** (a hard link): its other name
+  may be outside the workspace or a credential file, and a client that
+  writes in place would change that file too. Reading or writing it asks
+  (``path-hardlink``).
 """
 
 from __future__ import annotations
@@ -48,6 +60,7 @@ __all__ = [
     "SENSITIVE_DIRS",
     "SENSITIVE_FILES",
     "PathVerdict",
+    "mount_id",
     "PathOp",
     "Protection",
     "case_insensitive",
@@ -63,6 +76,8 @@ PathOp = Literal["read", "write"]
 
 # Longer than any real path a model needs; also bounds the work done here.
 _MAX_PATH = 4096
+# NAME_MAX of every common Linux file system: a longer name names no file.
+_MAX_NAME = 255
 
 # Directory names whose whole subtree holds credentials.
 SENSITIVE_DIRS: frozenset[str] = frozenset(
@@ -133,6 +148,16 @@ def _spelling_problem(path: str) -> PathVerdict | None:
         return _deny("path-too-long", f"path is longer than {_MAX_PATH} characters")
     if "\x00" in path:
         return _deny("path-nul", f"path {shown} contains a NUL byte")
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:
+        # A lone surrogate outside the range that stands for an undecodable
+        # byte names no file: no system call could even be made with it.
+        return _deny(
+            "path-encoded",
+            f"path {shown} holds a character that cannot be written as a file name "
+            "(a lone surrogate)",
+        )
     if any(unicodedata.category(c) == "Cc" for c in path):
         return _deny("path-control", f"path {shown} contains a control character")
     if path.startswith("~"):
@@ -240,6 +265,24 @@ def protection(relative: tuple[str, ...], op: PathOp, *, fold: bool) -> Protecti
             "ask",
             "path-vcs-internal",
             f"'{_VCS_DIR}/' is where a write can change what git executes (hooks, config)",
+        )
+    return None
+
+
+def _hardlink(info: os.stat_result | None, relative: tuple[str, ...]) -> Protection | None:
+    """An ask for a regular file (``info``, its ``lstat``) with more than one
+    name: which other names it has (outside the workspace, a credential
+    file's) cannot be found out. A file created later by the file tools has
+    one name; replacing a file (their writes rename a new file into place)
+    drops the other names."""
+    if not relative or info is None:
+        return None
+    if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        return Protection(
+            "ask",
+            "path-hardlink",
+            f"it has {info.st_nlink} names (hard links); another name may be outside the "
+            "workspace or a credential file",
         )
     return None
 
@@ -372,6 +415,132 @@ def _nearest_existing(parts: list[str]) -> tuple[str, tuple[str, ...]]:
     return os.sep + os.sep.join(parts[:n]), tuple(parts[n:])
 
 
+_AT_FDCWD = -100
+_AT_SYMLINK_NOFOLLOW = 0x100
+_AT_EMPTY_PATH = 0x1000
+_STATX_MNT_ID = 0x1000
+_STATX_MNT_ID_AT = 144  # offset of stx_mnt_id in struct statx
+_STATX: Any = None  # None: not loaded yet; False: unavailable
+
+
+def _statx() -> Any:
+    # ctypes is loaded on first use: check-path and the hooks pay for it only
+    # when a path is actually judged.
+    global _STATX
+    if _STATX is None:
+        try:
+            import ctypes
+
+            call = ctypes.CDLL(None, use_errno=True).statx
+            call.argtypes = [
+                ctypes.c_int,
+                ctypes.c_char_p,
+                ctypes.c_int,
+                ctypes.c_uint,
+                ctypes.c_void_p,
+            ]
+            call.restype = ctypes.c_int
+            _STATX = (call, ctypes.create_string_buffer)
+        except (OSError, AttributeError):
+            _STATX = False
+    return _STATX
+
+
+def mount_id(path: str | None = None, *, fd: int | None = None) -> int | None:
+    """The id of the mount holding ``path`` itself (a symlink is not
+    followed) or the open descriptor ``fd``: ``statx(STATX_MNT_ID)`` (Linux
+    5.8+, one system call), else ``/proc/self/fdinfo``; None where neither
+    can tell (no ``/proc``, not Linux)."""
+    loaded = _statx()
+    if loaded:
+        call, buffer = loaded
+        buf = buffer(256)
+        try:
+            if fd is not None:
+                done = call(fd, b"", _AT_EMPTY_PATH | _AT_SYMLINK_NOFOLLOW, _STATX_MNT_ID, buf)
+            elif path is None:
+                return None
+            else:
+                done = call(_AT_FDCWD, os.fsencode(path), _AT_SYMLINK_NOFOLLOW, _STATX_MNT_ID, buf)
+        except (ValueError, UnicodeError):
+            return None
+        raw = buf.raw
+        if done == 0 and int.from_bytes(raw[0:4], "little") & _STATX_MNT_ID:
+            return int.from_bytes(raw[_STATX_MNT_ID_AT : _STATX_MNT_ID_AT + 8], "little")
+    return _fdinfo_mount_id(path, fd)
+
+
+def _fdinfo_mount_id(path: str | None, fd: int | None) -> int | None:
+    o_path = getattr(os, "O_PATH", None)
+    own = fd is None
+    if own:
+        if o_path is None or path is None:
+            return None
+        try:
+            fd = os.open(path, o_path | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except (OSError, ValueError):
+            return None
+    try:
+        with open(f"/proc/self/fdinfo/{fd}", "rb") as f:
+            for line in f:
+                if line.startswith(b"mnt_id:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    finally:
+        if own and fd is not None:
+            os.close(fd)
+    return None
+
+
+def _deepest(root: str, existing: str) -> tuple[str, os.stat_result | None]:
+    """``existing`` and its ``lstat``, or, when it does not exist (a dangling
+    symlink's target was named), its nearest existing folder under ``root``:
+    where a write would land. None when nothing can be found (a racing
+    process removed it)."""
+    while True:
+        try:
+            return existing, os.lstat(existing)
+        except (FileNotFoundError, NotADirectoryError):
+            if existing == root or not existing.startswith(root):
+                return existing, None
+            existing = os.path.dirname(existing)
+        except (OSError, ValueError):
+            return existing, None
+
+
+def _on_root_mount(root: str, existing: str, info: os.stat_result | None) -> bool:
+    """Whether ``existing`` (a real path under ``root``, ``info`` its
+    ``lstat``) lies on the root's mount. A mount id differs for every mount,
+    a bind of a folder from the same file system included; where ids cannot
+    be read, the device of the nearest directory decides (overlayfs may give
+    a file its lower layer's device, so only directories are compared)."""
+    if existing == root:
+        return True
+    if info is None:
+        # vanished since it was walked: no mount can be named, which
+        # confines like a loop (the caller denies)
+        return False
+    theirs = _root_mount(root)
+    if theirs is not None:
+        mine = mount_id(existing)
+        if mine is not None:
+            return mine == theirs
+    try:
+        if not stat.S_ISDIR(info.st_mode):
+            info = os.lstat(os.path.dirname(existing))
+        return info.st_dev == os.stat(root).st_dev
+    except OSError:
+        return False
+
+
+@functools.lru_cache(maxsize=64)
+def _root_mount(root: str) -> int | None:
+    # The root's mount is fixed for a run (a mount over the root itself
+    # makes every later path look foreign: a deny, never an allow).
+    return mount_id(root)
+
+
 def _walk(root: str, rel: list[str]) -> tuple[str, tuple[str, ...]] | None:
     """Resolve ``rel`` below the real directory ``root`` the way the kernel
     does: the real path of the longest existing part, and the components
@@ -445,20 +614,35 @@ def confine(workspace: Path, path: str, *, op: PathOp) -> PathVerdict:
     root_parts = _components(root)
 
     absolute = os.path.isabs(path)
-    parts = _components(path) if absolute else root_parts + _components(path)
+    own = _components(path)
+    if any(len(os.fsencode(c)) > _MAX_NAME for c in own):
+        return _deny(
+            "path-too-long",
+            f"path {path[:200]!r} has a name longer than {_MAX_NAME} bytes, which no file has",
+        )
+    parts = own if absolute else root_parts + own
     # Where the path points by text alone; used only to name the reason when
     # the real location differs (a symlink), never to decide.
     lexical = _components(os.path.normpath(os.sep + os.sep.join(parts)))
     lexical_inside = _within(root_parts, lexical)
-    if _within(root_parts, parts):
-        # The usual case: below the root, whose real path is known, so only the
-        # components under it need system calls.
-        walked = _walk(root, parts[len(root_parts) :])
+    inside = _within(root_parts, parts)
+    try:
+        if inside:
+            # The usual case: below the root, whose real path is known, so only
+            # the components under it need system calls.
+            walked = _walk(root, parts[len(root_parts) :])
+        else:
+            walked = None
+            existing, missing = _nearest_existing(parts)
+    except OSError as exc:
+        # ENAMETOOLONG (a link's target past PATH_MAX), EACCES, ELOOP: no
+        # place can be named, and a verdict is owed, never a traceback.
+        return _deny("path-unresolvable", f"path {path!r} cannot be resolved ({exc.strerror})")
+    if inside:
         if walked is None:
             return _deny("path-unresolvable", f"path {path!r} cannot be resolved (symlink loop?)")
         real_parent, missing = walked
     else:
-        existing, missing = _nearest_existing(parts)
         try:
             real_parent = os.path.realpath(existing, strict=True)
         except FileNotFoundError:
@@ -489,12 +673,24 @@ def confine(workspace: Path, path: str, *, op: PathOp) -> PathVerdict:
 
     relative = tuple(resolved_parts[len(root_parts) :])
     resolved = Path(os.sep + os.sep.join(resolved_parts))
+    named = os.sep + os.sep.join(resolved_parts[: len(resolved_parts) - len(missing)])
+    existing, info = _deepest(root, named)
+    if info is None and existing != root:
+        return _deny("path-unresolvable", f"path {path!r} changed while it was resolved")
+    if not _on_root_mount(root, existing, info):
+        return _deny(
+            "path-mount",
+            f"path {path!r} leads onto another mount than the workspace's (a bind or "
+            "file-system mount inside it), which may show files from outside",
+        )
     fold = case_insensitive(root)
     found = protection(relative, op, fold=fold)
     if found is None and lexical_inside:
         # A symlink with an innocent name may point at a credential file; the
         # text the model used is checked as well as the target.
         found = protection(tuple(lexical[len(root_parts) :]), op, fold=fold)
+    if found is None and not missing:
+        found = _hardlink(info if existing == named else None, relative)
     if found is not None and found.decision == "deny":
         return _deny(found.rule, f"path {path!r} is refused: {found.reason}")
     if found is not None:

@@ -42,6 +42,9 @@ def build_layout(tmp: Path) -> Path:
     (ws / "deep" / "a").mkdir(parents=True)
     (ws / "deep" / "a" / "b").symlink_to("../..")
     (ws / "deep" / "up").symlink_to("../..")
+    # hard links: a second name for an outside file, and for the .env
+    os.link(tmp / "outside" / "file.txt", ws / "hardlinked.txt")
+    os.link(ws / ".env", ws / "settings.txt")
     return ws
 
 

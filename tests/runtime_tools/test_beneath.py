@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -154,3 +156,148 @@ def test_confinement_answers_when_a_link_vanishes_while_it_is_read(
     workspace._real_root.cache_clear()
     verdict = workspace.confine(tree, "to_in/e/f.txt", op="read")
     assert verdict.decision == "deny" and verdict.rule == "path-unresolvable"
+
+
+def test_replace_drops_the_setuid_and_setgid_bits(tree: Path, mode: str) -> None:
+    # New content under a kept setuid bit would be a privilege handed out.
+    target = tree / "d" / "e" / "f.txt"
+    target.chmod(0o6755)
+    Opener(tree).replace(PurePosixPath("d/e/f.txt"), b"#!/bin/sh\n", create_parents=False)
+    assert target.stat().st_mode & 0o7777 == 0o755
+
+
+def test_replace_refuses_a_read_only_file(tree: Path, mode: str) -> None:
+    # The rename needs only the folder's permission: without this check a
+    # file its owner made read-only would be replaced (by root as by anyone).
+    target = tree / "d" / "e" / "f.txt"
+    target.chmod(0o444)
+    with pytest.raises(PermissionError):
+        Opener(tree).replace(PurePosixPath("d/e/f.txt"), b"x", create_parents=False)
+    assert target.read_bytes() == b"inside\n"
+    assert [p.name for p in target.parent.iterdir()] == ["f.txt"]
+
+
+def test_replace_writes_only_over_the_file_that_was_read(tree: Path, mode: str) -> None:
+    target = tree / "d" / "e" / "f.txt"
+    before = target.stat()
+    (tree / "d" / "e" / "other.txt").write_text("someone else's\n")
+    os.replace(tree / "d" / "e" / "other.txt", target)
+    with pytest.raises(PathChanged):
+        Opener(tree).replace(
+            PurePosixPath("d/e/f.txt"),
+            b"edited\n",
+            create_parents=False,
+            expect=(before.st_dev, before.st_ino),
+        )
+    assert target.read_text() == "someone else's\n"
+
+
+def test_edit_of_a_file_replaced_after_it_was_read_writes_nothing(
+    tree: Path, mode: str, make_rt: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rt: ToolRuntime = make_rt(tree)
+    from charter.runtime.tools import files
+
+    real_load = files._load_for_edit
+
+    def load_then_swap(*args: Any) -> Any:
+        got = real_load(*args)
+        (tree / "d" / "e" / "new.txt").write_text("inside, rewritten\n")
+        os.replace(tree / "d" / "e" / "new.txt", tree / "d" / "e" / "f.txt")
+        return got
+
+    monkeypatch.setattr(files, "_load_for_edit", load_then_swap)
+    res = dispatch("edit_file", {"path": "d/e/f.txt", "old_str": "inside", "new_str": "X"}, rt)
+    assert not res.ok and res.rule == "path-changed", res
+    assert (tree / "d" / "e" / "f.txt").read_text() == "inside, rewritten\n"
+
+
+def test_write_of_a_read_only_file_is_refused(tree: Path, mode: str, make_rt: Any) -> None:
+    rt: ToolRuntime = make_rt(tree)
+    (tree / "d" / "e" / "f.txt").chmod(0o444)
+    res = dispatch("write_file", {"path": "d/e/f.txt", "content": "x"}, rt)
+    assert (res.status, res.rule) == ("error", "write-not-permitted"), res
+    res = dispatch("edit_file", {"path": "d/e/f.txt", "old_str": "inside", "new_str": "X"}, rt)
+    assert (res.status, res.rule) == ("error", "write-not-permitted"), res
+    assert (tree / "d" / "e" / "f.txt").read_text() == "inside\n"
+
+
+def test_a_hard_link_made_after_the_check_is_not_read(
+    tree: Path, mode: str, make_rt: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Confinement asks about a file with two names; a racing process links
+    # an outside file in after that check: the open itself must refuse.
+    rt: ToolRuntime = make_rt(tree)
+    from charter.runtime.tools import files
+
+    real_confined = files._confined
+
+    def confined_then_linked(rt_: ToolRuntime, path: str, op: Any, approved: bool) -> Any:
+        got = real_confined(rt_, path, op, approved)
+        os.link(tree.parent / "out" / "f.txt", tree / "d" / "e" / "g.txt")
+        return got
+
+    monkeypatch.setattr(files, "_confined", confined_then_linked)
+    res = dispatch("read_file", {"path": "d/e/g.txt"}, rt)
+    assert (res.status, res.rule) == ("denied", "path-hardlink"), res
+    assert "OUTSIDE" not in res.content
+    (tree / "d" / "e" / "g.txt").unlink()
+    res = dispatch("edit_file", {"path": "d/e/g.txt", "old_str": "OUT", "new_str": "IN"}, rt)
+    assert (res.status, res.rule) == ("denied", "path-hardlink"), res
+    assert (tree.parent / "out" / "f.txt").read_text() == "OUTSIDE\n"
+
+
+def test_hard_links_ask_and_search_skips_them(tree: Path, mode: str, make_rt: Any) -> None:
+    rt: ToolRuntime = make_rt(tree)
+    os.link(tree.parent / "out" / "f.txt", tree / "d" / "linked.txt")
+    res = dispatch("read_file", {"path": "d/linked.txt"}, rt)
+    assert (res.status, res.rule) == ("denied", "path-hardlink"), res
+    assert "OUTSIDE" not in res.content
+    approved = dispatch("read_file", {"path": "d/linked.txt"}, rt, approved=True)
+    assert approved.ok and approved.content == "OUTSIDE\n"
+    found = dispatch("search_files", {"query": "OUTSIDE"}, rt)
+    assert found.content.startswith("no matches"), found.content
+    assert "1 file(s) with several names" in found.content
+    # an approved write replaces the file: the outside name keeps its content
+    wrote = dispatch("write_file", {"path": "d/linked.txt", "content": "new"}, rt, approved=True)
+    assert wrote.ok and (tree.parent / "out" / "f.txt").read_text() == "OUTSIDE\n"
+
+
+def test_a_fifo_or_device_is_never_opened_for_reading(tree: Path, mode: str, make_rt: Any) -> None:
+    # A writer blocks in open() until somebody opens the FIFO for reading:
+    # if the file tools opened it (even to find out what it is), the
+    # writer would be let through. Opening a device can act the same way.
+    rt: ToolRuntime = make_rt(tree)
+    opened = threading.Event()
+
+    def writer() -> None:
+        fd = os.open(tree / "fifo", os.O_WRONLY)
+        opened.set()
+        os.close(fd)
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    time.sleep(0.2)  # let the writer reach its blocking open()
+    try:
+        for tool, args in [
+            ("read_file", {"path": "fifo"}),
+            ("edit_file", {"path": "fifo", "old_str": "a", "new_str": "b"}),
+            ("search_files", {"query": "a"}),
+        ]:
+            res = dispatch(tool, args, rt)
+            assert res.rule in ("not-regular", None), res
+        assert not opened.wait(0.3), "the FIFO was opened for reading"
+    finally:
+        release = os.open(tree / "fifo", os.O_RDONLY | os.O_NONBLOCK)
+        thread.join(5)
+        os.close(release)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+def test_replace_keeps_the_owner(tree: Path, mode: str) -> None:
+    # Charter running as root must not hand a user's file over to root.
+    target = tree / "d" / "e" / "f.txt"
+    os.chown(target, 1234, 2345)
+    Opener(tree).replace(PurePosixPath("d/e/f.txt"), b"x", create_parents=False)
+    info = target.stat()
+    assert (info.st_uid, info.st_gid) == (1234, 2345)

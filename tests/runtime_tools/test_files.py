@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -192,9 +194,7 @@ def test_path_args() -> None:
         ("paths", "a", "read"),
         ("paths", "b", "read"),
     ]
-    assert path_args(_entry("write_file"), {"path": "a", "content": ""}) == [
-        ("path", "a", "write")
-    ]
+    assert path_args(_entry("write_file"), {"path": "a", "content": ""}) == [("path", "a", "write")]
     assert path_args(_entry("edit_file"), {"path": "a"}) == [("path", "a", "write")]
     assert path_args(_entry("patch"), {"path": "a"}) == [("path", "a", "write")]
     assert path_args(_entry("list_dir"), {}) == [("path", ".", "read")]
@@ -216,3 +216,82 @@ def test_path_args() -> None:
 def test_unknown_tool_is_unavailable(rt: ToolRuntime) -> None:
     res = dispatch("no_such_tool", {"url": "https://example.com"}, rt)
     assert (res.status, res.rule) == ("unavailable", "no-implementation")
+
+
+def test_edit_refuses_a_huge_sparse_file(rt: ToolRuntime) -> None:
+    # `truncate -s 1T` in the sandbox costs nothing; reading it whole into
+    # Charter's own memory would take the run down. 17 MiB here stands in.
+    big = rt.workspace / "big.txt"
+    with open(big, "wb") as f:
+        f.write(b"needle\n")
+        f.truncate(17 * 1024 * 1024)
+    for tool, args in [
+        ("edit_file", {"path": "big.txt", "old_str": "needle", "new_str": "x"}),
+        ("patch", {"path": "big.txt", "old": "needle", "new": "x"}),
+    ]:
+        res = dispatch(tool, args, rt)
+        assert (res.status, res.rule) == ("error", "file-too-large"), res
+    assert big.read_bytes()[:7] == b"needle\n"
+
+
+def test_a_trailing_slash_names_a_directory_never_a_file(rt: ToolRuntime) -> None:
+    res = dispatch("write_file", {"path": "newdir/", "content": "x"}, rt)
+    assert (res.status, res.rule) == ("error", "is-directory"), res
+    assert not (rt.workspace / "newdir").exists()
+    assert dispatch("read_file", {"path": "src/app.py/"}, rt).rule == "is-directory"
+    edit = dispatch("edit_file", {"path": "src/app.py/.", "old_str": "hi", "new_str": "x"}, rt)
+    assert edit.rule == "is-directory"
+    assert (rt.workspace / "src/app.py").read_text() == "print('hi')\n"
+
+
+def test_edit_of_a_directory_is_an_error_not_a_crash(rt: ToolRuntime) -> None:
+    res = dispatch("edit_file", {"path": "src", "old_str": "a", "new_str": "b"}, rt)
+    assert (res.status, res.rule) == ("error", "is-directory"), res
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "rule"),
+    [
+        ("read_file", {"path": "src/app.py", "limit": -1}, "read-bad-range"),
+        ("read_file", {"path": "src/app.py", "limit": 0}, "read-bad-range"),
+        ("read_file", {"path": "src/app.py", "offset": -3}, "read-bad-range"),
+        ("search_files", {"query": "x", "max_results": -1}, "search-bad-limit"),
+    ],
+)
+def test_bad_ranges_are_refused_even_past_the_schema(
+    rt: ToolRuntime, tool: str, args: dict[str, Any], rule: str
+) -> None:
+    # A negative limit read the whole file (f.read(-1)) before the cap.
+    res = dispatch(tool, args, rt)
+    assert (res.status, res.rule) == ("error", rule), res
+
+
+def test_a_long_name_of_multibyte_characters_can_be_written(rt: ToolRuntime) -> None:
+    name = "é" * 120  # 240 bytes: a valid name, whose temporary name must fit too
+    res = dispatch("write_file", {"path": name, "content": "x"}, rt)
+    assert res.ok, res
+    assert (rt.workspace / name).read_text() == "x"
+
+
+def test_search_of_a_very_deep_tree_answers_and_says_what_it_left(rt: ToolRuntime) -> None:
+    # os.fwalk recursed once per level: 1,500 nested folders (one `mkdir -p`
+    # in the sandbox) crashed the search with RecursionError.
+    fd = os.open(rt.workspace, os.O_RDONLY)
+    for level in range(1500):
+        os.mkdir("d", dir_fd=fd)
+        nxt = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = nxt
+        if level == 5:
+            with open(os.open("shallow.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as f:
+                f.write("needle\n")
+    os.close(fd)
+    try:
+        res = dispatch("search_files", {"query": "needle"}, rt)
+    finally:
+        # pytest's own clean-up of old temporary folders recurses too
+        subprocess.run(["rm", "-rf", str(rt.workspace / "d")], check=True)
+    assert res.status == "ok", res
+    assert "d/d/d/d/d/d/shallow.txt:1: needle" in res.content
+    assert "deeper than 64 levels not searched" in res.content
+    assert res.data["complete"] is False

@@ -47,6 +47,7 @@ def test_cases_cover_every_rule() -> None:
         "path-nul",
         "path-drive",
         "path-unc",
+        "path-hardlink",
     } - rules == {"path-nul"}  # NUL cannot be written in a text data file: tested below
 
 
@@ -157,3 +158,39 @@ def test_agrees_with_the_kernel(layout: Path) -> None:
             assert str(got.resolved) == os.path.realpath(target), path
 
     check()
+
+
+@pytest.mark.parametrize("path", ["\ud800", "src/a\udc2e.py", "\udfff/x"])
+def test_a_lone_surrogate_is_refused_not_raised(layout: Path, path: str) -> None:
+    # JSON can carry "\ud800"; no file name can: refused, never a traceback
+    # out of the gate, a hook or check-path.
+    for op in ("read", "write"):
+        got = confine(layout, path, op=op)  # type: ignore[arg-type]
+        assert (got.decision, got.rule) == ("deny", "path-encoded"), got.message
+    assert decide_path(layout, path, "read")["rule"] == "path-encoded"
+
+
+def test_an_undecodable_byte_names_its_file(layout: Path) -> None:
+    # "\udcff" is how Python spells the byte 0xFF of a non-UTF-8 name
+    got = confine(layout, "src/bad\udcffname.txt", op="write")
+    assert got.decision == "allow" and got.resolved == layout / "src" / "bad\udcffname.txt"
+
+
+def test_a_path_past_path_max_is_a_verdict_not_a_traceback(layout: Path) -> None:
+    # Each name fits NAME_MAX, the whole does not fit PATH_MAX once the
+    # workspace is in front: lstat raised ENAMETOOLONG out of confine.
+    name = "n" * 250
+    fd = os.open(layout, os.O_RDONLY)
+    try:
+        for _ in range(16):
+            os.mkdir(name, dir_fd=fd)
+            nxt = os.open(name, os.O_RDONLY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    finally:
+        os.close(fd)
+    path = "/".join([name] * 16) + "/" + "x" * 70
+    assert len(path) <= 4096 < len(str(layout)) + len(path)
+    for op in ("read", "write"):
+        got = confine(layout, path, op=op)  # type: ignore[arg-type]
+        assert (got.decision, got.rule) == ("deny", "path-unresolvable"), got.message
