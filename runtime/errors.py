@@ -28,6 +28,7 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
             ScriptError (models.base), also ValueError
             ScriptExhaustedError (models.base)
             ScriptExpectationError (models.base)
+        NotRegularFile (tools.beneath), also OSError
         PathChanged (tools.beneath)
         PlanError (plan.loader)
         PlanLoadError (serve.plans)

@@ -75,7 +75,7 @@ class PathChanged(CharterError):
     """A component of a checked path is no longer what confinement saw."""
 
 
-class NotRegularFile(OSError):
+class NotRegularFile(CharterError, OSError):
     """The path names a FIFO, a device, a socket: nothing a file tool reads."""
 
 
