@@ -316,7 +316,7 @@ def _read_only(sub: str, rest: list[str], offset: int, *, name: str | None = Non
         # an operand that names no file is a revision (git diff main): no
         # tree to walk (depth 0), only that check
         before = _before_dashdash(rest, operands)
-        quiet = any(o.name in _NO_CONTENT for o in r.opts)
+        quiet = _quiet(rest)
         if r.given("--no-index") is None and before and not quiet:
             walk = Walk(tuple((offset + k, rest[k]) for k in before), follow=False, depth=0,
                         revisions=True)  # fmt: skip
@@ -336,11 +336,12 @@ _PATCH_LONG = (
     "--patch", "--unified", "--cc", "--dd", "--word-diff", "--color-words",
     "--remerge-diff", "--textconv", "--binary", "--full-index", "--patch-with",
 )  # fmt: skip
+# Not here: `--oneline` (a log format: `git show --oneline` still prints
+# the patch) and `--check` (prints every added line with a whitespace error).
 _NO_CONTENT = frozenset(
     {
         "-s", "--no-patch", "--stat", "--shortstat", "--numstat", "--name-only",
         "--name-status", "--summary", "--raw", "--quiet", "--dirstat", "--compact-summary",
-        "--check", "--oneline",
     }
 )  # fmt: skip
 _LOG_FAMILY = frozenset({"log", "whatchanged", "diff-tree", "rev-list", "shortlog"})
@@ -361,27 +362,51 @@ def _prints_history(sub: str, rest: list[str]) -> int | None:
     if sub == "show":
         if any(":" in a for a in rest[:end] if not a.startswith("-")):
             return 0  # REV:PATH prints a blob whatever the flags
-        quiet = any(a.split("=", 1)[0] in _NO_CONTENT for _, a in opts)
-        return None if quiet else 0
+        patch = _patch_option(opts)
+        if patch is not None:
+            return patch
+        return None if _quiet(rest) else 0
     if sub in _LOG_FAMILY:
-        for k, a in opts:
-            name = a.split("=", 1)[0]
-            if a.startswith("--"):
-                if name.startswith(_PATCH_LONG):
-                    return k
-            elif a[1] in "SGOn":
-                continue  # pickaxe, order file and count values are text
-            elif a[1] in "UL" or "p" in a or "u" in a or a == "-c":
-                # -p/-u (patch, also in bundles: -5p, -np), -U<n>, -L (line
-                # history), -c (combined patch)
-                return k
-        return None
+        return _patch_option(opts)
+    if sub == "grep":
+        # --cached searches the index: staged contents, which may hold a
+        # file the working tree (and so the walk) no longer has
+        return next((k for k, a in opts if a == "--cached"), None)
     if sub in ("diff", "diff-index", "diff-files"):
-        if any(a.split("=", 1)[0] in _NO_CONTENT for _, a in opts):
+        if _quiet(rest):
             return None
         staged = next((k for k, a in opts if a in ("--cached", "--staged", "--merge-base")), None)
         return staged
     return None
+
+
+def _patch_option(opts: list[tuple[int, str]]) -> int | None:
+    """The index of the first option that asks for a patch (file contents),
+    or None. git applies its output options in order, so a patch option
+    after ``-s``/``--stat`` (``git show -s -p``) prints the patch again:
+    any patch option counts, wherever it stands."""
+    for k, a in opts:
+        name = a.split("=", 1)[0]
+        if a.startswith("--"):
+            if name.startswith(_PATCH_LONG):
+                return k
+        elif a[1] in "SGOn":
+            continue  # pickaxe, order file and count values are text
+        elif a[1] in "UL" or "p" in a or "u" in a or a == "-c":
+            # -p/-u (patch, also in bundles: -5p, -np, -sp), -U<n>, -L (line
+            # history), -c (combined patch)
+            return k
+    return None
+
+
+def _quiet(rest: list[str]) -> bool:
+    """Whether the options print no file contents: one of them suppresses
+    the patch and none turns it back on."""
+    end = rest.index("--") if "--" in rest else len(rest)
+    opts = [(k, a) for k, a in enumerate(rest[:end]) if a.startswith("-")]
+    if _patch_option(opts) is not None:
+        return False
+    return any(a.split("=", 1)[0] in _NO_CONTENT for _, a in opts)
 
 
 _LISTING = frozenset(
