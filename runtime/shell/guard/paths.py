@@ -20,6 +20,7 @@ import stat
 from collections.abc import Sequence
 
 from charter.runtime.policy.workspace import client_settings_path_reason, is_sensitive
+from charter.runtime.shell.gitindex import find_git_dir, tracked_paths
 from charter.runtime.shell.gitrepo import untrusted_repository
 from charter.runtime.shell.guard.state import State, clip
 from charter.runtime.shell.policy import CLIENT_SETTINGS_RULE
@@ -108,13 +109,39 @@ def realpath(path: str) -> str:
         return path
 
 
+def _tracked_credential(st: State, prog: str, span: tuple[int, int]) -> bool:
+    """Ask when the repository git would use tracks a credential file (git
+    diff prints every tracked file's changes, from the whole repository).
+    True when the index cannot be read, so that the caller walks instead."""
+    found = find_git_dir(os.path.realpath(st.cwd if st.cwd is not None else st.ws))
+    if found is None:
+        return False  # no repository: git diff of the working tree prints nothing
+    tracked = tracked_paths(found[1])
+    if tracked is None:
+        return True
+    for name in tracked:
+        if sensitive_path(name):
+            st.add(
+                "ask",
+                "credential-path",
+                span,
+                f"{prog} prints the changes of every file the repository tracks, and it "
+                f"tracks the credential {clip(name)}; it needs approval",
+            )
+            break
+    return False
+
+
 def check_trees(
     st: State, prog: str, w0: Word, args: tuple[Word, ...] | list[Word], walk: Walk
 ) -> None:
     """Look through the trees a recursive program reads (see ``walk.py``)."""
     roots: list[tuple[str, tuple[int, int]]] = []
     implicit = not walk.roots
-    if implicit:
+    if walk.workspace:
+        if _tracked_credential(st, prog, (w0.start, w0.end)):
+            roots.append((st.ws, (w0.start, w0.end)))  # the index is unreadable: walk it all
+    elif implicit:
         if st.cwd is None:
             return  # after `cd $X`: the cd already asks, and the tree is unknown
         roots.append((st.cwd, (w0.start, w0.end)))
@@ -158,7 +185,8 @@ def check_trees(
             st.ws_real,
             follow=walk.follow,
             hidden=walk.hidden,
-            depth=walk.depth,
+            # the whole workspace, when git's index could not be read
+            depth=None if walk.workspace and raw == st.ws else walk.depth,
             secret=sensitive_path,
             budget=budget,
             skip_dirs=gitignored_dirs(real) if walk.gitignore else frozenset(),

@@ -312,14 +312,18 @@ def _read_only(sub: str, rest: list[str], offset: int, *, name: str | None = Non
             follow=False,
             revisions=r.given("--no-index", "--untracked") is None,
         )
-    elif sub in ("diff", "diff-index"):
+    elif sub in ("diff", "diff-index", "diff-files"):
         # an operand that names no file is a revision (git diff main): no
-        # tree to walk (depth 0), only that check
+        # tree to walk below it (depth 0), only that check; and a diff of the
+        # working tree prints the changes of every file the repository
+        # tracks, a tracked .env included, wherever it runs (workspace: the
+        # guard reads the index). diff-files and diff-index print a patch
+        # only when asked to.
         before = _before_dashdash(rest, operands)
-        quiet = _quiet(rest)
-        if r.given("--no-index") is None and before and not quiet:
+        patch = sub == "diff" or _patch_option(_options(rest)) is not None
+        if r.given("--no-index") is None and not _quiet(rest) and (patch or before):
             walk = Walk(tuple((offset + k, rest[k]) for k in before), follow=False, depth=0,
-                        revisions=True)  # fmt: skip
+                        revisions=True, workspace=patch)  # fmt: skip
     if sub not in _PATH_OPERANDS and sub != "grep":
         text.update(offset + k for k in operands)
     return Checked((), frozenset(text), paths, walk)
@@ -368,6 +372,12 @@ def _prints_history(sub: str, rest: list[str]) -> int | None:
         return None if _quiet(rest) else 0
     if sub in _LOG_FAMILY:
         return _patch_option(opts)
+    if sub == "status":
+        # -v shows the staged changes as a patch (-vv the unstaged ones too)
+        for k, a in opts:
+            if a.startswith("--v") or (not a.startswith("--") and "v" in a):
+                return k
+        return None
     if sub == "grep":
         # --cached searches the index: staged contents, which may hold a
         # file the working tree (and so the walk) no longer has
@@ -399,11 +409,15 @@ def _patch_option(opts: list[tuple[int, str]]) -> int | None:
     return None
 
 
+def _options(rest: list[str]) -> list[tuple[int, str]]:
+    end = rest.index("--") if "--" in rest else len(rest)
+    return [(k, a) for k, a in enumerate(rest[:end]) if a.startswith("-")]
+
+
 def _quiet(rest: list[str]) -> bool:
     """Whether the options print no file contents: one of them suppresses
     the patch and none turns it back on."""
-    end = rest.index("--") if "--" in rest else len(rest)
-    opts = [(k, a) for k, a in enumerate(rest[:end]) if a.startswith("-")]
+    opts = _options(rest)
     if _patch_option(opts) is not None:
         return False
     return any(a.split("=", 1)[0] in _NO_CONTENT for _, a in opts)
