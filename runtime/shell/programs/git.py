@@ -321,7 +321,10 @@ def _read_only(sub: str, rest: list[str], offset: int, *, name: str | None = Non
         # only when asked to.
         before = _before_dashdash(rest, operands)
         patch = sub == "diff" or _patch_option(_options(rest)) is not None
-        if r.given("--no-index") is None and not _quiet(rest) and (patch or before):
+        if r.given("--no-index") is not None:
+            # two directories are compared file by file, at every depth
+            walk = Walk(tuple((offset + k, rest[k]) for k in operands), follow=False)
+        elif not _quiet(rest) and (patch or before):
             walk = Walk(tuple((offset + k, rest[k]) for k in before), follow=False, depth=0,
                         revisions=True, workspace=patch)  # fmt: skip
     if sub not in _PATH_OPERANDS and sub != "grep":
