@@ -55,7 +55,13 @@ _SENSITIVE = re.compile(
     r"|(?:^|/)id_(?:rsa|dsa|ecdsa|ed25519)(?:$|\.)"
     # another process's environment, memory, command line or open files (the
     # runtime's own API keys live in its environment)
-    r"|^/proc/(?:self|thread-self|[0-9]+)(?:/task/[0-9]+)?/(?:environ|mem|cmdline|fd/|map_files/)",
+    r"|^/proc/(?:self|thread-self|[0-9]+)(?:/task/[0-9]+)?/(?:environ|mem|cmdline|fd/|map_files/)"
+    # tokens and keys kept outside any workspace, which a read of a path
+    # outside it (an ask a launch flag lifts) must not reach unprompted
+    r"|(?:^|/)\.config/gh/hosts\.yml$|(?:^|/)\.cargo/credentials(?:\.toml)?$"
+    r"|(?:^|/)\.vault-token$|(?:^|/)\.terraform\.d/credentials\.tfrc\.json$"
+    r"|(?:^|/)\.local/share/keyrings(?:/|$)"
+    r"|^/etc/g?shadow-?$|^/etc/ssh/ssh_host_[A-Za-z0-9]+_key$|^/(?:var/)?run/secrets/",
 )
 # NUL is the null device only on Windows; bash on a POSIX system creates a file of that name
 # Writes that stay in the command's own output. Not /dev/tty: that is the
@@ -86,7 +92,9 @@ _DEVICES = frozenset(
 _MAYBE_SENSITIVE = re.compile(
     r"\.(?:env|npmrc|pypirc|netrc|pgpass|git-credentials|htpasswd|docker|aws|kube|ssh"
     r"|gnupg|azure|gcloud|password-store|boto|s3cfg|pem|key|p12|pfx|jks)"
-    r"|id_|_netrc|gcloud|credentials\.json|service-account\.json|^/proc/",
+    r"|id_|_netrc|gcloud|credentials\.json|service-account\.json|^/proc/"
+    r"|gh/hosts|\.cargo/credentials|vault-token|credentials\.tfrc|keyrings|shadow|ssh_host_"
+    r"|/secrets/",
 )
 
 
