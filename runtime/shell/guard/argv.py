@@ -54,6 +54,7 @@ from charter.runtime.shell.programs import (
     may_destroy,
     unwrap,
 )
+from charter.runtime.shell.programs.runs import command_strings, variable_command
 from charter.runtime.shell.report import DYNAMIC, JudgedCommand
 from charter.runtime.shell.syntax import SimpleCommand, Subshell, Word
 from charter.runtime.shell.writers import PROGRAMS as WRITER_PROGRAMS
@@ -66,13 +67,20 @@ def assignments(st: State, words: tuple[Word, ...] | list[Word], i: int = 0) -> 
     command starts (also after a reserved word: `if a=1 ls`); return the
     index of the first word that is not one."""
     while i < len(words) and is_assignment(words[i]):
+        w = words[i]
         st.add(
             "ask",
             "inline-assignment",
-            (words[i].start, words[i].end),
+            (w.start, w.end),
             "an inline VAR=value assignment changes the command's environment (PATH, "
             "LD_PRELOAD and similar change what runs); drop it to run unprompted",
         )
+        if w.value is not None:
+            # PAGER=CMD, GIT_SSH_COMMAND=CMD: a command line a program runs
+            name, _eq, value = w.value.partition("=")
+            text = variable_command(name.rstrip("+"), value)
+            if text is not None:
+                st.walk().nested(st, text, (w.start, w.end))
         i += 1
     return i
 
@@ -302,6 +310,10 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word], *, run_by: bool 
         _trap_action(st, args)
     if prog == "find":
         _find_exec(st, args, vals)
+    for index, text in command_strings(prog, vals):
+        # tar --to-command=CMD, git -c core.pager=CMD, ssh -o ProxyCommand=CMD:
+        # a command line the program hands to a shell, judged like bash -c's
+        st.walk().nested(st, text, span_of(index))
 
     safe = _safe_match(st.policy.safe, name, vals)
     checker = READ_ONLY.get(prog) if "/" not in name else None
