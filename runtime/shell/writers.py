@@ -311,7 +311,7 @@ for _fetch in ("rsync", "scp"):
 del _compressor, _fetch
 
 # Every program write_targets knows.
-PROGRAMS = frozenset(WRITERS) | {"dd", "find", "mktemp", "sed", "tar"}
+PROGRAMS = frozenset(WRITERS) | {"dd", "find", "mktemp", "sed", "tar", "zip"}
 
 # find's actions that write a file named by their argument
 _FIND_FILE_ACTIONS = {"-fprint": 1, "-fprint0": 1, "-fprintf": 1, "-fls": 1}
@@ -343,6 +343,8 @@ def write_targets(prog: str, args: Sequence[str]) -> tuple[Target, ...] | None:
         return _sed(args)
     if prog == "tar":
         return _tar(args)
+    if prog == "zip":
+        return _zip(args)
     spec = WRITERS.get(prog)
     if spec is None:
         return None
@@ -614,4 +616,46 @@ def _tar(args: Sequence[str]) -> tuple[Target, ...]:
         and not any(o.name in ("-C", "--directory") for o in s.opts)
     ):
         out.append(Target(CWD, 0, "write"))  # into the working directory
+    return tuple(out)
+
+
+# Info-ZIP zip's options that take the next argument as their value (its
+# own parser: multi-letter short options, no bundling of these), and those
+# whose value is a file or directory it writes.
+_ZIP_VALUED = frozenset(
+    {"-b", "-n", "-t", "-tt", "-P", "-Z", "-s", "-sp", "-O", "-ds", "-lf", "-TT", "-I", "-Y",
+     "--temp-path", "--suffixes", "--from-date", "--before-date", "--password",
+     "--compression-method", "--split-size", "--output-file", "--dot-size", "--logfile-path",
+     "--unzip-command"}
+)  # fmt: skip
+_ZIP_WRITES = frozenset({"-b", "-O", "-lf", "--temp-path", "--output-file", "--logfile-path"})
+_ZIP_LISTS = frozenset({"-x", "-i", "--exclude", "--include"})
+
+
+def _zip(args: Sequence[str]) -> tuple[Target, ...]:
+    """``zip``: the archive (its first operand, which it creates or
+    rewrites), ``-O``/``--output-file``, the temporary directory ``-b`` and
+    the log file ``-lf``. The name lists after ``-x``/``-i`` run to the next
+    option."""
+    out: list[Target] = []
+    archive = False
+    listing = False
+    k = 0
+    while k < len(args):
+        a = args[k]
+        if a.startswith("-") and len(a) > 1:
+            listing = False
+            name, eq, _value = a.partition("=")
+            if name in _ZIP_LISTS:
+                listing = True
+            elif a in _ZIP_VALUED:
+                if a in _ZIP_WRITES and k + 1 < len(args):
+                    out.append(Target(k + 1, 0, "write"))
+                k += 1
+            elif eq and name in _ZIP_WRITES:
+                out.append(Target(k, len(name) + 1, "write"))
+        elif not listing and not archive:
+            archive = True
+            out.append(Target(k, 0, "write"))
+        k += 1
     return tuple(out)

@@ -68,6 +68,11 @@ def command_strings(prog: str, args: Sequence[str]) -> list[tuple[int, str]]:
         return _valued(args, "e", ("--rsh",))
     if prog == "script":
         return _valued(args, "c", ("--command",))
+    if prog == "zip":
+        # zip -T -TT CMD tests the archive with CMD, through a shell
+        return [
+            (k + 1, args[k + 1]) for k, a in enumerate(args[:-1]) if a in ("-TT", "--unzip-command")
+        ]
     return []
 
 
