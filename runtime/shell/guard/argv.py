@@ -23,7 +23,12 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import overload
 
-from charter.runtime.shell.guard.confine import embedded_write, unnameable, writer_targets
+from charter.runtime.shell.guard.confine import (
+    confine_write,
+    embedded_write,
+    unnameable,
+    writer_targets,
+)
 from charter.runtime.shell.guard.paths import (
     check_trees,
     client_settings_args,
@@ -338,7 +343,14 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word], *, run_by: bool 
         for index, target in checked.writes:
             # A file named inside the program's language or options is
             # confined like a redirect's target, whatever the flags.
-            embedded_write(st, prog, span_of(index), target)
+            w = args[index] if 0 <= index < len(args) else None
+            if w is not None and w.tilde and target == w.value:
+                # a whole argument the shell expands (`git archive -o ~/x`):
+                # the file is where bash's expansion leads, not `./~/x`
+                text, tilde = word_text(st, w)
+                confine_write(st, text, tilde, w, (w.start, w.end), redirect=False, kind="write")
+            else:
+                embedded_write(st, prog, span_of(index), target)
         if prog in _EMBEDDED_WRITERS:
             unknown = next((k for k, v in enumerate(vals) if v == UNKNOWN), None)
             if unknown is not None:

@@ -225,6 +225,43 @@ _OUTPUT_OPTIONS = {
 }
 
 
+# subcommand -> (words before its options, short options with a value,
+# long options with a value, which operand is the directory it creates)
+_MAKES_DIRECTORY: dict[str, tuple[int, str, tuple[str, ...], int]] = {
+    "clone": (
+        0,
+        "obuc",
+        (
+            "origin",
+            "branch",
+            "upload-pack",
+            "reference",
+            "reference-if-able",
+            "separate-git-dir",
+            "depth",
+            "template",
+            "config",
+            "jobs",
+            "filter",
+            "shallow-since",
+            "shallow-exclude",
+            "bundle-uri",
+            "server-option",
+            "ref-format",
+        ),
+        1,
+    ),  # fmt: skip
+    "init": (
+        0,
+        "b",
+        ("template", "separate-git-dir", "initial-branch", "object-format", "ref-format"),
+        0,
+    ),  # fmt: skip
+    "worktree add": (1, "bB", ("reason",), 0),
+    "submodule add": (1, "b", ("name", "reference", "depth"), 1),
+}
+
+
 def _subcommand_writes(
     sub: str, rest: list[str], offset: int
 ) -> tuple[tuple[int, str | None], ...]:
@@ -235,6 +272,19 @@ def _subcommand_writes(
             long_ = name
         else:
             short = name
+    # the directories clone, init, worktree add and submodule add create,
+    # and --separate-git-dir (for clone and init)
+    made = _MAKES_DIRECTORY.get(sub if sub not in ("worktree", "submodule") else
+                                f"{sub} {rest[0] if rest else ''}")  # fmt: skip
+    if made is not None:
+        skip, short_values, long_values, position = made
+        s = scan(rest[skip:], short_values, long_values)
+        operands = list(s.operands)
+        if position < len(operands):
+            found.append((offset + skip + operands[position], rest[skip + operands[position]]))
+        for o in s.opts:
+            if o.value is not None and "--separate-git-dir".startswith(o.name) and len(o.name) > 3:
+                found.append((offset + skip + o.index, o.value))
     if sub == "bundle" and rest[:1] == ["create"]:
         # git bundle create [options] FILE ...: the first word no option is the file
         k = next((k for k in range(1, len(rest)) if not rest[k].startswith("-")), None)
