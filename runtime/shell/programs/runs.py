@@ -141,11 +141,65 @@ def _git(args: Sequence[str]) -> list[tuple[int, str]]:
         elif a.startswith("-c") and len(a) > 2:
             _git_pair(out, k, a[2:])
         k += 1
+    sub, rest, at = (args[k], list(args[k + 1 :]), k + 1) if k < len(args) else ("", [], k)
+    if sub in _GIT_SUB_COMMANDS:
+        short, longs = _GIT_SUB_COMMANDS[sub]
+        out.extend((at + i, text) for i, text in _valued(rest, short, longs))
+    elif sub == "grep":
+        out.extend((at + i, text) for i, text in _git_grep_pager(rest))
+    elif sub == "bisect" and rest[:1] == ["run"] and len(rest) > 1:
+        out.append((at + 1, " ".join(rest[1:])))  # an argv, read as a command line
+    elif sub == "submodule" and rest[:1] == ["foreach"]:
+        words = [a for a in rest[1:] if a not in ("--recursive", "-q", "--quiet")]
+        if words:
+            out.append((at + 1, " ".join(words)))
     if k < len(args) and args[k] == "config":
         # git config [options] KEY VALUE: the value runs on a later command
         rest = [(j, v) for j, v in enumerate(args[k + 1 :], k + 1) if not v.startswith("-")]
         if len(rest) >= 2 and _GIT_COMMAND_KEY.match(rest[0][1]):
             _git_value(out, rest[1][0], rest[1][1])
+    return out
+
+
+# git subcommands with options whose value is a command line
+_GIT_SUB_COMMANDS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "difftool": ("xt", ("--extcmd", "--tool")),
+    "mergetool": ("t", ("--tool",)),
+    "rebase": ("x", ("--exec",)),
+    "filter-branch": (
+        "",
+        (
+            "--tree-filter",
+            "--index-filter",
+            "--msg-filter",
+            "--env-filter",
+            "--parent-filter",
+            "--commit-filter",
+            "--tag-name-filter",
+        ),
+    ),  # fmt: skip
+}
+
+
+def _git_grep_pager(rest: Sequence[str]) -> list[tuple[int, str]]:
+    """git grep -O<pager> / --open-files-in-pager=<pager>: the value is
+    optional, so only an attached one is a command line."""
+    out: list[tuple[int, str]] = []
+    for i, a in enumerate(rest):
+        if a == "--":
+            break
+        if a.startswith("--"):
+            name, eq, value = a.partition("=")
+            if eq and len(name) > 3 and "--open-files-in-pager".startswith(name):
+                out.append((i, value))
+        elif a.startswith("-"):
+            for j, ch in enumerate(a[1:], 1):
+                if ch in "efABCm":
+                    break  # the rest of the word is that option's value
+                if ch == "O":
+                    if a[j + 1 :].strip():
+                        out.append((i, a[j + 1 :]))
+                    break
     return out
 
 
