@@ -25,7 +25,7 @@ from typing import Literal, NamedTuple
 
 from charter.runtime.shell.options import Opt, Scanned, expand_long, long_given, scan, short_given
 
-__all__ = ["CWD", "PROGRAMS", "RUN_TIME", "WRITERS", "Target", "write_targets"]
+__all__ = ["CONFIGURED", "CWD", "PROGRAMS", "RUN_TIME", "WRITERS", "Target", "write_targets"]
 
 Kind = Literal["write", "delete"]
 
@@ -326,6 +326,9 @@ _REMOTE = re.compile(r"^[^/]*:")  # host:path (rsync also host::module)
 # directory only known at run time ($TMPDIR for mktemp).
 CWD = -1
 RUN_TIME = -2
+# the files are named by a configuration the command reads (curl -K FILE,
+# wget --config FILE, a wget -e command the guard does not know)
+CONFIGURED = -3
 
 
 def write_targets(prog: str, args: Sequence[str]) -> tuple[Target, ...] | None:
@@ -348,7 +351,65 @@ def write_targets(prog: str, args: Sequence[str]) -> tuple[Target, ...] | None:
     spec = WRITERS.get(prog)
     if spec is None:
         return None
+    if prog in ("curl", "wget"):
+        return _by_spec(prog, spec, args) + _fetch_configured(prog, spec, args)
     return _by_spec(prog, spec, args)
+
+
+# wget -e/--execute runs one .wgetrc command: these name a file or directory
+# it writes (keys compared as wget does, without `_` and `-`, any case);
+# those in _WGETRC_PLAIN change nothing on disk; any other may (use_askpass
+# runs a program), so what it writes is only known at run time.
+_WGETRC_WRITES = frozenset(
+    {"outputdocument", "dirprefix", "logfile", "savecookies", "warcfile", "warctempdir",
+     "hstsfile"}
+)  # fmt: skip
+_WGETRC_PLAIN = frozenset(
+    {"robots", "tries", "timeout", "wait", "waitretry", "useragent", "checkcertificate",
+     "verbose", "quiet", "retryconnrefused", "dnstimeout", "connecttimeout", "readtimeout",
+     "limitrate", "header", "timestamping", "continue", "recursive", "noparent",
+     "maxredirect", "reclevel", "inet4only", "inet6only", "serverresponse", "spider"}
+)  # fmt: skip
+_WGETRC_LINE = re.compile(r"^\s*([A-Za-z_-]+)\s*=\s*")
+
+
+def _fetch_configured(prog: str, spec: _Spec, args: Sequence[str]) -> tuple[Target, ...]:
+    s = scan(args, spec.short, spec.long)
+    out: list[Target] = []
+    for o in s.opts:
+        # curl takes no abbreviations; wget (getopt) does
+        if prog == "curl":
+            config = o.name in ("-K", "--config")
+            execute = False
+        else:
+            config = len(o.name) > 3 and "--config".startswith(o.name)
+            execute = o.name == "-e" or (len(o.name) > 3 and "--execute".startswith(o.name))
+        if config:
+            out.append(Target(CONFIGURED, 0, "write"))
+        elif execute and o.value is not None:
+            out.extend(_wgetrc_command(args, o))
+    return tuple(out)
+
+
+def _wgetrc_command(args: Sequence[str], o: Opt) -> tuple[Target, ...]:
+    value = o.value or ""
+    m = _WGETRC_LINE.match(value)
+    if m is None:
+        return (Target(CONFIGURED, 0, "write"),)
+    key = m.group(1).replace("_", "").replace("-", "").lower()
+    if key in _WGETRC_PLAIN:
+        return ()
+    if key not in _WGETRC_WRITES:
+        return (Target(CONFIGURED, 0, "write"),)
+    # where the value starts inside its argument (attached or separate)
+    arg = args[o.index]
+    if len(arg) > len(value) and arg.endswith(value):
+        index, start = o.index, len(arg) - len(value)  # -eVALUE, --execute=VALUE
+    else:
+        index, start = o.index + 1, 0  # -e VALUE
+    if index >= len(args):
+        return (Target(CONFIGURED, 0, "write"),)
+    return (Target(index, start + m.end(), "write"),)
 
 
 def _by_spec(prog: str, spec: _Spec, args: Sequence[str]) -> tuple[Target, ...]:
