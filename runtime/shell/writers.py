@@ -284,11 +284,28 @@ for _compressor in _COMPRESSORS:
     # FILE becomes FILE.gz beside it (and FILE goes), unless -c/--stdout
     WRITERS[_compressor] = _Spec(short="S", long=("suffix",), flags=("stdout", "to-stdout", "keep"))
 for _fetch in ("rsync", "scp"):
-    # the destination is the last operand; a host:path one is the network
+    # the destination is the last operand; a host:path one is the network;
+    # rsync also writes its log, temporary, partial and backup directories
+    # and batch files where their options say
     WRITERS[_fetch] = _Spec(
         operands="last",
         short="eFiloPS" if _fetch == "scp" else "eTf",
+        outputs=()
+        if _fetch == "scp"
+        else (
+            "-T",
+            "--temp-dir",
+            "--log-file",
+            "--partial-dir",
+            "--backup-dir",
+            "--write-batch",
+            "--only-write-batch",
+        ),  # fmt: skip
+        flags=() if _fetch == "scp" else ("backup", "partial"),
         long=(
+            "write-batch",
+            "only-write-batch",
+            "read-batch",
             "rsh",
             "rsync-path",
             "temp-dir",
@@ -311,7 +328,7 @@ for _fetch in ("rsync", "scp"):
 del _compressor, _fetch
 
 # Every program write_targets knows.
-PROGRAMS = frozenset(WRITERS) | {"dd", "find", "mktemp", "sed", "tar", "zip"}
+PROGRAMS = frozenset(WRITERS) | {"dd", "find", "mktemp", "sed", "tar", "zip", "cpio"}
 
 # find's actions that write a file named by their argument
 _FIND_FILE_ACTIONS = {"-fprint": 1, "-fprint0": 1, "-fprintf": 1, "-fls": 1}
@@ -348,6 +365,14 @@ def write_targets(prog: str, args: Sequence[str]) -> tuple[Target, ...] | None:
         return _tar(args)
     if prog == "zip":
         return _zip(args)
+    if prog == "cpio":
+        return _cpio(args)
+    if prog == "unzip" and any(
+        a.startswith("-") and ":" in a for a in args[: next(
+            (k for k, a in enumerate(args) if not a.startswith("-")), len(args))]
+    ):  # fmt: skip
+        # -: keeps `../` in member names: the archive names what it writes
+        return (*_by_spec(prog, WRITERS["unzip"], args), Target(CONFIGURED, 0, "write"))
     spec = WRITERS.get(prog)
     if spec is None:
         return None
@@ -649,6 +674,23 @@ def _tar(args: Sequence[str]) -> tuple[Target, ...]:
             "tape-length",
             "newer",
             "volno-file",
+            "index-file",
+            "transform",
+            "xform",
+            "to-command",
+            "use-compress-program",
+            "info-script",
+            "new-volume-script",
+            "rsh-command",
+            "checkpoint-action",
+            "owner",
+            "group",
+            "mode",
+            "mtime",
+            "format",
+            "label",
+            "exclude",
+            "suffix",
         ),
     )
     for o in s.opts:
@@ -671,6 +713,30 @@ def _tar(args: Sequence[str]) -> tuple[Target, ...]:
         if (is_file and creates) or (is_dir and extracts):
             t = _value_target(full, o, spec, "write")
             out.append(Target(t.index + k, t.offset, "write"))
+    for ch, idx in values:
+        if ch == "g" and idx < len(args):
+            out.append(Target(idx, 0, "write"))  # the snapshot file it updates
+    for o in s.opts:
+        name = o.name
+        writes_value = name == "-g" or (
+            len(name) > 3 and any(f.startswith(name) for f in ("--listed-incremental",
+                                                               "--index-file"))
+        )  # fmt: skip
+        if writes_value and o.value is not None:
+            t = _value_target(full, o, spec, "write")
+            out.append(Target(t.index + k, t.offset, "write"))
+        if extracts and (
+            name == "-P"
+            or (len(name) > 3 and any(f.startswith(name) for f in ("--absolute-names",
+                                                                   "--transform", "--xform")))
+        ):  # fmt: skip
+            # members keep a leading / or are renamed: the archive names the files
+            out.append(Target(CONFIGURED, 0, "write"))
+    if extracts and "P" in letters:
+        out.append(Target(CONFIGURED, 0, "write"))
+    if creates and long_given(s, ("remove-files",)):
+        # --remove-files deletes what it archived
+        out.extend(Target(k + i, 0, "delete") for i in s.operands)
     if (
         extracts
         and not any(ch == "C" for ch, _ in values)
@@ -719,4 +785,22 @@ def _zip(args: Sequence[str]) -> tuple[Target, ...]:
             archive = True
             out.append(Target(k, 0, "write"))
         k += 1
+    return tuple(out)
+
+
+def _cpio(args: Sequence[str]) -> tuple[Target, ...]:
+    """``cpio``: copy-in (-i) and pass-through (-p) write the names the
+    archive or the input list holds, absolute ones included; copy-out (-o)
+    writes its archive to -F/-O FILE (else to its output)."""
+    valued = ("file", "format", "message", "owner", "rsh-command", "block-size", "io-size",
+              "pattern-file", "rename-batch-file")  # fmt: skip
+    s = scan(args, "FOIHMERCc", valued)
+    letters = "".join(o.name[1:] for o in s.opts if not o.name.startswith("--"))
+    longs = {o.name for o in s.opts if o.name.startswith("--")}
+    if "i" in letters or "p" in letters or longs & {"--extract", "--pass-through"}:
+        return (Target(CONFIGURED, 0, "write"),)
+    out: list[Target] = []
+    for o in s.opts:
+        if o.value is not None and (o.name in ("-F", "-O") or o.name == "--file"):
+            out.append(_value_target(args, o, _Spec(short="FOIHMERCc", long=("file",)), "write"))
     return tuple(out)
