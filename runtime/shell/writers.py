@@ -263,6 +263,24 @@ WRITERS: dict[str, _Spec] = {
         ),
     ),
     "unzip": _Spec(short="d", operands="none", outputs=("-d",)),
+    # programs that write a file named by an option (else to their output)
+    "shuf": _Spec(
+        short="oniu",
+        long=("output", "head-count", "input-range", "random-source"),
+        operands="none",
+        outputs=("-o", "--output"),
+    ),  # fmt: skip
+    "iconv": _Spec(
+        short="oft",
+        long=("output", "from-code", "to-code"),
+        operands="none",
+        outputs=("-o", "--output"),
+    ),  # fmt: skip
+    "uudecode": _Spec(
+        short="o", long=("output-file",), operands="none", outputs=("-o", "--output-file")
+    ),  # fmt: skip
+    # sponge FILE: soaks up its input, then writes FILE
+    "sponge": _Spec(),
     "tree": _Spec(
         short="LPIoH",
         long=("charset", "filelimit", "timefmt", "sort"),
