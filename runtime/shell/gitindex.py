@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import os
 import posixpath
+import re
 import struct
 
-__all__ = ["find_git_dir", "tracked_paths"]
+__all__ = ["find_git_dir", "remote_url_credentials", "tracked_paths"]
 
 # A bound on entries read: past it the caller walks instead (never an allow).
 MAX_ENTRIES = 200_000
@@ -131,3 +132,40 @@ def _varint(data: bytes, pos: int, end: int) -> tuple[int | None, int]:
         pos += 1
         value = ((value + 1) << 7) | (c & 127)
     return value, pos
+
+
+# An http(s) or ftp URL with user information (`https://user:token@host`,
+# `https://TOKEN@host`): git prints it as it is stored.
+_URL_WITH_USERINFO = re.compile(rb"(?i)\b(?:https?|ftps?)://[^/@\s\"']+@")
+_CONFIG_LIMIT = 1 << 20
+
+
+def remote_url_credentials(cwd: str) -> bool | None:
+    """Whether the configuration of the repository git would use from
+    ``cwd`` (a real path) stores a URL with user information, which ``git
+    remote -v`` and ``git remote get-url`` print; None when it cannot tell."""
+    found = find_git_dir(cwd)
+    if found is None:
+        return False
+    git_dir = found[1]
+    files = [posixpath.join(git_dir, "config"), posixpath.join(git_dir, "config.worktree")]
+    try:
+        with open(posixpath.join(git_dir, "commondir"), encoding="utf-8") as f:
+            common = f.read(4096).strip()
+        if common:
+            files.append(posixpath.join(git_dir, common, "config"))
+    except (OSError, UnicodeDecodeError):
+        pass
+    for path in files:
+        try:
+            with open(path, "rb") as f:
+                data = f.read(_CONFIG_LIMIT + 1)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+        if len(data) > _CONFIG_LIMIT:
+            return None
+        if _URL_WITH_USERINFO.search(data) is not None:
+            return True
+    return False

@@ -82,3 +82,23 @@ def test_unreadable_index_walks_the_workspace(tmp_path: Path) -> None:
     (repo / ".env").write_text("TOKEN=x\n")
     (repo / ".git" / "index").write_bytes(b"DIRC\0\0\0\x09garbage" + b"\0" * 20)
     assert _verdict("git diff", repo, repo) == ("ask", "credential-path")
+
+
+@pytest.mark.parametrize(
+    ("url", "decision"),
+    [
+        ("https://user:ghp_token@github.com/o/r.git", "ask"),
+        ("https://ghp_token@github.com/o/r.git", "ask"),
+        ("https://github.com/o/r.git", "allow"),
+        ("git@github.com:o/r.git", "allow"),
+        ("ssh://git@github.com/o/r.git", "allow"),
+    ],
+)
+def test_remote_urls_with_a_token_are_a_credential(tmp_path: Path, url: str, decision: str) -> None:
+    # git remote -v prints the URL as stored, token and all
+    repo = _repo(tmp_path, ["a.txt"])
+    _git(repo, "remote", "add", "origin", url)
+    for command in ("git remote -v", "git remote get-url origin"):
+        expected = ("ask", "credential-path") if decision == "ask" else ("allow", "read-only")
+        assert _verdict(command, repo, repo) == expected
+    assert _verdict("git remote", repo, repo) == ("allow", "read-only")

@@ -20,7 +20,7 @@ import stat
 from collections.abc import Sequence
 
 from charter.runtime.policy.workspace import client_settings_path_reason, is_sensitive
-from charter.runtime.shell.gitindex import find_git_dir, tracked_paths
+from charter.runtime.shell.gitindex import find_git_dir, remote_url_credentials, tracked_paths
 from charter.runtime.shell.gitrepo import untrusted_repository
 from charter.runtime.shell.guard.state import State, clip
 from charter.runtime.shell.policy import CLIENT_SETTINGS_RULE
@@ -238,7 +238,16 @@ def git_repository(st: State, w0: Word, vals: list[str]) -> None:
         return
     if st.cwd is None:
         return  # after `cd $X`: the cd already asks
-    problem = untrusted_repository(real_below(st, st.cwd), st.ws_real, resolved=True)
+    real_cwd = real_below(st, st.cwd)
+    if _prints_remote_urls(vals) and remote_url_credentials(real_cwd) is not False:
+        st.add(
+            "ask",
+            "credential-path",
+            (w0.start, w0.end),
+            "the repository's configuration stores a remote URL with a user name or token "
+            "(https://user:token@host), which this git command prints; it needs approval",
+        )
+    problem = untrusted_repository(real_cwd, st.ws_real, resolved=True)
     if problem is not None:
         st.add(
             "ask",
@@ -247,6 +256,17 @@ def git_repository(st: State, w0: Word, vals: list[str]) -> None:
             f"git would use {problem}; its configuration can run programs, so git needs approval "
             "here",
         )
+
+
+def _prints_remote_urls(vals: list[str]) -> bool:
+    """git remote -v / get-url print the stored remote URLs."""
+    k = 0
+    while k < len(vals) and vals[k].startswith("-"):
+        k += 1  # (the global options git allows here take no value)
+    rest = vals[k + 1 :] if k < len(vals) and vals[k] == "remote" else None
+    if rest is None:
+        return False
+    return rest[:1] == ["get-url"] or any(a in ("-v", "--verbose") for a in rest)
 
 
 def generic_args(
