@@ -343,12 +343,14 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word], *, run_by: bool 
         for index, target in checked.writes:
             # A file named inside the program's language or options is
             # confined like a redirect's target, whatever the flags.
-            w = args[index] if 0 <= index < len(args) else None
-            if w is not None and w.tilde and target == w.value:
+            tw = args[index] if 0 <= index < len(args) else None
+            if tw is not None and tw.tilde and target == tw.value:
                 # a whole argument the shell expands (`git archive -o ~/x`):
                 # the file is where bash's expansion leads, not `./~/x`
-                text, tilde = word_text(st, w)
-                confine_write(st, text, tilde, w, (w.start, w.end), redirect=False, kind="write")
+                wtext, wtilde = word_text(st, tw)
+                confine_write(
+                    st, wtext, wtilde, tw, (tw.start, tw.end), redirect=False, kind="write"
+                )
             else:
                 embedded_write(st, prog, span_of(index), target)
         if prog in _EMBEDDED_WRITERS:

@@ -155,9 +155,9 @@ def _git(args: Sequence[str]) -> list[tuple[int, str]]:
             out.append((at + 1, " ".join(words)))
     if k < len(args) and args[k] == "config":
         # git config [options] KEY VALUE: the value runs on a later command
-        rest = [(j, v) for j, v in enumerate(args[k + 1 :], k + 1) if not v.startswith("-")]
-        if len(rest) >= 2 and _GIT_COMMAND_KEY.match(rest[0][1]):
-            _git_value(out, rest[1][0], rest[1][1])
+        pairs = [(j, v) for j, v in enumerate(args[k + 1 :], k + 1) if not v.startswith("-")]
+        if len(pairs) >= 2 and _GIT_COMMAND_KEY.match(pairs[0][1]):
+            _git_value(out, pairs[1][0], pairs[1][1])
     return out
 
 
