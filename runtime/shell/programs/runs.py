@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from charter.runtime.shell.programs import sed
+
 __all__ = ["COMMAND_VARIABLES", "command_strings", "variable_command"]
 
 # Variables whose value a program runs as a command line (through a shell or
@@ -68,6 +70,8 @@ def command_strings(prog: str, args: Sequence[str]) -> list[tuple[int, str]]:
         return _valued(args, "e", ("--rsh",))
     if prog == "script":
         return _valued(args, "c", ("--command",))
+    if prog == "sed":
+        return sed.exec_commands(args)
     if prog == "zip":
         # zip -T -TT CMD tests the archive with CMD, through a shell
         return [
