@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from charter.runtime.shell.programs import sed
+from charter.runtime.shell.programs import awk, sed
 
 __all__ = ["COMMAND_VARIABLES", "command_strings", "variable_command"]
 
@@ -72,6 +72,8 @@ def command_strings(prog: str, args: Sequence[str]) -> list[tuple[int, str]]:
         return _valued(args, "c", ("--command",))
     if prog == "sed":
         return sed.exec_commands(args)
+    if prog in ("awk", "gawk", "mawk", "nawk"):
+        return awk.exec_commands(args)
     if prog == "zip":
         # zip -T -TT CMD tests the archive with CMD, through a shell
         return [
