@@ -30,6 +30,7 @@ COMMAND_VARIABLES = frozenset(
     }
 )  # fmt: skip
 _GIT_CONFIG_VALUE = re.compile(r"^GIT_CONFIG_VALUE_[0-9]+$")
+_GIT_PARAMETER = re.compile(r"'([^']*)'='([^']*)'")
 
 # git configuration keys whose value is a command (alias.* and
 # credential.helper when they start with `!`).
@@ -53,6 +54,14 @@ def variable_command(name: str, value: str) -> str | None:
     if name in COMMAND_VARIABLES or _GIT_CONFIG_VALUE.match(name):
         text = value.lstrip("|!")
         return text if text.strip() else None
+    if name == "GIT_CONFIG_PARAMETERS":
+        # 'key'='value' pairs, as git -c passes them to its children
+        texts = [
+            v.lstrip("!")
+            for k, v in _GIT_PARAMETER.findall(value)
+            if _GIT_COMMAND_KEY.match(k) and v.lstrip("!").strip()
+        ]
+        return "; ".join(texts) if texts else None
     return None
 
 
