@@ -345,8 +345,12 @@ for _fetch in ("rsync", "scp"):
     )
 del _compressor, _fetch
 
+# vi and its relatives: they write the files they edit, and commands given
+# on their command line (-c 'w! /x', +'!cmd', -S script) write anything.
+_VIM = frozenset({"vi", "vim", "nvim", "ex", "view", "vimdiff", "gvim", "rvim", "nvi", "elvis"})
+
 # Every program write_targets knows.
-PROGRAMS = frozenset(WRITERS) | {"dd", "find", "mktemp", "sed", "tar", "zip", "cpio"}
+PROGRAMS = frozenset(WRITERS) | {"dd", "find", "mktemp", "sed", "tar", "zip", "cpio"} | _VIM
 
 # find's actions that write a file named by their argument
 _FIND_FILE_ACTIONS = {"-fprint": 1, "-fprint0": 1, "-fprintf": 1, "-fls": 1}
@@ -385,6 +389,8 @@ def write_targets(prog: str, args: Sequence[str]) -> tuple[Target, ...] | None:
         return _zip(args)
     if prog == "cpio":
         return _cpio(args)
+    if prog in _VIM:
+        return _vim(prog, args)
     if prog == "unzip" and any(
         a.startswith("-") and ":" in a for a in args[: next(
             (k for k, a in enumerate(args) if not a.startswith("-")), len(args))]
@@ -821,4 +827,49 @@ def _cpio(args: Sequence[str]) -> tuple[Target, ...]:
     for o in s.opts:
         if o.value is not None and (o.name in ("-F", "-O") or o.name == "--file"):
             out.append(_value_target(args, o, _Spec(short="FOIHMERCc", long=("file",)), "write"))
+    return tuple(out)
+
+
+# vim's options that take the next argument; those marked run commands or
+# scripts (the rest name a terminal, a tag, a server...). -w/-W write every
+# typed key to a file.
+_VIM_VALUED = frozenset({"-c", "--cmd", "-S", "-s", "-u", "-U", "-i", "-T", "-t", "-q", "-w",
+                         "-W", "--servername", "--startuptime", "--remote-send",
+                         "--remote-expr"})  # fmt: skip
+_VIM_RUNS = frozenset({"-c", "--cmd", "-S", "-s", "-u", "-U", "-w", "-W", "--remote-send",
+                       "--remote-expr", "--startuptime", "-i"})  # fmt: skip
+
+
+def _vim(prog: str, args: Sequence[str]) -> tuple[Target, ...]:
+    """vi/vim/nvim: every file named is one it may write (unless read-only:
+    -R, -M, view), and a command or script from its command line
+    (``-c``, ``--cmd``, ``+CMD`` other than a line number, ``-S``, ``-s``,
+    ``-u``) may write anything: unnameable."""
+    out: list[Target] = []
+    read_only = prog in ("view",)
+    operands: list[int] = []
+    k = 0
+    while k < len(args):
+        a = args[k]
+        if a == "--":
+            operands.extend(range(k + 1, len(args)))
+            break
+        if a in _VIM_VALUED:
+            if a in _VIM_RUNS:
+                out.append(Target(CONFIGURED, 0, "write"))
+            k += 2
+            continue
+        if a.startswith("+"):
+            if not re.fullmatch(r"\+[0-9]*", a):
+                out.append(Target(CONFIGURED, 0, "write"))  # +CMD (+/pattern too: rare)
+        elif a.startswith("-") and len(a) > 1:
+            if a.startswith(("-c", "-S", "-s", "-u", "-w", "-W")) and not a.startswith("--"):
+                out.append(Target(CONFIGURED, 0, "write"))  # an attached value
+            elif a in ("-R", "-M", "-m"):
+                read_only = True
+        else:
+            operands.append(k)
+        k += 1
+    if not read_only:
+        out.extend(Target(i, 0, "write") for i in operands)
     return tuple(out)
