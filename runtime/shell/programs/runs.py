@@ -77,6 +77,9 @@ def command_strings(prog: str, args: Sequence[str]) -> list[tuple[int, str]]:
         return _ssh(args)
     if prog == "rsync":
         return _valued(args, "e", ("--rsh",))
+    if prog == "man":
+        # man -P PAGER / --pager=PAGER runs the pager through a shell
+        return _valued(args, "P", ("--pager",))
     if prog == "script":
         return _valued(args, "c", ("--command",))
     if prog == "sed":
