@@ -25,7 +25,7 @@ from typing import Literal, NamedTuple
 
 from charter.runtime.shell.options import Opt, Scanned, expand_long, long_given, scan, short_given
 
-__all__ = ["CWD", "PROGRAMS", "RUN_TIME", "WRITERS", "Target", "write_targets"]
+__all__ = ["CONFIGURED", "CWD", "PROGRAMS", "RUN_TIME", "WRITERS", "Target", "write_targets"]
 
 Kind = Literal["write", "delete"]
 
@@ -263,6 +263,24 @@ WRITERS: dict[str, _Spec] = {
         ),
     ),
     "unzip": _Spec(short="d", operands="none", outputs=("-d",)),
+    # programs that write a file named by an option (else to their output)
+    "shuf": _Spec(
+        short="oniu",
+        long=("output", "head-count", "input-range", "random-source"),
+        operands="none",
+        outputs=("-o", "--output"),
+    ),  # fmt: skip
+    "iconv": _Spec(
+        short="oft",
+        long=("output", "from-code", "to-code"),
+        operands="none",
+        outputs=("-o", "--output"),
+    ),  # fmt: skip
+    "uudecode": _Spec(
+        short="o", long=("output-file",), operands="none", outputs=("-o", "--output-file")
+    ),  # fmt: skip
+    # sponge FILE: soaks up its input, then writes FILE
+    "sponge": _Spec(),
     "tree": _Spec(
         short="LPIoH",
         long=("charset", "filelimit", "timefmt", "sort"),
@@ -284,11 +302,28 @@ for _compressor in _COMPRESSORS:
     # FILE becomes FILE.gz beside it (and FILE goes), unless -c/--stdout
     WRITERS[_compressor] = _Spec(short="S", long=("suffix",), flags=("stdout", "to-stdout", "keep"))
 for _fetch in ("rsync", "scp"):
-    # the destination is the last operand; a host:path one is the network
+    # the destination is the last operand; a host:path one is the network;
+    # rsync also writes its log, temporary, partial and backup directories
+    # and batch files where their options say
     WRITERS[_fetch] = _Spec(
         operands="last",
         short="eFiloPS" if _fetch == "scp" else "eTf",
+        outputs=()
+        if _fetch == "scp"
+        else (
+            "-T",
+            "--temp-dir",
+            "--log-file",
+            "--partial-dir",
+            "--backup-dir",
+            "--write-batch",
+            "--only-write-batch",
+        ),  # fmt: skip
+        flags=() if _fetch == "scp" else ("backup", "partial"),
         long=(
+            "write-batch",
+            "only-write-batch",
+            "read-batch",
             "rsh",
             "rsync-path",
             "temp-dir",
@@ -310,8 +345,12 @@ for _fetch in ("rsync", "scp"):
     )
 del _compressor, _fetch
 
+# vi and its relatives: they write the files they edit, and commands given
+# on their command line (-c 'w! /x', +'!cmd', -S script) write anything.
+_VIM = frozenset({"vi", "vim", "nvim", "ex", "view", "vimdiff", "gvim", "rvim", "nvi", "elvis"})
+
 # Every program write_targets knows.
-PROGRAMS = frozenset(WRITERS) | {"dd", "find", "mktemp", "sed", "tar"}
+PROGRAMS = frozenset(WRITERS) | {"dd", "find", "mktemp", "sed", "tar", "zip", "cpio"} | _VIM
 
 # find's actions that write a file named by their argument
 _FIND_FILE_ACTIONS = {"-fprint": 1, "-fprint0": 1, "-fprintf": 1, "-fls": 1}
@@ -326,6 +365,9 @@ _REMOTE = re.compile(r"^[^/]*:")  # host:path (rsync also host::module)
 # directory only known at run time ($TMPDIR for mktemp).
 CWD = -1
 RUN_TIME = -2
+# the files are named by a configuration the command reads (curl -K FILE,
+# wget --config FILE, a wget -e command the guard does not know)
+CONFIGURED = -3
 
 
 def write_targets(prog: str, args: Sequence[str]) -> tuple[Target, ...] | None:
@@ -343,10 +385,80 @@ def write_targets(prog: str, args: Sequence[str]) -> tuple[Target, ...] | None:
         return _sed(args)
     if prog == "tar":
         return _tar(args)
+    if prog == "zip":
+        return _zip(args)
+    if prog == "cpio":
+        return _cpio(args)
+    if prog in _VIM:
+        return _vim(prog, args)
+    if prog == "unzip" and any(
+        a.startswith("-") and ":" in a for a in args[: next(
+            (k for k, a in enumerate(args) if not a.startswith("-")), len(args))]
+    ):  # fmt: skip
+        # -: keeps `../` in member names: the archive names what it writes
+        return (*_by_spec(prog, WRITERS["unzip"], args), Target(CONFIGURED, 0, "write"))
     spec = WRITERS.get(prog)
     if spec is None:
         return None
+    if prog in ("curl", "wget"):
+        return _by_spec(prog, spec, args) + _fetch_configured(prog, spec, args)
     return _by_spec(prog, spec, args)
+
+
+# wget -e/--execute runs one .wgetrc command: these name a file or directory
+# it writes (keys compared as wget does, without `_` and `-`, any case);
+# those in _WGETRC_PLAIN change nothing on disk; any other may (use_askpass
+# runs a program), so what it writes is only known at run time.
+_WGETRC_WRITES = frozenset(
+    {"outputdocument", "dirprefix", "logfile", "savecookies", "warcfile", "warctempdir",
+     "hstsfile"}
+)  # fmt: skip
+_WGETRC_PLAIN = frozenset(
+    {"robots", "tries", "timeout", "wait", "waitretry", "useragent", "checkcertificate",
+     "verbose", "quiet", "retryconnrefused", "dnstimeout", "connecttimeout", "readtimeout",
+     "limitrate", "header", "timestamping", "continue", "recursive", "noparent",
+     "maxredirect", "reclevel", "inet4only", "inet6only", "serverresponse", "spider"}
+)  # fmt: skip
+_WGETRC_LINE = re.compile(r"^\s*([A-Za-z_-]+)\s*=\s*")
+
+
+def _fetch_configured(prog: str, spec: _Spec, args: Sequence[str]) -> tuple[Target, ...]:
+    s = scan(args, spec.short, spec.long)
+    out: list[Target] = []
+    for o in s.opts:
+        # curl takes no abbreviations; wget (getopt) does
+        if prog == "curl":
+            config = o.name in ("-K", "--config")
+            execute = False
+        else:
+            config = len(o.name) > 3 and "--config".startswith(o.name)
+            execute = o.name == "-e" or (len(o.name) > 3 and "--execute".startswith(o.name))
+        if config:
+            out.append(Target(CONFIGURED, 0, "write"))
+        elif execute and o.value is not None:
+            out.extend(_wgetrc_command(args, o))
+    return tuple(out)
+
+
+def _wgetrc_command(args: Sequence[str], o: Opt) -> tuple[Target, ...]:
+    value = o.value or ""
+    m = _WGETRC_LINE.match(value)
+    if m is None:
+        return (Target(CONFIGURED, 0, "write"),)
+    key = m.group(1).replace("_", "").replace("-", "").lower()
+    if key in _WGETRC_PLAIN:
+        return ()
+    if key not in _WGETRC_WRITES:
+        return (Target(CONFIGURED, 0, "write"),)
+    # where the value starts inside its argument (attached or separate)
+    arg = args[o.index]
+    if len(arg) > len(value) and arg.endswith(value):
+        index, start = o.index, len(arg) - len(value)  # -eVALUE, --execute=VALUE
+    else:
+        index, start = o.index + 1, 0  # -e VALUE
+    if index >= len(args):
+        return (Target(CONFIGURED, 0, "write"),)
+    return (Target(index, start + m.end(), "write"),)
 
 
 def _by_spec(prog: str, spec: _Spec, args: Sequence[str]) -> tuple[Target, ...]:
@@ -586,6 +698,23 @@ def _tar(args: Sequence[str]) -> tuple[Target, ...]:
             "tape-length",
             "newer",
             "volno-file",
+            "index-file",
+            "transform",
+            "xform",
+            "to-command",
+            "use-compress-program",
+            "info-script",
+            "new-volume-script",
+            "rsh-command",
+            "checkpoint-action",
+            "owner",
+            "group",
+            "mode",
+            "mtime",
+            "format",
+            "label",
+            "exclude",
+            "suffix",
         ),
     )
     for o in s.opts:
@@ -608,10 +737,139 @@ def _tar(args: Sequence[str]) -> tuple[Target, ...]:
         if (is_file and creates) or (is_dir and extracts):
             t = _value_target(full, o, spec, "write")
             out.append(Target(t.index + k, t.offset, "write"))
+    for ch, idx in values:
+        if ch == "g" and idx < len(args):
+            out.append(Target(idx, 0, "write"))  # the snapshot file it updates
+    for o in s.opts:
+        name = o.name
+        writes_value = name == "-g" or (
+            len(name) > 3 and any(f.startswith(name) for f in ("--listed-incremental",
+                                                               "--index-file"))
+        )  # fmt: skip
+        if writes_value and o.value is not None:
+            t = _value_target(full, o, spec, "write")
+            out.append(Target(t.index + k, t.offset, "write"))
+        if extracts and (
+            name == "-P"
+            or (len(name) > 3 and any(f.startswith(name) for f in ("--absolute-names",
+                                                                   "--transform", "--xform")))
+        ):  # fmt: skip
+            # members keep a leading / or are renamed: the archive names the files
+            out.append(Target(CONFIGURED, 0, "write"))
+    if extracts and "P" in letters:
+        out.append(Target(CONFIGURED, 0, "write"))
+    if creates and long_given(s, ("remove-files",)):
+        # --remove-files deletes what it archived
+        out.extend(Target(k + i, 0, "delete") for i in s.operands)
     if (
         extracts
         and not any(ch == "C" for ch, _ in values)
         and not any(o.name in ("-C", "--directory") for o in s.opts)
     ):
         out.append(Target(CWD, 0, "write"))  # into the working directory
+    return tuple(out)
+
+
+# Info-ZIP zip's options that take the next argument as their value (its
+# own parser: multi-letter short options, no bundling of these), and those
+# whose value is a file or directory it writes.
+_ZIP_VALUED = frozenset(
+    {"-b", "-n", "-t", "-tt", "-P", "-Z", "-s", "-sp", "-O", "-ds", "-lf", "-TT", "-I", "-Y",
+     "--temp-path", "--suffixes", "--from-date", "--before-date", "--password",
+     "--compression-method", "--split-size", "--output-file", "--dot-size", "--logfile-path",
+     "--unzip-command"}
+)  # fmt: skip
+_ZIP_WRITES = frozenset({"-b", "-O", "-lf", "--temp-path", "--output-file", "--logfile-path"})
+_ZIP_LISTS = frozenset({"-x", "-i", "--exclude", "--include"})
+
+
+def _zip(args: Sequence[str]) -> tuple[Target, ...]:
+    """``zip``: the archive (its first operand, which it creates or
+    rewrites), ``-O``/``--output-file``, the temporary directory ``-b`` and
+    the log file ``-lf``. The name lists after ``-x``/``-i`` run to the next
+    option."""
+    out: list[Target] = []
+    archive = False
+    listing = False
+    k = 0
+    while k < len(args):
+        a = args[k]
+        if a.startswith("-") and len(a) > 1:
+            listing = False
+            name, eq, _value = a.partition("=")
+            if name in _ZIP_LISTS:
+                listing = True
+            elif a in _ZIP_VALUED:
+                if a in _ZIP_WRITES and k + 1 < len(args):
+                    out.append(Target(k + 1, 0, "write"))
+                k += 1
+            elif eq and name in _ZIP_WRITES:
+                out.append(Target(k, len(name) + 1, "write"))
+        elif not listing and not archive:
+            archive = True
+            out.append(Target(k, 0, "write"))
+        k += 1
+    return tuple(out)
+
+
+def _cpio(args: Sequence[str]) -> tuple[Target, ...]:
+    """``cpio``: copy-in (-i) and pass-through (-p) write the names the
+    archive or the input list holds, absolute ones included; copy-out (-o)
+    writes its archive to -F/-O FILE (else to its output)."""
+    valued = ("file", "format", "message", "owner", "rsh-command", "block-size", "io-size",
+              "pattern-file", "rename-batch-file")  # fmt: skip
+    s = scan(args, "FOIHMERCc", valued)
+    letters = "".join(o.name[1:] for o in s.opts if not o.name.startswith("--"))
+    longs = {o.name for o in s.opts if o.name.startswith("--")}
+    if "i" in letters or "p" in letters or longs & {"--extract", "--pass-through"}:
+        return (Target(CONFIGURED, 0, "write"),)
+    out: list[Target] = []
+    for o in s.opts:
+        if o.value is not None and (o.name in ("-F", "-O") or o.name == "--file"):
+            out.append(_value_target(args, o, _Spec(short="FOIHMERCc", long=("file",)), "write"))
+    return tuple(out)
+
+
+# vim's options that take the next argument; those marked run commands or
+# scripts (the rest name a terminal, a tag, a server...). -w/-W write every
+# typed key to a file.
+_VIM_VALUED = frozenset({"-c", "--cmd", "-S", "-s", "-u", "-U", "-i", "-T", "-t", "-q", "-w",
+                         "-W", "--servername", "--startuptime", "--remote-send",
+                         "--remote-expr"})  # fmt: skip
+_VIM_RUNS = frozenset({"-c", "--cmd", "-S", "-s", "-u", "-U", "-w", "-W", "--remote-send",
+                       "--remote-expr", "--startuptime", "-i"})  # fmt: skip
+
+
+def _vim(prog: str, args: Sequence[str]) -> tuple[Target, ...]:
+    """vi/vim/nvim: every file named is one it may write (unless read-only:
+    -R, -M, view), and a command or script from its command line
+    (``-c``, ``--cmd``, ``+CMD`` other than a line number, ``-S``, ``-s``,
+    ``-u``) may write anything: unnameable."""
+    out: list[Target] = []
+    read_only = prog in ("view",)
+    operands: list[int] = []
+    k = 0
+    while k < len(args):
+        a = args[k]
+        if a == "--":
+            operands.extend(range(k + 1, len(args)))
+            break
+        if a in _VIM_VALUED:
+            if a in _VIM_RUNS:
+                out.append(Target(CONFIGURED, 0, "write"))
+            k += 2
+            continue
+        if a.startswith("+"):
+            if not re.fullmatch(r"\+[0-9]*", a):
+                out.append(Target(CONFIGURED, 0, "write"))  # +CMD (+/pattern too: rare)
+        elif a.startswith("-") and len(a) > 1:
+            if a.startswith(("-c", "-S", "-s", "-u", "-w", "-W")) and not a.startswith("--"):
+                out.append(Target(CONFIGURED, 0, "write"))  # an attached value
+            elif a in ("-R", "-M", "-m"):
+                read_only = True
+        else:
+            operands.append(k)
+        k += 1
+    if not read_only:
+        out.extend(Target(i, 0, "write") for i in operands)
     return tuple(out)

@@ -23,7 +23,12 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import overload
 
-from charter.runtime.shell.guard.confine import embedded_write, unnameable, writer_targets
+from charter.runtime.shell.guard.confine import (
+    confine_write,
+    embedded_write,
+    unnameable,
+    writer_targets,
+)
 from charter.runtime.shell.guard.paths import (
     check_trees,
     client_settings_args,
@@ -54,6 +59,7 @@ from charter.runtime.shell.programs import (
     may_destroy,
     unwrap,
 )
+from charter.runtime.shell.programs.runs import command_strings, variable_command
 from charter.runtime.shell.report import DYNAMIC, JudgedCommand
 from charter.runtime.shell.syntax import SimpleCommand, Subshell, Word
 from charter.runtime.shell.writers import PROGRAMS as WRITER_PROGRAMS
@@ -66,13 +72,20 @@ def assignments(st: State, words: tuple[Word, ...] | list[Word], i: int = 0) -> 
     command starts (also after a reserved word: `if a=1 ls`); return the
     index of the first word that is not one."""
     while i < len(words) and is_assignment(words[i]):
+        w = words[i]
         st.add(
             "ask",
             "inline-assignment",
-            (words[i].start, words[i].end),
+            (w.start, w.end),
             "an inline VAR=value assignment changes the command's environment (PATH, "
             "LD_PRELOAD and similar change what runs); drop it to run unprompted",
         )
+        if w.value is not None:
+            # PAGER=CMD, GIT_SSH_COMMAND=CMD: a command line a program runs
+            name, _eq, value = w.value.partition("=")
+            text = variable_command(name.rstrip("+"), value)
+            if text is not None:
+                st.walk().nested(st, text, (w.start, w.end))
         i += 1
     return i
 
@@ -302,6 +315,10 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word], *, run_by: bool 
         _trap_action(st, args)
     if prog == "find":
         _find_exec(st, args, vals)
+    for index, text in command_strings(prog, vals):
+        # tar --to-command=CMD, git -c core.pager=CMD, ssh -o ProxyCommand=CMD:
+        # a command line the program hands to a shell, judged like bash -c's
+        st.walk().nested(st, text, span_of(index))
 
     safe = _safe_match(st.policy.safe, name, vals)
     checker = READ_ONLY.get(prog) if "/" not in name else None
@@ -326,7 +343,16 @@ def judge_argv(st: State, words: tuple[Word, ...] | list[Word], *, run_by: bool 
         for index, target in checked.writes:
             # A file named inside the program's language or options is
             # confined like a redirect's target, whatever the flags.
-            embedded_write(st, prog, span_of(index), target)
+            tw = args[index] if 0 <= index < len(args) else None
+            if tw is not None and tw.tilde and target == tw.value:
+                # a whole argument the shell expands (`git archive -o ~/x`):
+                # the file is where bash's expansion leads, not `./~/x`
+                wtext, wtilde = word_text(st, tw)
+                confine_write(
+                    st, wtext, wtilde, tw, (tw.start, tw.end), redirect=False, kind="write"
+                )
+            else:
+                embedded_write(st, prog, span_of(index), target)
         if prog in _EMBEDDED_WRITERS:
             unknown = next((k for k, v in enumerate(vals) if v == UNKNOWN), None)
             if unknown is not None:

@@ -41,7 +41,7 @@ from charter.runtime.shell.guard.state import State, clip
 from charter.runtime.shell.policy import CLIENT_SETTINGS_RULE, REDIRECT_WRITE_RULE, Write
 from charter.runtime.shell.programs import UNKNOWN, block_device
 from charter.runtime.shell.syntax import Redirect, Word
-from charter.runtime.shell.writers import CWD, RUN_TIME, Target, write_targets
+from charter.runtime.shell.writers import CONFIGURED, CWD, RUN_TIME, Target, write_targets
 
 __all__ = ["confine_write", "embedded_write", "judge_redirect", "unnameable", "writer_targets"]
 
@@ -353,6 +353,17 @@ def _writer_target(
     syms: list[tuple[str | None, bool]],
     t: Target,
 ) -> None:
+    if t.index == CONFIGURED:
+        w0 = args[0] if args else None
+        span = (w0.start, args[-1].end) if w0 is not None else (0, 0)
+        unnameable(
+            st,
+            span,
+            False,
+            f"{prog} reads what it writes from a configuration (a file or a setting the "
+            "guard does not follow), so its targets cannot be named",
+        )
+        return
     if t.index == RUN_TIME:
         w0 = args[0] if args else None
         span = (w0.start, args[-1].end) if w0 is not None else (0, 0)

@@ -20,6 +20,7 @@ import stat
 from collections.abc import Sequence
 
 from charter.runtime.policy.workspace import client_settings_path_reason, is_sensitive
+from charter.runtime.shell.gitindex import find_git_dir, remote_url_credentials, tracked_paths
 from charter.runtime.shell.gitrepo import untrusted_repository
 from charter.runtime.shell.guard.state import State, clip
 from charter.runtime.shell.policy import CLIENT_SETTINGS_RULE
@@ -54,7 +55,13 @@ _SENSITIVE = re.compile(
     r"|(?:^|/)id_(?:rsa|dsa|ecdsa|ed25519)(?:$|\.)"
     # another process's environment, memory, command line or open files (the
     # runtime's own API keys live in its environment)
-    r"|^/proc/(?:self|thread-self|[0-9]+)(?:/task/[0-9]+)?/(?:environ|mem|cmdline|fd/|map_files/)",
+    r"|^/proc/(?:self|thread-self|[0-9]+)(?:/task/[0-9]+)?/(?:environ|mem|cmdline|fd/|map_files/)"
+    # tokens and keys kept outside any workspace, which a read of a path
+    # outside it (an ask a launch flag lifts) must not reach unprompted
+    r"|(?:^|/)\.config/gh/hosts\.yml$|(?:^|/)\.cargo/credentials(?:\.toml)?$"
+    r"|(?:^|/)\.vault-token$|(?:^|/)\.terraform\.d/credentials\.tfrc\.json$"
+    r"|(?:^|/)\.local/share/keyrings(?:/|$)"
+    r"|^/etc/g?shadow-?$|^/etc/ssh/ssh_host_[A-Za-z0-9]+_key$|^/(?:var/)?run/secrets/",
 )
 # NUL is the null device only on Windows; bash on a POSIX system creates a file of that name
 # Writes that stay in the command's own output. Not /dev/tty: that is the
@@ -85,7 +92,9 @@ _DEVICES = frozenset(
 _MAYBE_SENSITIVE = re.compile(
     r"\.(?:env|npmrc|pypirc|netrc|pgpass|git-credentials|htpasswd|docker|aws|kube|ssh"
     r"|gnupg|azure|gcloud|password-store|boto|s3cfg|pem|key|p12|pfx|jks)"
-    r"|id_|_netrc|gcloud|credentials\.json|service-account\.json|^/proc/",
+    r"|id_|_netrc|gcloud|credentials\.json|service-account\.json|^/proc/"
+    r"|gh/hosts|\.cargo/credentials|vault-token|credentials\.tfrc|keyrings|shadow|ssh_host_"
+    r"|/secrets/",
 )
 
 
@@ -108,13 +117,39 @@ def realpath(path: str) -> str:
         return path
 
 
+def _tracked_credential(st: State, prog: str, span: tuple[int, int]) -> bool:
+    """Ask when the repository git would use tracks a credential file (git
+    diff prints every tracked file's changes, from the whole repository).
+    True when the index cannot be read, so that the caller walks instead."""
+    found = find_git_dir(os.path.realpath(st.cwd if st.cwd is not None else st.ws))
+    if found is None:
+        return False  # no repository: git diff of the working tree prints nothing
+    tracked = tracked_paths(found[1])
+    if tracked is None:
+        return True
+    for name in tracked:
+        if sensitive_path(name):
+            st.add(
+                "ask",
+                "credential-path",
+                span,
+                f"{prog} prints the changes of every file the repository tracks, and it "
+                f"tracks the credential {clip(name)}; it needs approval",
+            )
+            break
+    return False
+
+
 def check_trees(
     st: State, prog: str, w0: Word, args: tuple[Word, ...] | list[Word], walk: Walk
 ) -> None:
     """Look through the trees a recursive program reads (see ``walk.py``)."""
     roots: list[tuple[str, tuple[int, int]]] = []
     implicit = not walk.roots
-    if implicit:
+    if walk.workspace:
+        if _tracked_credential(st, prog, (w0.start, w0.end)):
+            roots.append((st.ws, (w0.start, w0.end)))  # the index is unreadable: walk it all
+    elif implicit:
         if st.cwd is None:
             return  # after `cd $X`: the cd already asks, and the tree is unknown
         roots.append((st.cwd, (w0.start, w0.end)))
@@ -158,7 +193,8 @@ def check_trees(
             st.ws_real,
             follow=walk.follow,
             hidden=walk.hidden,
-            depth=walk.depth,
+            # the whole workspace, when git's index could not be read
+            depth=None if walk.workspace and raw == st.ws else walk.depth,
             secret=sensitive_path,
             budget=budget,
             skip_dirs=gitignored_dirs(real) if walk.gitignore else frozenset(),
@@ -202,7 +238,16 @@ def git_repository(st: State, w0: Word, vals: list[str]) -> None:
         return
     if st.cwd is None:
         return  # after `cd $X`: the cd already asks
-    problem = untrusted_repository(real_below(st, st.cwd), st.ws_real, resolved=True)
+    real_cwd = real_below(st, st.cwd)
+    if _prints_remote_urls(vals) and remote_url_credentials(real_cwd) is not False:
+        st.add(
+            "ask",
+            "credential-path",
+            (w0.start, w0.end),
+            "the repository's configuration stores a remote URL with a user name or token "
+            "(https://user:token@host), which this git command prints; it needs approval",
+        )
+    problem = untrusted_repository(real_cwd, st.ws_real, resolved=True)
     if problem is not None:
         st.add(
             "ask",
@@ -211,6 +256,17 @@ def git_repository(st: State, w0: Word, vals: list[str]) -> None:
             f"git would use {problem}; its configuration can run programs, so git needs approval "
             "here",
         )
+
+
+def _prints_remote_urls(vals: list[str]) -> bool:
+    """git remote -v / get-url print the stored remote URLs."""
+    k = 0
+    while k < len(vals) and vals[k].startswith("-"):
+        k += 1  # (the global options git allows here take no value)
+    rest = vals[k + 1 :] if k < len(vals) and vals[k] == "remote" else None
+    if rest is None:
+        return False
+    return rest[:1] == ["get-url"] or any(a in ("-v", "--verbose") for a in rest)
 
 
 def generic_args(

@@ -36,7 +36,7 @@ from typing import NamedTuple
 from charter.runtime.errors import CharterError
 from charter.runtime.shell.programs.base import Checked, Issue
 
-__all__ = ["AwkError", "awk", "awk_problem", "awk_writes", "tokenize_awk"]
+__all__ = ["AwkError", "awk", "awk_problem", "awk_writes", "exec_commands", "tokenize_awk"]
 
 
 # A NamedTuple: a tenth of a frozen dataclass's cost to define at start-up.
@@ -386,6 +386,53 @@ def awk(args: Sequence[str]) -> Checked:
                 writes=writes,
             )
     return Checked((), frozenset(text), writes=writes)
+
+
+def exec_commands(args: Sequence[str]) -> list[tuple[int, str]]:
+    """(argument index, command line) of each command a program runs with a
+    string constant: ``system("...")``, ``print | "..."`` and ``"..." |
+    getline`` (awk hands it to ``sh -c``). A program the tokenizer cannot
+    read yields none: the checker already asks about it."""
+    if not any("system" in a or "|" in a for a in args):
+        return []
+    programs: list[tuple[int, str]] = []
+    i, n = 0, len(args)
+    while i < n and args[i].startswith("-") and args[i] != "-":
+        a = args[i]
+        if a == "--":
+            i += 1
+            break
+        if a.startswith("--source="):
+            programs.append((i, a.split("=", 1)[1]))
+        elif not a.startswith("--") and len(a) > 1 and a[1] in "Fvef":
+            if len(a) == 2 and i + 1 < n:
+                i += 1
+                if a[1] == "e":
+                    programs.append((i, args[i]))
+            elif a[1] == "e":
+                programs.append((i, a[2:]))
+        i += 1
+    if not programs and i < n:
+        programs.append((i, args[i]))
+    out: list[tuple[int, str]] = []
+    for index, program in programs:
+        try:
+            toks = tokenize_awk(program)
+        except AwkError:
+            continue
+        for k, t in enumerate(toks):
+            if t.kind != "string":
+                continue
+            before = toks[k - 1].text if k else ""
+            after = toks[k + 1].text if k + 1 < len(toks) else ""
+            call = before == "(" and k >= 2 and toks[k - 2].text == "system"
+            if call or before in ("|", "|&") or after in ("|", "|&"):
+                out.append((index, _unescape(t.text)))
+    return out
+
+
+def _unescape(raw: str) -> str:
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), raw)
 
 
 def _ask(index: int, rule: str, message: str) -> Checked:

@@ -59,6 +59,9 @@ class Walk(NamedTuple):
     # then the program reads committed content, which may hold any secret
     # ever committed
     revisions: bool = False
+    # reads the whole workspace wherever it runs (git diff shows every change
+    # of the repository, not only those below the working directory)
+    workspace: bool = False
 
 
 class Checked(NamedTuple):

@@ -361,11 +361,14 @@ _DIFF = Spec(
 
 def diff(args: Sequence[str]) -> Checked:
     r = read_args(args, _DIFF)
-    walk = None
-    if r.given("-r", "--recursive") is not None:
-        # GNU diff follows symlinks unless --no-dereference
-        follow = r.given("--no-dereference") is None
-        walk = Walk(tuple((i, args[i]) for i in r.operands), follow=follow)
+    # GNU diff follows symlinks unless --no-dereference. Given two
+    # directories it compares the files they share, and with -N prints one
+    # only one of them holds: without -r it reads their top level (depth 1).
+    follow = r.given("--no-dereference") is None
+    recursive = r.given("-r", "--recursive") is not None
+    walk = Walk(
+        tuple((i, args[i]) for i in r.operands), follow=follow, depth=None if recursive else 1
+    )
     return checked_read(r, walk=walk)
 
 

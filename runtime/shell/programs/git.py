@@ -225,6 +225,43 @@ _OUTPUT_OPTIONS = {
 }
 
 
+# subcommand -> (words before its options, short options with a value,
+# long options with a value, which operand is the directory it creates)
+_MAKES_DIRECTORY: dict[str, tuple[int, str, tuple[str, ...], int]] = {
+    "clone": (
+        0,
+        "obuc",
+        (
+            "origin",
+            "branch",
+            "upload-pack",
+            "reference",
+            "reference-if-able",
+            "separate-git-dir",
+            "depth",
+            "template",
+            "config",
+            "jobs",
+            "filter",
+            "shallow-since",
+            "shallow-exclude",
+            "bundle-uri",
+            "server-option",
+            "ref-format",
+        ),
+        1,
+    ),  # fmt: skip
+    "init": (
+        0,
+        "b",
+        ("template", "separate-git-dir", "initial-branch", "object-format", "ref-format"),
+        0,
+    ),  # fmt: skip
+    "worktree add": (1, "bB", ("reason",), 0),
+    "submodule add": (1, "b", ("name", "reference", "depth"), 1),
+}
+
+
 def _subcommand_writes(
     sub: str, rest: list[str], offset: int
 ) -> tuple[tuple[int, str | None], ...]:
@@ -235,6 +272,19 @@ def _subcommand_writes(
             long_ = name
         else:
             short = name
+    # the directories clone, init, worktree add and submodule add create,
+    # and --separate-git-dir (for clone and init)
+    made = _MAKES_DIRECTORY.get(sub if sub not in ("worktree", "submodule") else
+                                f"{sub} {rest[0] if rest else ''}")  # fmt: skip
+    if made is not None:
+        skip, short_values, long_values, position = made
+        s = scan(rest[skip:], short_values, long_values)
+        operands = list(s.operands)
+        if position < len(operands):
+            found.append((offset + skip + operands[position], rest[skip + operands[position]]))
+        for o in s.opts:
+            if o.value is not None and "--separate-git-dir".startswith(o.name) and len(o.name) > 3:
+                found.append((offset + skip + o.index, o.value))
     if sub == "bundle" and rest[:1] == ["create"]:
         # git bundle create [options] FILE ...: the first word no option is the file
         k = next((k for k in range(1, len(rest)) if not rest[k].startswith("-")), None)
@@ -312,14 +362,21 @@ def _read_only(sub: str, rest: list[str], offset: int, *, name: str | None = Non
             follow=False,
             revisions=r.given("--no-index", "--untracked") is None,
         )
-    elif sub in ("diff", "diff-index"):
+    elif sub in ("diff", "diff-index", "diff-files"):
         # an operand that names no file is a revision (git diff main): no
-        # tree to walk (depth 0), only that check
+        # tree to walk below it (depth 0), only that check; and a diff of the
+        # working tree prints the changes of every file the repository
+        # tracks, a tracked .env included, wherever it runs (workspace: the
+        # guard reads the index). diff-files and diff-index print a patch
+        # only when asked to.
         before = _before_dashdash(rest, operands)
-        quiet = any(o.name in _NO_CONTENT for o in r.opts)
-        if r.given("--no-index") is None and before and not quiet:
+        patch = sub == "diff" or _patch_option(_options(rest)) is not None
+        if r.given("--no-index") is not None:
+            # two directories are compared file by file, at every depth
+            walk = Walk(tuple((offset + k, rest[k]) for k in operands), follow=False)
+        elif not _quiet(rest) and (patch or before):
             walk = Walk(tuple((offset + k, rest[k]) for k in before), follow=False, depth=0,
-                        revisions=True)  # fmt: skip
+                        revisions=True, workspace=patch)  # fmt: skip
     if sub not in _PATH_OPERANDS and sub != "grep":
         text.update(offset + k for k in operands)
     return Checked((), frozenset(text), paths, walk)
@@ -336,11 +393,12 @@ _PATCH_LONG = (
     "--patch", "--unified", "--cc", "--dd", "--word-diff", "--color-words",
     "--remerge-diff", "--textconv", "--binary", "--full-index", "--patch-with",
 )  # fmt: skip
+# Not here: `--oneline` (a log format: `git show --oneline` still prints
+# the patch) and `--check` (prints every added line with a whitespace error).
 _NO_CONTENT = frozenset(
     {
         "-s", "--no-patch", "--stat", "--shortstat", "--numstat", "--name-only",
         "--name-status", "--summary", "--raw", "--quiet", "--dirstat", "--compact-summary",
-        "--check", "--oneline",
     }
 )  # fmt: skip
 _LOG_FAMILY = frozenset({"log", "whatchanged", "diff-tree", "rev-list", "shortlog"})
@@ -361,27 +419,61 @@ def _prints_history(sub: str, rest: list[str]) -> int | None:
     if sub == "show":
         if any(":" in a for a in rest[:end] if not a.startswith("-")):
             return 0  # REV:PATH prints a blob whatever the flags
-        quiet = any(a.split("=", 1)[0] in _NO_CONTENT for _, a in opts)
-        return None if quiet else 0
+        patch = _patch_option(opts)
+        if patch is not None:
+            return patch
+        return None if _quiet(rest) else 0
     if sub in _LOG_FAMILY:
+        return _patch_option(opts)
+    if sub == "status":
+        # -v shows the staged changes as a patch (-vv the unstaged ones too)
         for k, a in opts:
-            name = a.split("=", 1)[0]
-            if a.startswith("--"):
-                if name.startswith(_PATCH_LONG):
-                    return k
-            elif a[1] in "SGOn":
-                continue  # pickaxe, order file and count values are text
-            elif a[1] in "UL" or "p" in a or "u" in a or a == "-c":
-                # -p/-u (patch, also in bundles: -5p, -np), -U<n>, -L (line
-                # history), -c (combined patch)
+            if a.startswith("--v") or (not a.startswith("--") and "v" in a):
                 return k
         return None
+    if sub == "grep":
+        # --cached searches the index: staged contents, which may hold a
+        # file the working tree (and so the walk) no longer has
+        return next((k for k, a in opts if a == "--cached"), None)
     if sub in ("diff", "diff-index", "diff-files"):
-        if any(a.split("=", 1)[0] in _NO_CONTENT for _, a in opts):
+        if _quiet(rest):
             return None
         staged = next((k for k, a in opts if a in ("--cached", "--staged", "--merge-base")), None)
         return staged
     return None
+
+
+def _patch_option(opts: list[tuple[int, str]]) -> int | None:
+    """The index of the first option that asks for a patch (file contents),
+    or None. git applies its output options in order, so a patch option
+    after ``-s``/``--stat`` (``git show -s -p``) prints the patch again:
+    any patch option counts, wherever it stands."""
+    for k, a in opts:
+        name = a.split("=", 1)[0]
+        if a.startswith("--"):
+            if name.startswith(_PATCH_LONG):
+                return k
+        elif a[1] in "SGOn":
+            continue  # pickaxe, order file and count values are text
+        elif a[1] in "UL" or "p" in a or "u" in a or a == "-c":
+            # -p/-u (patch, also in bundles: -5p, -np, -sp), -U<n>, -L (line
+            # history), -c (combined patch)
+            return k
+    return None
+
+
+def _options(rest: list[str]) -> list[tuple[int, str]]:
+    end = rest.index("--") if "--" in rest else len(rest)
+    return [(k, a) for k, a in enumerate(rest[:end]) if a.startswith("-")]
+
+
+def _quiet(rest: list[str]) -> bool:
+    """Whether the options print no file contents: one of them suppresses
+    the patch and none turns it back on."""
+    opts = _options(rest)
+    if _patch_option(opts) is not None:
+        return False
+    return any(a.split("=", 1)[0] in _NO_CONTENT for _, a in opts)
 
 
 _LISTING = frozenset(

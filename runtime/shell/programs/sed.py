@@ -31,7 +31,7 @@ from charter.runtime.errors import CharterError
 from charter.runtime.shell.options import Spec, read_args
 from charter.runtime.shell.programs.base import Checked, Issue, one
 
-__all__ = ["SedCommand", "SedError", "parse_sed", "sed"]
+__all__ = ["SedCommand", "SedError", "exec_commands", "parse_sed", "sed"]
 
 _BLANK = " \t"
 _SPACE = " \t\n\v\f\r"
@@ -498,6 +498,31 @@ def sed(args: Sequence[str]) -> Checked:
         tuple(paths),
         writes=_writes(commands, scripts),
     )
+
+
+def exec_commands(args: Sequence[str]) -> list[tuple[int, str]]:
+    """(argument index, command line) of each ``e COMMAND`` of the script,
+    which sed runs through a shell. Only the commands read before an error
+    count (sed runs none of a script it rejects; they are judged anyway)."""
+    if not any("e" in a for a in args):
+        return []
+    r = read_args(args, _SPEC)
+    if r.given("--sandbox") is not None:
+        return []
+    scripts: list[tuple[int, str]] = [
+        (o.value_index if o.value_index is not None else o.index, o.value or "")
+        for o in r.opts
+        if o.name in ("-e", "--expression")
+    ]
+    if not any(o.name in ("-e", "--expression", "-f", "--file") for o in r.opts) and r.operands:
+        scripts.append((r.operands[0], args[r.operands[0]]))
+    if not scripts:
+        return []
+    try:
+        commands: Sequence[SedCommand] = parse_sed([t for _, t in scripts])
+    except SedError as err:
+        commands = err.partial
+    return [(scripts[c.script][0], c.arg) for c in commands if c.name == "e" and c.arg.strip()]
 
 
 def _writes(
