@@ -5,7 +5,9 @@
 Each hostile command line of ``tests/shell/hostile.py`` is built at each
 size (by default just under the guard's size cap and at 100 KB, which is
 over it) and judged; the best of three runs is printed with the decision.
-Every decision must be ask or deny, and each should take well under 100 ms.
+Every decision must be ask or deny (but for the few that are one plain
+read-only command, ``BENIGN``, which may be allowed under the cap), and each
+should take well under 100 ms.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "shell"))
 
-from hostile import MAKERS  # noqa: E402
+from hostile import BENIGN, MAKERS  # noqa: E402
 
 from charter.runtime.shell import ShellPolicy, evaluate  # noqa: E402
 from charter.runtime.shell.guard import MAX_COMMAND_CHARS  # noqa: E402
@@ -46,9 +48,9 @@ def main() -> int:
                 v = evaluate(command, cwd=WS, workspace=WS, policy=policy)
                 best = min(best, time.perf_counter() - t0)
             worst = max(worst, best)
-            allowed += v.decision == "allow"
+            allowed += v.decision == "allow" and name not in BENIGN
             print(f"{name:34s} {len(command):7d} {best * 1e3:8.2f}  {v.decision} {v.rule}")
-    print(f"slowest: {worst * 1e3:.2f} ms; allowed: {allowed}")
+    print(f"slowest: {worst * 1e3:.2f} ms; hostile lines allowed: {allowed}")
     return 1 if allowed else 0
 
 

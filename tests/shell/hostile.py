@@ -59,3 +59,7 @@ MAKERS: dict[str, Callable[[int], str]] = {
     "eval chain": lambda n: _rep("eval ", n) + "ls",
     "bash -c chain": lambda n: _rep("bash -c ", n) + "ls",
 }
+
+# Worst cases that are, in fact, one plain read-only command: under the size
+# cap they may be allowed (the others never are).
+BENIGN = frozenset({"long word", "non-ASCII text", "long pipeline", "many commands"})

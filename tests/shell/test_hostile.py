@@ -11,14 +11,12 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hostile import MAKERS  # noqa: E402
+from hostile import BENIGN, MAKERS  # noqa: E402
 
 from charter.runtime.shell import ShellPolicy, evaluate, judge  # noqa: E402
 from charter.runtime.shell.guard import MAX_COMMAND_CHARS, MAX_TOKENS  # noqa: E402
 
 WS = "/ws/proj"
-# worst cases that are, in fact, one plain read-only command
-BENIGN = {"long word", "non-ASCII text", "long pipeline", "many commands"}
 
 
 @pytest.mark.parametrize("size", [1_000, MAX_COMMAND_CHARS])
