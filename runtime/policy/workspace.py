@@ -92,6 +92,7 @@ SENSITIVE_FILES: frozenset[str] = frozenset(
         ".pypirc",
         ".pgpass",
         ".git-credentials",
+        ".vault-token",
         ".htpasswd",
         ".boto",
         ".s3cfg",
@@ -105,6 +106,17 @@ SENSITIVE_FILES: frozenset[str] = frozenset(
 )
 # Key material by extension.
 _SENSITIVE_SUFFIXES = (".pem", ".key", ".p12", ".pfx", ".jks", ".keystore")
+# Runs of folder and file names (compared case-folded) that hold tokens where
+# their tools keep them; they matter inside a workspace that is a home folder.
+# (The shell guard names the same files outside the workspace.)
+_SENSITIVE_RUNS: tuple[tuple[str, ...], ...] = (
+    (".config", "gcloud"),
+    (".config", "gh", "hosts.yml"),
+    (".cargo", "credentials"),
+    (".cargo", "credentials.toml"),
+    (".terraform.d", "credentials.tfrc.json"),
+    (".local", "share", "keyrings"),
+)
 # Charter's own records in a workspace: run plans, audit logs, events, task
 # artifacts and each run's private HOME.
 RECORDS_DIR = ".charter"
@@ -198,8 +210,9 @@ def _sensitive_reason(parts: tuple[str, ...]) -> str | None:
         name = part.casefold()  # case-insensitive file systems make .ENV the same file
         if name in SENSITIVE_DIRS:
             return f"'{part}/' holds credentials"
-        if name == ".config" and n + 1 < len(parts) and parts[n + 1].casefold() == "gcloud":
-            return "'.config/gcloud/' holds credentials"
+        for run in _SENSITIVE_RUNS:
+            if name == run[0] and tuple(p.casefold() for p in parts[n : n + len(run)]) == run:
+                return f"'{'/'.join(parts[n : n + len(run)])}' holds credentials"
         if name.startswith(".env"):
             return f"'{part}' is an environment file that usually holds secrets"
         if name in SENSITIVE_FILES:
