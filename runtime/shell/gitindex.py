@@ -16,6 +16,8 @@ import posixpath
 import re
 import struct
 
+from charter.runtime.shell.gitrepo import read_regular
+
 __all__ = ["find_git_dir", "remote_url_credentials", "tracked_paths"]
 
 # A bound on entries read: past it the caller walks instead (never an allow).
@@ -23,6 +25,17 @@ MAX_ENTRIES = 200_000
 _MAX_BYTES = 64 * 1024 * 1024
 _HASH = 20  # SHA-1 object names; a SHA-256 repository is not read
 _FIXED = 62  # ctime, mtime, dev, ino, mode, uid, gid, size, hash, flags
+
+
+def _read_regular(path: str, limit: int) -> bytes | None:
+    """The file's bytes (see :func:`~.gitrepo.read_regular`); None when it
+    is not a regular file or cannot be read. Missing: FileNotFoundError."""
+    try:
+        return read_regular(path, limit)
+    except FileNotFoundError:
+        raise
+    except OSError:
+        return None
 
 
 def find_git_dir(cwd: str) -> tuple[str, str] | None:
@@ -35,8 +48,8 @@ def find_git_dir(cwd: str) -> tuple[str, str] | None:
             return directory, dotgit
         if os.path.isfile(dotgit):
             try:
-                with open(dotgit, encoding="utf-8", errors="strict") as f:
-                    line = f.readline(4097).strip()
+                data = _read_regular(dotgit, 4096)
+                line = data.split(b"\n", 1)[0].decode("utf-8").strip() if data else ""
             except (OSError, UnicodeDecodeError):
                 return None
             if not line.startswith("gitdir:"):
@@ -51,13 +64,10 @@ def find_git_dir(cwd: str) -> tuple[str, str] | None:
 
 def _object_format_is_sha1(git_dir: str) -> bool:
     try:
-        with open(posixpath.join(git_dir, "config"), "rb") as f:
-            text = f.read(1 << 20)
+        text = _read_regular(posixpath.join(git_dir, "config"), 1 << 20)
     except FileNotFoundError:
         return True
-    except OSError:
-        return False
-    return b"objectformat" not in text.lower()
+    return text is not None and b"objectformat" not in text.lower()
 
 
 def tracked_paths(git_dir: str) -> list[str] | None:
@@ -67,13 +77,10 @@ def tracked_paths(git_dir: str) -> list[str] | None:
     if not _object_format_is_sha1(git_dir):
         return None
     try:
-        with open(posixpath.join(git_dir, "index"), "rb") as f:
-            data = f.read(_MAX_BYTES + 1)
+        data = _read_regular(posixpath.join(git_dir, "index"), _MAX_BYTES)
     except FileNotFoundError:
         return []
-    except OSError:
-        return None
-    if len(data) > _MAX_BYTES or len(data) < 12 + _HASH or data[:4] != b"DIRC":
+    if data is None or len(data) > _MAX_BYTES or len(data) < 12 + _HASH or data[:4] != b"DIRC":
         return None
     version, count = struct.unpack(">II", data[4:12])
     if version not in (2, 3, 4) or count > MAX_ENTRIES:
@@ -150,21 +157,23 @@ def remote_url_credentials(cwd: str) -> bool | None:
     git_dir = found[1]
     files = [posixpath.join(git_dir, "config"), posixpath.join(git_dir, "config.worktree")]
     try:
-        with open(posixpath.join(git_dir, "commondir"), encoding="utf-8") as f:
-            common = f.read(4096).strip()
-        if common:
-            files.append(posixpath.join(git_dir, common, "config"))
-    except (OSError, UnicodeDecodeError):
-        pass
+        common_raw = _read_regular(posixpath.join(git_dir, "commondir"), 4096)
+    except FileNotFoundError:
+        common_raw = b""
+    if common_raw is None:
+        return None
+    try:
+        common = common_raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return None
+    if common:
+        files.append(posixpath.join(git_dir, common, "config"))
     for path in files:
         try:
-            with open(path, "rb") as f:
-                data = f.read(_CONFIG_LIMIT + 1)
+            data = _read_regular(path, _CONFIG_LIMIT)
         except FileNotFoundError:
             continue
-        except OSError:
-            return None
-        if len(data) > _CONFIG_LIMIT:
+        if data is None or len(data) > _CONFIG_LIMIT:
             return None
         if _URL_WITH_USERINFO.search(data) is not None:
             return True

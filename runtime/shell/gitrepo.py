@@ -31,7 +31,7 @@ import posixpath
 import re
 import stat
 
-__all__ = ["CONFIG_LIMIT", "untrusted_repository"]
+__all__ = ["CONFIG_LIMIT", "read_regular", "untrusted_repository"]
 
 CONFIG_LIMIT = 256 * 1024
 
@@ -44,6 +44,29 @@ _HELPER_KEY = re.compile(
 )
 _INCLUDE_KEY = re.compile(r"^include(?:if\..+)?\.path$")
 _SECTION = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')
+
+
+def read_regular(path: str, limit: int) -> bytes | None:
+    """Up to ``limit`` + 1 bytes of ``path`` when it is a regular file; None
+    when it is something else. A FIFO planted where git keeps a file would
+    otherwise hold the decision forever (opening one for reading waits for
+    a writer), so it is opened without waiting and read only after fstat
+    says it is a file. Raises OSError (FileNotFoundError when missing)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks: list[bytes] = []
+        left = limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _within(path: str, root: str) -> bool:
@@ -71,9 +94,10 @@ def _looks_bare(path: str) -> bool:
 
 def _gitfile_target(path: str, directory: str) -> str | None:
     try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
+        head = read_regular(path, 4096)
     except OSError:
+        return None
+    if head is None:
         return None
     line = head.split(b"\n", 1)[0].strip()
     if not line.startswith(b"gitdir:"):
@@ -133,12 +157,14 @@ def _config_problem(gitdir: str, ws_real: str) -> str | None:
     """Why the configuration of the repository at ``gitdir`` is not trusted."""
     files = [gitdir + "/config", gitdir + "/config.worktree"]
     try:
-        with open(gitdir + "/commondir", encoding="utf-8", errors="replace") as f:
-            common = f.read(4096).strip()
-        if common:
-            files.insert(0, os.path.realpath(posixpath.join(gitdir, common)) + "/config")
+        common_raw = read_regular(gitdir + "/commondir", 4096)
     except OSError:
-        pass
+        common_raw = b""
+    if common_raw is None:
+        return f"a repository whose {gitdir}/commondir is not a regular file"
+    common = common_raw.decode("utf-8", "replace").strip()
+    if common:
+        files.insert(0, os.path.realpath(posixpath.join(gitdir, common)) + "/config")
     budget = [CONFIG_LIMIT]
     for path in files:
         problem = _config_file_problem(path, ws_real, budget, depth=0)
@@ -149,10 +175,11 @@ def _config_problem(gitdir: str, ws_real: str) -> str | None:
 
 def _config_file_problem(path: str, ws_real: str, budget: list[int], depth: int) -> str | None:
     try:
-        with open(path, "rb") as f:
-            data = f.read(budget[0] + 1)
+        data = read_regular(path, budget[0])
     except OSError:
         return None  # no such file: nothing to run
+    if data is None:
+        return f"a repository whose configuration ({path}) is not a regular file"
     budget[0] -= len(data)
     if budget[0] < 0:
         return f"a repository whose configuration ({path}) is too large to check"

@@ -4,6 +4,7 @@ credential (git prints its changes whatever the working directory)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -56,6 +57,23 @@ def test_unreadable_index_is_none(tmp_path: Path) -> None:
     index = repo / ".git" / "index"
     index.write_bytes(index.read_bytes()[:40])
     assert tracked_paths(str(repo / ".git")) is None
+
+
+@pytest.mark.parametrize("name", ["index", "config", "commondir"])
+def test_a_fifo_in_the_git_folder_is_not_waited_on(tmp_path: Path, name: str) -> None:
+    # Opening a FIFO for reading waits for a writer: a repository planted with
+    # one would hang every decision about `git diff` or `git remote -v`.
+    repo = _repo(tmp_path, [*NAMES, ".env"])
+    target = repo / ".git" / name
+    target.unlink(missing_ok=True)
+    os.mkfifo(target)
+    ws = str(repo)
+    # what the guard cannot read is what it asks about (the index: `git diff`
+    # may print the tracked .env; the config and commondir: a remote URL may
+    # hold a token)
+    command = "git diff" if name == "index" else "git remote -v"
+    v = evaluate(command, cwd=ws, workspace=ws, policy=ShellPolicy())
+    assert v.decision == "ask", (command, v.rule)
 
 
 def _verdict(command: str, cwd: Path, ws: Path) -> tuple[str, str]:
