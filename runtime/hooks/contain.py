@@ -33,6 +33,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from charter.runtime.capped import read_text_capped
+
 __all__ = [
     "CONTAINED_TOOLS",
     "GEMINI_CONTAINED_TOOLS",
@@ -48,6 +50,8 @@ __all__ = [
 CONTAINED_TOOLS = frozenset({"Bash", "Monitor"})
 # Gemini CLI's.
 GEMINI_CONTAINED_TOOLS = frozenset({"run_shell_command"})
+# A client's settings or policy file is a few KiB; one larger is not read.
+_RULES_FILE_MAX = 4 << 20
 _GEMINI_SHELL = "run_shell_command"
 _GEMINI_EXCLUDE = re.compile(r"\A(?:run_shell_command|ShellTool)\((.*)\)\Z", re.DOTALL)
 _BASH_RULE = re.compile(r"\ABash\((.*)\)\Z", re.DOTALL)
@@ -108,10 +112,10 @@ def _texts(files: Iterable[Path]) -> tuple[list[tuple[Path, str]], str]:
     out: list[tuple[Path, str]] = []
     for path in files:
         try:
-            out.append((path, path.read_text(encoding="utf-8")))
+            out.append((path, read_text_capped(path, _RULES_FILE_MAX)))
         except FileNotFoundError:
             continue
-        except (OSError, UnicodeDecodeError) as exc:
+        except (OSError, ValueError) as exc:
             return [], f"{path} cannot be read ({exc})"
     return out, ""
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Literal, NamedTuple
 from urllib.parse import urlsplit
 
+from charter.runtime.capped import read_regular
 from charter.runtime.plan import Permission, TaintPolicy, ToolEntry
 from charter.runtime.shell.guard.state import MAX_COMMAND_CHARS, MAX_TOKENS
 from charter.runtime.shell.syntax import Program, SimpleCommand, Word, parse
@@ -146,15 +147,21 @@ def _host_of(text: str) -> str | None:
     return host.lower().rstrip(".") if host else None
 
 
+_GIT_CONFIG_MAX = 1 << 20
+
+
 def _git_remote_url(workspace: Path | None, name: str) -> str | None:
     """The URL of remote ``name`` from the workspace's .git/config, read as
     plain text (no git process is started to answer a policy question)."""
     if workspace is None:
         return None
     try:
-        text = (workspace / ".git" / "config").read_text("utf-8", errors="replace")
+        data = read_regular(workspace / ".git" / "config", _GIT_CONFIG_MAX)
     except OSError:
         return None
+    if data is None or len(data) > _GIT_CONFIG_MAX:
+        return None  # a FIFO, a device or a huge file: no URL read from it
+    text = data.decode("utf-8", errors="replace")
     current = None
     for raw in text.splitlines():
         line = raw.strip()

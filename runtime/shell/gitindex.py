@@ -16,7 +16,7 @@ import posixpath
 import re
 import struct
 
-from charter.runtime.shell.gitrepo import read_regular
+from charter.runtime.capped import read_regular
 
 __all__ = ["find_git_dir", "remote_url_credentials", "tracked_paths"]
 
@@ -28,7 +28,7 @@ _FIXED = 62  # ctime, mtime, dev, ino, mode, uid, gid, size, hash, flags
 
 
 def _read_regular(path: str, limit: int) -> bytes | None:
-    """The file's bytes (see :func:`~.gitrepo.read_regular`); None when it
+    """The file's bytes (see :func:`charter.runtime.capped.read_regular`); None when it
     is not a regular file or cannot be read. Missing: FileNotFoundError."""
     try:
         return read_regular(path, limit)

@@ -31,7 +31,9 @@ import posixpath
 import re
 import stat
 
-__all__ = ["CONFIG_LIMIT", "read_regular", "untrusted_repository"]
+from charter.runtime.capped import read_regular
+
+__all__ = ["CONFIG_LIMIT", "untrusted_repository"]
 
 CONFIG_LIMIT = 256 * 1024
 
@@ -44,29 +46,6 @@ _HELPER_KEY = re.compile(
 )
 _INCLUDE_KEY = re.compile(r"^include(?:if\..+)?\.path$")
 _SECTION = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]')
-
-
-def read_regular(path: str, limit: int) -> bytes | None:
-    """Up to ``limit`` + 1 bytes of ``path`` when it is a regular file; None
-    when it is something else. A FIFO planted where git keeps a file would
-    otherwise hold the decision forever (opening one for reading waits for
-    a writer), so it is opened without waiting and read only after fstat
-    says it is a file. Raises OSError (FileNotFoundError when missing)."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        chunks: list[bytes] = []
-        left = limit + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def _within(path: str, root: str) -> bool:

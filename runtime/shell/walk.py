@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
+from charter.runtime.capped import read_regular
+
 __all__ = [
     "IGNORE_FILES",
     "WALK_LIMIT",
@@ -162,12 +164,11 @@ def _read_lines(path: str) -> list[str] | None:
     :class:`_TooLarge` past the bound: a part left unread could hold a
     negation, so callers read that as the stricter answer."""
     try:
-        with open(path, "rb") as f:
-            data = f.read(_IGNORE_FILE_MAX + 1)
+        data = read_regular(path, _IGNORE_FILE_MAX)
     except OSError:
         return None
-    if len(data) > _IGNORE_FILE_MAX:
-        raise _TooLarge(path)
+    if data is None or len(data) > _IGNORE_FILE_MAX:
+        raise _TooLarge(path)  # (a FIFO or a device: unreadable, so the same)
     # Lines end at a newline only, as git reads them: str.splitlines would
     # also cut at \v, \f, \x1c..., making a different pattern of one line.
     return data.decode("utf-8", "replace").split("\n")
@@ -198,11 +199,11 @@ def _global_excludes() -> list[str]:
     files = [xdg + "/git/ignore"] if xdg else []
     for config in (home + "/.gitconfig", xdg + "/git/config"):
         try:
-            with open(config, "rb") as f:
-                if b"excludesfile" in f.read(_IGNORE_FILE_MAX).lower():
-                    files.append("")  # unknown file: counts as negating
+            data = read_regular(config, _IGNORE_FILE_MAX)
         except OSError:
             continue
+        if data is None or b"excludesfile" in data.lower():
+            files.append("")  # unknown file: counts as negating
     return files
 
 
