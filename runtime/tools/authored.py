@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from charter.runtime.capped import read_regular
 from charter.runtime.policy.capabilities import is_granted
 from charter.runtime.redact import redacted_views
 from charter.runtime.results import ToolResult, refusal
@@ -470,14 +471,19 @@ def run_authored(
         return refusal("denied", "dispatch", "authored-module-path", f"'{name}': {located}")
     path = located
     try:
-        if path.stat().st_size > MAX_MODULE_BYTES:
+        # read with the bound, and only a regular file: a FIFO in its place
+        # would hold the run, a file grown since a size check unbound it
+        read = read_regular(path, MAX_MODULE_BYTES)
+        if read is None or len(read) > MAX_MODULE_BYTES:
+            shown = "not a regular file" if read is None else (
+                f"larger than {MAX_MODULE_BYTES} bytes")  # fmt: skip
             return refusal(
                 "denied",
                 "dispatch",
-                "authored-module-too-large",
-                f"'{name}': {authored.module} is larger than {MAX_MODULE_BYTES} bytes",
+                "authored-module-too-large" if read is not None else "authored-module-path",
+                f"'{name}': {authored.module} is {shown}",
             )
-        data = path.read_bytes()
+        data = read
     except OSError as exc:
         return refusal(
             "unavailable",

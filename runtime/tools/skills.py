@@ -29,6 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from charter.runtime.atomic import write_atomic
+from charter.runtime.capped import read_regular
 from charter.runtime.results import ToolResult, refusal
 
 if TYPE_CHECKING:
@@ -143,11 +144,14 @@ def _front_matter(text: str) -> dict[str, str]:
 
 def _read_text(path: Path) -> str | ToolResult:
     try:
-        if path.stat().st_size > MAX_SKILL_BYTES:
+        data = read_regular(path, MAX_SKILL_BYTES)
+        if data is None:
+            return _err("skill-file-unreadable", f"{path.name} is not a regular file")
+        if len(data) > MAX_SKILL_BYTES:
             return _err(
                 "skill-file-too-large", f"{path.name} is larger than {MAX_SKILL_BYTES} bytes"
             )
-        return path.read_text(encoding="utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         return _err("skill-file-binary", f"{path.name} is not UTF-8 text")
     except OSError as exc:

@@ -187,3 +187,18 @@ def test_skill_manage_asks_as_an_fs_write_tool(tmp_path: Path) -> None:
     session = open_session(plan, "notes-core", workspace=tmp_path)
     out = decide(session, ToolCall("skill_manage", {"action": "delete", "name": "x"}))
     assert (out.decision, out.gate) == ("ask", "approval")
+
+
+def test_a_skill_file_that_is_a_fifo_is_refused_not_waited_on(with_skill: ToolRuntime) -> None:
+    # A FIFO's size is 0 and its open waits for a writer: a planted one held
+    # skill_view forever.
+    import os
+
+    assert with_skill.skills_root is not None
+    os.mkfifo(with_skill.skills_root / "deploy" / "notes.md")
+    view = dispatch("skill_view", {"name": "deploy", "file_path": "notes.md"}, with_skill)
+    assert (view.ok, view.rule) == (False, "skill-path-refused")
+    (with_skill.skills_root / "piped").mkdir()
+    os.mkfifo(with_skill.skills_root / "piped" / "SKILL.md")
+    view = dispatch("skill_view", {"name": "piped"}, with_skill)
+    assert (view.ok, view.rule) == (False, "skill-unknown")
