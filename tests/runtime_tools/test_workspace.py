@@ -194,3 +194,15 @@ def test_a_path_past_path_max_is_a_verdict_not_a_traceback(layout: Path) -> None
     for op in ("read", "write"):
         got = confine(layout, path, op=op)  # type: ignore[arg-type]
         assert (got.decision, got.rule) == ("deny", "path-unresolvable"), got.message
+
+
+def test_control_characters_are_exactly_unicodes_cc() -> None:
+    # confine finds them with one regex scan: it must be the same set
+    import sys
+    import unicodedata
+
+    from charter.runtime.policy import workspace
+
+    for code in range(sys.maxunicode + 1):
+        c = chr(code)
+        assert bool(workspace._CONTROL.search(c)) == (unicodedata.category(c) == "Cc"), hex(code)
