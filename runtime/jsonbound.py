@@ -74,6 +74,11 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
         value = json.loads(text, object_pairs_hook=_one_value_per_key)
     except RecursionError:
         raise TooDeep(f"nested deeper than {max_depth} levels") from None
-    if nesting(value) > max_depth:
+    # Each level opens with a bracket of the text, so a text with no more
+    # opening brackets than the bound (strings' included: an upper bound)
+    # cannot nest past it, and the walk over the value is skipped.
+    opening = text.count("[") + text.count("{") if isinstance(text, str) else (
+        text.count(b"[") + text.count(b"{"))  # fmt: skip
+    if opening > max_depth and nesting(value) > max_depth:
         raise TooDeep(f"nested deeper than {max_depth} levels")
     return value
