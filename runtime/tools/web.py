@@ -16,7 +16,9 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping
+import time
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
@@ -87,8 +89,64 @@ def _client(cfg: WebConfig, timeout: float) -> httpx.Client:
 
 
 class _Fetched:
-    def __init__(self, status: int, ctype: str, body: bytes, total: int, cut: bool) -> None:
+    def __init__(
+        self, status: int, ctype: str, body: bytes, total: int, cut: bool, late: bool = False
+    ) -> None:
         self.status, self.ctype, self.body, self.total, self.cut = status, ctype, body, total, cut
+        self.late = late  # reading stopped at the deadline, not at the end of the body
+
+
+# Content codings the tools ask for and decode themselves. httpx's own decoders
+# inflate a whole network chunk at once, so a few kilobytes of gzip (or gzip
+# inside gzip) become gigabytes in memory before any byte budget is consulted.
+_ACCEPT_ENCODING = "gzip, deflate"
+_INFLATE_STEP = 65_536  # most bytes one decompression step may produce
+
+
+class _BadEncoding(Exception):
+    """The response's Content-Encoding is unknown or its body does not decode."""
+
+
+def _inflate(source: Iterable[bytes], coding: str) -> Iterator[bytes]:
+    """Decode one content coding, never producing more than a step at a time."""
+    if coding in ("gzip", "x-gzip"):
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    else:  # deflate: zlib-wrapped as the RFC says, or raw as some servers send it
+        inflater = zlib.decompressobj(zlib.MAX_WBITS)
+    first = True
+    for chunk in source:
+        data = chunk
+        while True:
+            try:
+                out = inflater.decompress(data, _INFLATE_STEP)
+            except zlib.error as exc:
+                if first and coding == "deflate":
+                    inflater, first = zlib.decompressobj(-zlib.MAX_WBITS), False
+                    continue
+                raise _BadEncoding(f"the {coding} body does not decode: {exc}") from None
+            first = False
+            data = inflater.unconsumed_tail
+            if out:
+                yield out
+            elif not data:
+                break
+        if inflater.eof:
+            return
+
+
+def _decoded(raw: Iterable[bytes], header: str) -> Iterator[bytes]:
+    """The body with every Content-Encoding undone, lazily and in bounded steps.
+
+    An unknown coding is an error rather than bytes passed through as text."""
+    codings = [c.strip().lower() for c in header.split(",") if c.strip()]
+    stream: Iterable[bytes] = raw
+    for coding in reversed(codings):
+        if coding == "identity":
+            continue
+        if coding not in ("gzip", "x-gzip", "deflate"):
+            raise _BadEncoding(f"the response uses the content coding {coding!r}")
+        stream = _inflate(stream, coding)
+    return iter(stream)
 
 
 def _get(
@@ -108,11 +166,27 @@ def _get(
     try:
         with (
             _client(cfg, timeout) as client,
-            client.stream("GET", url, params=params, headers=headers) as resp,
+            client.stream(
+                "GET",
+                url,
+                params=params,
+                headers={"Accept-Encoding": _ACCEPT_ENCODING, **(headers or {})},
+            ) as resp,
         ):
             chunks: list[bytes] = []
-            kept = total = 0
-            for chunk in resp.iter_bytes():
+            kept = total = wire = 0
+            late = False
+            # The read timeout bounds each wait; a server trickling a byte at a
+            # time would pass every one of them, so the whole read has a deadline.
+            deadline = time.monotonic() + timeout
+
+            def counted() -> Iterator[bytes]:
+                nonlocal wire
+                for raw in resp.iter_raw():
+                    wire += len(raw)
+                    yield raw
+
+            for chunk in _decoded(counted(), resp.headers.get("content-encoding", "")):
                 total += len(chunk)
                 if kept < cfg.max_bytes:
                     piece = chunk[: cfg.max_bytes - kept]
@@ -120,6 +194,11 @@ def _get(
                     kept += len(piece)
                 elif total > cfg.max_bytes * 4:
                     break  # enough counted: the page is far over the budget
+                if wire > cfg.max_bytes * 4:
+                    break  # compressed bytes that decode to little are still bytes read
+                if time.monotonic() > deadline:
+                    late = True
+                    break
             meta = {
                 "origin": audit_origin(str(resp.url)),
                 "address": connected_address(resp),
@@ -131,13 +210,16 @@ def _get(
                 resp.headers.get("content-type", ""),
                 b"".join(chunks),
                 total,
-                total > kept,
+                total > kept or late or wire > cfg.max_bytes * 4,
+                late,
             )
             return fetched, meta
     except BlockedRequest as exc:
         return refusal(
             "blocked", "dispatch", "url-policy", f"request refused by the URL policy: {exc}"
         )
+    except _BadEncoding as exc:
+        return ToolResult("error", f"[error] {exc}", rule="content-encoding")
     except httpx.TooManyRedirects:
         return ToolResult("error", "[error] too many redirects", rule="too-many-redirects")
     except httpx.TimeoutException:
@@ -286,7 +368,12 @@ def run_fetch(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: boo
     if "html" in ctype or (not ctype and "<html" in text[:2000].lower()):
         title, text = html_to_text(text)
     notes = []
-    if fetched.cut:
+    if fetched.late:
+        notes.append(
+            f"[truncated] the server was still sending after {timeout:g} s; "
+            f"showing what arrived ({fetched.total} bytes)"
+        )
+    elif fetched.cut:
         notes.append(
             f"[truncated] the response was {fetched.total} bytes or more; only the first "
             f"{cfg.max_bytes} were read"

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import gzip
 import json
+import time
+import tracemalloc
+import zlib
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,6 +26,9 @@ PAGE = (
     "</body></html>"
 )
 SEEN: dict[str, Any] = {}
+# 64 MB of zeros, gzipped twice: about 1 kB on the wire. httpx's own decoders
+# would inflate it in one step; the tools must stay within their byte budget.
+BOMB = gzip.compress(gzip.compress(b"\0" * 64_000_000, 9), 9)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -49,6 +56,27 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, "text/plain", b"x" * 3_000_000)
         elif url.path == "/binary":
             self._send(200, "image/png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 100)
+        elif url.path == "/gzip":
+            self._send(200, "text/html", gzip.compress(PAGE.encode()), {"Content-Encoding": "gzip"})
+        elif url.path == "/deflate-raw":
+            raw = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+            body = raw.compress(b"plain words") + raw.flush()
+            self._send(200, "text/plain", body, {"Content-Encoding": "deflate"})
+        elif url.path == "/bomb":
+            self._send(200, "text/plain", BOMB, {"Content-Encoding": "gzip, gzip"})
+        elif url.path == "/brotli":
+            self._send(200, "text/plain", b"\x0b\x01\x80hi\x03", {"Content-Encoding": "br"})
+        elif url.path == "/trickle":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            try:
+                for _ in range(400):  # never reaches the byte budget; ~20 s in all
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+            except OSError:
+                pass
         elif url.path == "/missing":
             self._send(404, "text/plain", b"no")
         elif url.path == "/to-metadata":
@@ -125,6 +153,40 @@ def test_oversized_pages_are_cut_with_a_note(server: str, tmp_path: Path) -> Non
     result = fetch(_rt(tmp_path, allow_local_network=True, max_bytes=100_000), server + "/big")
     assert result.ok and "[truncated]" in result.content
     assert result.data["truncated"] is True
+
+
+def test_compressed_pages_are_decoded(server: str, tmp_path: Path) -> None:
+    rt = _rt(tmp_path, allow_local_network=True)
+    result = fetch(rt, server + "/gzip")
+    assert result.ok and "Plans are frozen" in result.content
+    assert SEEN["headers"]["Accept-Encoding"] == "gzip, deflate"
+    assert fetch(rt, server + "/deflate-raw").content == "plain words"
+
+
+def test_nested_gzip_bomb_stays_within_the_byte_budget(server: str, tmp_path: Path) -> None:
+    rt = _rt(tmp_path, allow_local_network=True, max_bytes=100_000)
+    tracemalloc.start()
+    try:
+        result = fetch(rt, server + "/bomb")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.ok and "[truncated]" in result.content
+    assert result.data["truncated"] is True
+    assert peak < 16_000_000, f"decoding the bomb took {peak} bytes"
+
+
+def test_unknown_content_coding_is_an_error(server: str, tmp_path: Path) -> None:
+    result = fetch(_rt(tmp_path, allow_local_network=True), server + "/brotli")
+    assert result.status == "error" and result.rule == "content-encoding"
+
+
+def test_a_trickling_response_stops_at_the_deadline(server: str, tmp_path: Path) -> None:
+    rt = ToolRuntime(workspace=tmp_path, web=WebConfig(timeout_s=1, allow_local_network=True))
+    started = time.monotonic()
+    result = fetch(rt, server + "/trickle")
+    assert time.monotonic() - started < 5
+    assert result.ok and "still sending after 1 s" in result.content
 
 
 def test_web_extract_honours_max_chars(server: str, tmp_path: Path) -> None:
