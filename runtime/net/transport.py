@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -138,12 +139,14 @@ class _PinnedBackend(httpcore.NetworkBackend):
         if not decision.allowed:
             raise self._refuse(decision)
         error: Exception | None = None
+        deadline = _deadline(timeout)
         # Every address was judged safe, so trying them in turn is still pinned.
         for address in decision.addresses:
+            left = _left(deadline)
+            if left is not None and left <= 0 and error is not None:
+                break
             try:
-                return self._inner.connect_tcp(
-                    address, port, timeout, local_address, socket_options
-                )
+                return self._inner.connect_tcp(address, port, left, local_address, socket_options)
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 error = exc
         assert error is not None  # an allowed decision always has addresses
@@ -198,11 +201,15 @@ class _AsyncPinning:
         if not decision.allowed:
             raise self._refuse(decision)
         error: Exception | None = None
+        deadline = _deadline(timeout)
         # Every address was judged safe, so trying them in turn is still pinned.
         for address in decision.addresses:
+            left = _left(deadline)
+            if left is not None and left <= 0 and error is not None:
+                break
             try:
                 return await self._inner.connect_tcp(
-                    address, port, timeout, local_address, socket_options
+                    address, port, left, local_address, socket_options
                 )
             except (self._connect_error, self._connect_timeout) as exc:
                 error = exc
@@ -227,6 +234,17 @@ class _AsyncPinnedBackend(_AsyncPinning, httpcore.AsyncNetworkBackend):
 
 
 # --------------------------------------------------------------------------- httpx transports
+
+
+def _deadline(timeout: float | None) -> float | None:
+    return None if timeout is None else time.monotonic() + timeout
+
+
+def _left(deadline: float | None) -> float | None:
+    """What remains of the connect timeout. A name may have dozens of approved
+    answers; each one tried with a fresh timeout would let one unreachable
+    name hold a request for dozens of timeouts, so they share one."""
+    return None if deadline is None else deadline - time.monotonic()
 
 
 def _guard(policy: UrlPolicy | None, resolver: Resolver | None) -> Guard:
