@@ -85,6 +85,9 @@ def _client(cfg: WebConfig, timeout: float) -> httpx.Client:
         timeout=timeout,
         verify=cfg.verify,
         headers={"User-Agent": cfg.user_agent},
+        # The body loop stops at ``timeout`` and keeps what arrived; this is the
+        # hard limit for a server that trickles its headers (or anything else).
+        lifetime=2 * timeout,
     )
 
 

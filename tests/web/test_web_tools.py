@@ -234,3 +234,47 @@ def test_brave_key_is_read_only_when_allowed() -> None:
 def test_html_to_text_survives_broken_markup() -> None:
     title, text = html_to_text("<p>unclosed <b>bold <script>x</p></div><<>>text")
     assert "unclosed bold" in text and "x" not in text.split()
+
+
+@pytest.fixture
+def slow_headers() -> Iterator[str]:
+    """A server that sends one header line every 0.2 s, for ever: each read
+    succeeds well inside the read timeout."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def handle(conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.recv(65536)
+                conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                while not stop.wait(0.2):
+                    conn.sendall(b"X-Wait: 1\r\n")
+            except OSError:
+                pass
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        listener.close()
+
+
+def test_trickled_headers_cannot_hold_a_fetch(slow_headers: str, tmp_path: Path) -> None:
+    rt = ToolRuntime(workspace=tmp_path, web=WebConfig(timeout_s=1, allow_local_network=True))
+    started = time.monotonic()
+    result = fetch(rt, slow_headers + "/")
+    assert time.monotonic() - started < 4
+    assert result.status == "error" and result.rule == "timeout"
