@@ -31,7 +31,15 @@ if TYPE_CHECKING:
     from charter.runtime.net.resolve import Resolver
     from charter.runtime.tools.base import ToolRuntime
 
-__all__ = ["WebConfig", "html_to_text", "run_fetch", "run_search", "web_config_for"]
+__all__ = [
+    "BadEncoding",
+    "WebConfig",
+    "html_to_text",
+    "iter_body",
+    "run_fetch",
+    "run_search",
+    "web_config_for",
+]
 
 FETCH_CHARS = 50_000  # web_fetch's text budget; web_extract takes max_chars
 BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
@@ -84,7 +92,7 @@ def _client(cfg: WebConfig, timeout: float) -> httpx.Client:
         resolver=cfg.resolver,
         timeout=timeout,
         verify=cfg.verify,
-        headers={"User-Agent": cfg.user_agent},
+        headers={"User-Agent": cfg.user_agent, "Accept-Encoding": _ACCEPT_ENCODING},
         # The body loop stops at ``timeout`` and keeps what arrived; this is the
         # hard limit for a server that trickles its headers (or anything else).
         lifetime=2 * timeout,
@@ -106,7 +114,7 @@ _ACCEPT_ENCODING = "gzip, deflate"
 _INFLATE_STEP = 65_536  # most bytes one decompression step may produce
 
 
-class _BadEncoding(Exception):
+class BadEncoding(Exception):  # noqa: N818 - named for what the caller reports
     """The response's Content-Encoding is unknown or its body does not decode."""
 
 
@@ -126,7 +134,7 @@ def _inflate(source: Iterable[bytes], coding: str) -> Iterator[bytes]:
                 if first and coding == "deflate":
                     inflater, first = zlib.decompressobj(-zlib.MAX_WBITS), False
                     continue
-                raise _BadEncoding(f"the {coding} body does not decode: {exc}") from None
+                raise BadEncoding(f"the {coding} body does not decode: {exc}") from None
             first = False
             data = inflater.unconsumed_tail
             if out:
@@ -147,9 +155,16 @@ def _decoded(raw: Iterable[bytes], header: str) -> Iterator[bytes]:
         if coding == "identity":
             continue
         if coding not in ("gzip", "x-gzip", "deflate"):
-            raise _BadEncoding(f"the response uses the content coding {coding!r}")
+            raise BadEncoding(f"the response uses the content coding {coding!r}")
         stream = _inflate(stream, coding)
     return iter(stream)
+
+
+def iter_body(resp: httpx.Response) -> Iterator[bytes]:
+    """A streamed response's body, decoded in bounded steps (use it instead of
+    ``resp.iter_bytes()``, which inflates each network chunk whole). Raises
+    :class:`BadEncoding` for a coding the clients did not ask for."""
+    return _decoded(resp.iter_raw(), resp.headers.get("content-encoding", ""))
 
 
 def _get(
@@ -173,7 +188,7 @@ def _get(
                 "GET",
                 url,
                 params=params,
-                headers={"Accept-Encoding": _ACCEPT_ENCODING, **(headers or {})},
+                headers=headers,
             ) as resp,
         ):
             chunks: list[bytes] = []
@@ -221,7 +236,7 @@ def _get(
         return refusal(
             "blocked", "dispatch", "url-policy", f"request refused by the URL policy: {exc}"
         )
-    except _BadEncoding as exc:
+    except BadEncoding as exc:
         return ToolResult("error", f"[error] {exc}", rule="content-encoding")
     except httpx.TooManyRedirects:
         return ToolResult("error", "[error] too many redirects", rule="too-many-redirects")

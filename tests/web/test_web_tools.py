@@ -17,7 +17,7 @@ import pytest
 from _support.servers import serving
 
 from charter.runtime.tools.registry import IMPLEMENTATIONS, ToolRuntime
-from charter.runtime.tools.web import WebConfig, html_to_text, web_config_for
+from charter.runtime.tools.web import WebConfig, html_to_text, iter_body, web_config_for
 
 PAGE = (
     "<html><head><title>Release notes</title><style>p{color:red}</style>"
@@ -278,3 +278,20 @@ def test_trickled_headers_cannot_hold_a_fetch(slow_headers: str, tmp_path: Path)
     result = fetch(rt, slow_headers + "/")
     assert time.monotonic() - started < 4
     assert result.status == "error" and result.rule == "timeout"
+
+
+def test_iter_body_decodes_a_bomb_step_by_step(server: str) -> None:
+    # Other callers of the web client (the script engine's http) read through
+    # iter_body: no step of it is larger than the inflate step.
+    from charter.runtime.tools.web import _client
+
+    with (
+        _client(WebConfig(allow_local_network=True), 5) as client,
+        client.stream("GET", server + "/bomb") as resp,
+    ):
+        sizes = []
+        for chunk in iter_body(resp):
+            sizes.append(len(chunk))
+            if sum(sizes) > 1_000_000:
+                break
+    assert sum(sizes) > 1_000_000 and max(sizes) <= 65_536
