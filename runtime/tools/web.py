@@ -359,13 +359,37 @@ def _http_error(fetched: _Fetched, meta: dict[str, Any], who: str) -> ToolResult
 _TEXTUAL = ("text/", "application/json", "application/xml", "application/xhtml", "+xml", "+json")
 
 
+def _bounded(value: Any, low: int, high: int) -> int | None:
+    """``value`` as an integer from ``low`` to ``high``, or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    if not low <= number <= high:  # also refuses NaN
+        return None
+    return int(number)
+
+
 def run_fetch(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bool) -> ToolResult:
     """web_fetch (seed 004) and web_extract (seed 000): a page's readable text."""
     cfg = _config(rt)
     url = str(args.get("url", ""))
     extract = tool == "web_extract"
-    limit = int(args.get("max_chars", 12_000)) if extract else FETCH_CHARS
-    timeout = float(args.get("timeout_seconds", cfg.timeout_s)) if extract else cfg.timeout_s
+    limit, timeout = FETCH_CHARS, cfg.timeout_s
+    if extract:
+        # The schema gate bounds both; a caller that skips it (a script, a
+        # test) still never gets an unbounded wait, since the timeout is also
+        # the read deadline and sets the connection lifetime.
+        limit = _bounded(args.get("max_chars", 12_000), 1, 100_000)
+        timeout = _bounded(args.get("timeout_seconds", cfg.timeout_s), 1, 60)
+        if limit is None or timeout is None:
+            return ToolResult(
+                "error",
+                "[error] max_chars must be 1 to 100000 and timeout_seconds 1 to 60",
+                rule="bad-arguments",
+            )
     got = _get(cfg, url, timeout=timeout)
     if isinstance(got, ToolResult):
         return got

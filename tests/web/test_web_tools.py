@@ -295,3 +295,22 @@ def test_iter_body_decodes_a_bomb_step_by_step(server: str) -> None:
             if sum(sizes) > 1_000_000:
                 break
     assert sum(sizes) > 1_000_000 and max(sizes) <= 65_536
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"timeout_seconds": 1e9},
+        {"timeout_seconds": "nan"},
+        {"timeout_seconds": -1},
+        {"max_chars": "lots"},
+        {"max_chars": 0},
+        {"timeout_seconds": [1]},
+    ],
+)
+def test_web_extract_refuses_unbounded_arguments(
+    server: str, tmp_path: Path, bad: dict[str, Any]
+) -> None:
+    rt = _rt(tmp_path, allow_local_network=True)
+    result = fetch(rt, server + "/page", "web_extract", **bad)
+    assert result.status == "error" and result.rule == "bad-arguments"
