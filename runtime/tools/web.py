@@ -139,7 +139,7 @@ def _inflate(source: Iterable[bytes], coding: str) -> Iterator[bytes]:
             data = inflater.unconsumed_tail
             if out:
                 yield out
-            elif not data:
+            elif not data or inflater.eof:  # no output and nothing left to feed
                 break
         if inflater.eof:
             return
