@@ -377,19 +377,23 @@ def run_fetch(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: boo
     cfg = _config(rt)
     url = str(args.get("url", ""))
     extract = tool == "web_extract"
-    limit, timeout = FETCH_CHARS, cfg.timeout_s
+    limit: int = FETCH_CHARS
+    timeout: float = cfg.timeout_s
     if extract:
         # The schema gate bounds both; a caller that skips it (a script, a
         # test) still never gets an unbounded wait, since the timeout is also
         # the read deadline and sets the connection lifetime.
-        limit = _bounded(args.get("max_chars", 12_000), 1, 100_000)
-        timeout = _bounded(args.get("timeout_seconds", cfg.timeout_s), 1, 60)
-        if limit is None or timeout is None:
+        chars = _bounded(args.get("max_chars", 12_000), 1, 100_000)
+        wait = _bounded(args.get("timeout_seconds", 1), 1, 60)
+        if chars is None or wait is None:
             return ToolResult(
                 "error",
                 "[error] max_chars must be 1 to 100000 and timeout_seconds 1 to 60",
                 rule="bad-arguments",
             )
+        limit = chars
+        if "timeout_seconds" in args:
+            timeout = wait
     got = _get(cfg, url, timeout=timeout)
     if isinstance(got, ToolResult):
         return got
