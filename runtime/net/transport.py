@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import ssl
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -115,16 +116,60 @@ def _record_peer(extensions: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- httpcore backends
 
 
+class _LifetimeStream(httpcore.NetworkStream):
+    """A connection that may be used until ``deadline`` and no longer.
+
+    httpx's timeouts bound each read; a server sending one header line or one
+    body byte just inside every one of them would hold the request forever. The
+    socket waits at most what is left of the lifetime, then fails as a timeout.
+    """
+
+    def __init__(self, inner: httpcore.NetworkStream, deadline: float) -> None:
+        self._inner = inner
+        self._deadline = deadline
+
+    def _budget(self, timeout: float | None, error: type[Exception]) -> float:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise error("the connection outlived its time limit")
+        return left if timeout is None else min(timeout, left)
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._inner.read(max_bytes, self._budget(timeout, httpcore.ReadTimeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._inner.write(buffer, self._budget(timeout, httpcore.WriteTimeout))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,
+    ) -> httpcore.NetworkStream:
+        budget = self._budget(timeout, httpcore.ConnectTimeout)
+        return _LifetimeStream(
+            self._inner.start_tls(ssl_context, server_hostname, budget), self._deadline
+        )
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
 class _PinnedBackend(httpcore.NetworkBackend):
     def __init__(
         self,
         guard: Guard,
         refuse: Callable[[UrlVerdict], Exception],
         inner: httpcore.NetworkBackend | None = None,
+        lifetime: float | None = None,
     ) -> None:
         self._guard = guard
         self._refuse = refuse
         self._inner = inner if inner is not None else httpcore.SyncBackend()
+        self._lifetime = lifetime
 
     def connect_tcp(
         self,
@@ -138,14 +183,20 @@ class _PinnedBackend(httpcore.NetworkBackend):
         if not decision.allowed:
             raise self._refuse(decision)
         error: Exception | None = None
+        deadline = _deadline(timeout)
         # Every address was judged safe, so trying them in turn is still pinned.
         for address in decision.addresses:
+            left = _left(deadline)
+            if left is not None and left <= 0 and error is not None:
+                break
             try:
-                return self._inner.connect_tcp(
-                    address, port, timeout, local_address, socket_options
-                )
+                stream = self._inner.connect_tcp(address, port, left, local_address, socket_options)
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 error = exc
+                continue
+            if self._lifetime is None:
+                return stream
+            return _LifetimeStream(stream, time.monotonic() + self._lifetime)
         assert error is not None  # an allowed decision always has addresses
         raise error
 
@@ -198,11 +249,15 @@ class _AsyncPinning:
         if not decision.allowed:
             raise self._refuse(decision)
         error: Exception | None = None
+        deadline = _deadline(timeout)
         # Every address was judged safe, so trying them in turn is still pinned.
         for address in decision.addresses:
+            left = _left(deadline)
+            if left is not None and left <= 0 and error is not None:
+                break
             try:
                 return await self._inner.connect_tcp(
-                    address, port, timeout, local_address, socket_options
+                    address, port, left, local_address, socket_options
                 )
             except (self._connect_error, self._connect_timeout) as exc:
                 error = exc
@@ -227,6 +282,17 @@ class _AsyncPinnedBackend(_AsyncPinning, httpcore.AsyncNetworkBackend):
 
 
 # --------------------------------------------------------------------------- httpx transports
+
+
+def _deadline(timeout: float | None) -> float | None:
+    return None if timeout is None else time.monotonic() + timeout
+
+
+def _left(deadline: float | None) -> float | None:
+    """What remains of the connect timeout. A name may have dozens of approved
+    answers; each one tried with a fresh timeout would let one unreachable
+    name hold a request for dozens of timeouts, so they share one."""
+    return None if deadline is None else deadline - time.monotonic()
 
 
 def _guard(policy: UrlPolicy | None, resolver: Resolver | None) -> Guard:
@@ -275,7 +341,8 @@ class PinnedTransport(httpx.HTTPTransport):
     """A synchronous httpx transport that connects only to policy-approved addresses.
 
     ``backend`` replaces the socket layer (tests use it to observe what is
-    connected and which TLS server name is sent).
+    connected and which TLS server name is sent). ``lifetime`` (seconds), when
+    given, is the longest any connection may be used, whatever its traffic.
     """
 
     def __init__(
@@ -287,6 +354,7 @@ class PinnedTransport(httpx.HTTPTransport):
         http2: bool = False,
         limits: httpx.Limits = _LIMITS,
         backend: httpcore.NetworkBackend | None = None,
+        lifetime: float | None = None,
     ) -> None:
         super().__init__(verify=verify, trust_env=False, http2=http2, limits=limits)
         self.guard = _guard(policy, resolver)
@@ -294,7 +362,7 @@ class PinnedTransport(httpx.HTTPTransport):
         # pinning backend; httpx has no public hook for a network backend.
         self._pool = httpcore.ConnectionPool(
             **_pool_options(verify, http2, limits),
-            network_backend=_PinnedBackend(self.guard, BlockedRequest, backend),
+            network_backend=_PinnedBackend(self.guard, BlockedRequest, backend, lifetime),
         )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
@@ -343,11 +411,15 @@ def pinned_client(
     max_redirects: int = 5,
     verify: ssl.SSLContext | str | bool = True,
     headers: dict[str, str] | None = None,
+    lifetime: float | None = None,
 ) -> httpx.Client:
-    """An httpx client whose every request and redirect hop is pinned and judged."""
+    """An httpx client whose every request and redirect hop is pinned and judged.
+
+    ``lifetime`` bounds how long any one connection is used (see
+    :class:`PinnedTransport`); ``timeout`` alone bounds each wait, not the total."""
     _hide_logged_urls(logging.getLogger("httpx"), httpx.URL)
     return httpx.Client(
-        transport=PinnedTransport(policy, resolver=resolver, verify=verify),
+        transport=PinnedTransport(policy, resolver=resolver, verify=verify, lifetime=lifetime),
         trust_env=False,
         follow_redirects=True,
         max_redirects=max_redirects,

@@ -471,6 +471,18 @@ def parse_url(url: str) -> ParsedUrl:
     if scheme not in _SPECIAL_PORTS:
         raise UrlError("unsupported-scheme", f"the scheme {scheme!r} is not http or https")
     rest = text[colon + 1 :]
+    if rest.startswith("//"):
+        # An RFC 3986 reader (httpx, urllib, requests, Go, curl) ends the
+        # authority only at '/', '?' or '#', so in "http://8.8.8.8\@127.0.0.1/"
+        # it sees 127.0.0.1 where a browser sees 8.8.8.8. A backslash there
+        # means two readers disagree on the target: refused, whichever we pick.
+        rfc_authority = re.split(r"[/?#]", rest[2:], maxsplit=1)[0]
+        if "\\" in rfc_authority:
+            raise UrlError(
+                "invalid-url",
+                "a backslash in the authority: browsers end the host there, other URL "
+                "parsers read it as part of the userinfo or host",
+            )
     # For special schemes any run of '/' and '\' before the authority is skipped.
     rest = rest.lstrip("/\\")
     end = len(rest)

@@ -16,7 +16,9 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping
+import time
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
@@ -29,7 +31,15 @@ if TYPE_CHECKING:
     from charter.runtime.net.resolve import Resolver
     from charter.runtime.tools.base import ToolRuntime
 
-__all__ = ["WebConfig", "html_to_text", "run_fetch", "run_search", "web_config_for"]
+__all__ = [
+    "BadEncoding",
+    "WebConfig",
+    "html_to_text",
+    "iter_body",
+    "run_fetch",
+    "run_search",
+    "web_config_for",
+]
 
 FETCH_CHARS = 50_000  # web_fetch's text budget; web_extract takes max_chars
 BRAVE_URL = "https://api.search.brave.com/res/v1/web/search"
@@ -82,13 +92,79 @@ def _client(cfg: WebConfig, timeout: float) -> httpx.Client:
         resolver=cfg.resolver,
         timeout=timeout,
         verify=cfg.verify,
-        headers={"User-Agent": cfg.user_agent},
+        headers={"User-Agent": cfg.user_agent, "Accept-Encoding": _ACCEPT_ENCODING},
+        # The body loop stops at ``timeout`` and keeps what arrived; this is the
+        # hard limit for a server that trickles its headers (or anything else).
+        lifetime=2 * timeout,
     )
 
 
 class _Fetched:
-    def __init__(self, status: int, ctype: str, body: bytes, total: int, cut: bool) -> None:
+    def __init__(
+        self, status: int, ctype: str, body: bytes, total: int, cut: bool, late: bool = False
+    ) -> None:
         self.status, self.ctype, self.body, self.total, self.cut = status, ctype, body, total, cut
+        self.late = late  # reading stopped at the deadline, not at the end of the body
+
+
+# Content codings the tools ask for and decode themselves. httpx's own decoders
+# inflate a whole network chunk at once, so a few kilobytes of gzip (or gzip
+# inside gzip) become gigabytes in memory before any byte budget is consulted.
+_ACCEPT_ENCODING = "gzip, deflate"
+_INFLATE_STEP = 65_536  # most bytes one decompression step may produce
+
+
+class BadEncoding(Exception):  # noqa: N818 - named for what the caller reports
+    """The response's Content-Encoding is unknown or its body does not decode."""
+
+
+def _inflate(source: Iterable[bytes], coding: str) -> Iterator[bytes]:
+    """Decode one content coding, never producing more than a step at a time."""
+    if coding in ("gzip", "x-gzip"):
+        inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    else:  # deflate: zlib-wrapped as the RFC says, or raw as some servers send it
+        inflater = zlib.decompressobj(zlib.MAX_WBITS)
+    first = True
+    for chunk in source:
+        data = chunk
+        while True:
+            try:
+                out = inflater.decompress(data, _INFLATE_STEP)
+            except zlib.error as exc:
+                if first and coding == "deflate":
+                    inflater, first = zlib.decompressobj(-zlib.MAX_WBITS), False
+                    continue
+                raise BadEncoding(f"the {coding} body does not decode: {exc}") from None
+            first = False
+            data = inflater.unconsumed_tail
+            if out:
+                yield out
+            elif not data or inflater.eof:  # no output and nothing left to feed
+                break
+        if inflater.eof:
+            return
+
+
+def _decoded(raw: Iterable[bytes], header: str) -> Iterator[bytes]:
+    """The body with every Content-Encoding undone, lazily and in bounded steps.
+
+    An unknown coding is an error rather than bytes passed through as text."""
+    codings = [c.strip().lower() for c in header.split(",") if c.strip()]
+    stream: Iterable[bytes] = raw
+    for coding in reversed(codings):
+        if coding == "identity":
+            continue
+        if coding not in ("gzip", "x-gzip", "deflate"):
+            raise BadEncoding(f"the response uses the content coding {coding!r}")
+        stream = _inflate(stream, coding)
+    return iter(stream)
+
+
+def iter_body(resp: httpx.Response) -> Iterator[bytes]:
+    """A streamed response's body, decoded in bounded steps (use it instead of
+    ``resp.iter_bytes()``, which inflates each network chunk whole). Raises
+    :class:`BadEncoding` for a coding the clients did not ask for."""
+    return _decoded(resp.iter_raw(), resp.headers.get("content-encoding", ""))
 
 
 def _get(
@@ -108,11 +184,27 @@ def _get(
     try:
         with (
             _client(cfg, timeout) as client,
-            client.stream("GET", url, params=params, headers=headers) as resp,
+            client.stream(
+                "GET",
+                url,
+                params=params,
+                headers=headers,
+            ) as resp,
         ):
             chunks: list[bytes] = []
-            kept = total = 0
-            for chunk in resp.iter_bytes():
+            kept = total = wire = 0
+            late = False
+            # The read timeout bounds each wait; a server trickling a byte at a
+            # time would pass every one of them, so the whole read has a deadline.
+            deadline = time.monotonic() + timeout
+
+            def counted() -> Iterator[bytes]:
+                nonlocal wire
+                for raw in resp.iter_raw():
+                    wire += len(raw)
+                    yield raw
+
+            for chunk in _decoded(counted(), resp.headers.get("content-encoding", "")):
                 total += len(chunk)
                 if kept < cfg.max_bytes:
                     piece = chunk[: cfg.max_bytes - kept]
@@ -120,6 +212,11 @@ def _get(
                     kept += len(piece)
                 elif total > cfg.max_bytes * 4:
                     break  # enough counted: the page is far over the budget
+                if wire > cfg.max_bytes * 4:
+                    break  # compressed bytes that decode to little are still bytes read
+                if time.monotonic() > deadline:
+                    late = True
+                    break
             meta = {
                 "origin": audit_origin(str(resp.url)),
                 "address": connected_address(resp),
@@ -131,13 +228,16 @@ def _get(
                 resp.headers.get("content-type", ""),
                 b"".join(chunks),
                 total,
-                total > kept,
+                total > kept or late or wire > cfg.max_bytes * 4,
+                late,
             )
             return fetched, meta
     except BlockedRequest as exc:
         return refusal(
             "blocked", "dispatch", "url-policy", f"request refused by the URL policy: {exc}"
         )
+    except BadEncoding as exc:
+        return ToolResult("error", f"[error] {exc}", rule="content-encoding")
     except httpx.TooManyRedirects:
         return ToolResult("error", "[error] too many redirects", rule="too-many-redirects")
     except httpx.TimeoutException:
@@ -259,13 +359,41 @@ def _http_error(fetched: _Fetched, meta: dict[str, Any], who: str) -> ToolResult
 _TEXTUAL = ("text/", "application/json", "application/xml", "application/xhtml", "+xml", "+json")
 
 
+def _bounded(value: Any, low: int, high: int) -> int | None:
+    """``value`` as an integer from ``low`` to ``high``, or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    if not low <= number <= high:  # also refuses NaN
+        return None
+    return int(number)
+
+
 def run_fetch(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: bool) -> ToolResult:
     """web_fetch (seed 004) and web_extract (seed 000): a page's readable text."""
     cfg = _config(rt)
     url = str(args.get("url", ""))
     extract = tool == "web_extract"
-    limit = int(args.get("max_chars", 12_000)) if extract else FETCH_CHARS
-    timeout = float(args.get("timeout_seconds", cfg.timeout_s)) if extract else cfg.timeout_s
+    limit: int = FETCH_CHARS
+    timeout: float = cfg.timeout_s
+    if extract:
+        # The schema gate bounds both; a caller that skips it (a script, a
+        # test) still never gets an unbounded wait, since the timeout is also
+        # the read deadline and sets the connection lifetime.
+        chars = _bounded(args.get("max_chars", 12_000), 1, 100_000)
+        wait = _bounded(args.get("timeout_seconds", 1), 1, 60)
+        if chars is None or wait is None:
+            return ToolResult(
+                "error",
+                "[error] max_chars must be 1 to 100000 and timeout_seconds 1 to 60",
+                rule="bad-arguments",
+            )
+        limit = chars
+        if "timeout_seconds" in args:
+            timeout = wait
     got = _get(cfg, url, timeout=timeout)
     if isinstance(got, ToolResult):
         return got
@@ -286,7 +414,12 @@ def run_fetch(args: Mapping[str, Any], rt: ToolRuntime, tool: str | None, _: boo
     if "html" in ctype or (not ctype and "<html" in text[:2000].lower()):
         title, text = html_to_text(text)
     notes = []
-    if fetched.cut:
+    if fetched.late:
+        notes.append(
+            f"[truncated] the server was still sending after {timeout:g} s; "
+            f"showing what arrived ({fetched.total} bytes)"
+        )
+    elif fetched.cut:
         notes.append(
             f"[truncated] the response was {fetched.total} bytes or more; only the first "
             f"{cfg.max_bytes} were read"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
@@ -262,3 +263,69 @@ def test_the_request_log_shows_only_the_origin(
     assert f"HTTP Request: GET http://127.0.0.1:{http_server.port} " in caplog.text
     for secret in ("SEKRIT123", "PW123", "bob", "/hello"):
         assert secret not in caplog.text
+
+
+class BlackHoleBackend(httpcore.SyncBackend):
+    """Every address is unreachable: each connect waits out its timeout."""
+
+    def __init__(self) -> None:
+        self.timeouts: list[float | None] = []
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        self.timeouts.append(timeout)
+        time.sleep(timeout or 0)
+        raise httpcore.ConnectTimeout("black hole")
+
+
+class AsyncBlackHoleBackend(httpcore.AnyIOBackend):
+    def __init__(self) -> None:
+        self.timeouts: list[float | None] = []
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        self.timeouts.append(timeout)
+        await anyio.sleep(timeout or 0)
+        raise httpcore.ConnectTimeout("black hole")
+
+
+MANY_ANSWERS = StaticResolver({"many.test": [f"93.184.215.{i}" for i in range(1, 11)]})
+
+
+def test_many_unreachable_answers_share_one_connect_timeout() -> None:
+    # Ten approved answers that never answer must not cost ten timeouts.
+    backend = BlackHoleBackend()
+    transport = PinnedTransport(UrlPolicy(), resolver=MANY_ANSWERS, backend=backend)
+    started = time.monotonic()
+    with httpx.Client(transport=transport, timeout=0.3) as client:
+        with pytest.raises(httpx.ConnectTimeout):
+            client.get("http://many.test/")
+    assert time.monotonic() - started < 1.0
+    assert sum(t or 0 for t in backend.timeouts) <= 0.35
+
+
+def test_many_unreachable_answers_share_one_connect_timeout_async() -> None:
+    backend = AsyncBlackHoleBackend()
+
+    async def main() -> None:
+        transport = AsyncPinnedTransport(UrlPolicy(), resolver=MANY_ANSWERS, backend=backend)
+        async with httpx.AsyncClient(transport=transport, timeout=0.3) as client:
+            with pytest.raises(httpx.ConnectTimeout):
+                await client.get("http://many.test/")
+
+    started = time.monotonic()
+    anyio.run(main)
+    assert time.monotonic() - started < 1.0
+    assert sum(t or 0 for t in backend.timeouts) <= 0.35
