@@ -11,6 +11,7 @@ class's module, kept true by ``tests/architecture/test_errors.py``::
     CharterError (errors)
         Abandoned (deadline)
         AwkError (shell.programs.awk)
+        BadEncoding (tools.web)
         BuiltinError (rhai.builtins)
         CapabilityDenied (tools.authored_sdk), also PermissionError
         ConnectRefused (mcp.client)

@@ -168,21 +168,23 @@ class _Host:
 
         from charter.runtime.net.transport import BlockedRequest
         from charter.runtime.rhai import HostError
-        from charter.runtime.tools.web import WebConfig, _client
+        from charter.runtime.tools import web
 
-        cfg = self.rt.web if isinstance(self.rt.web, WebConfig) else WebConfig()
+        cfg = self.rt.web if isinstance(self.rt.web, web.WebConfig) else web.WebConfig()
         if self.session.agent.agent.allow_local_network and not cfg.allow_local_network:
             cfg = replace(cfg, allow_local_network=True)
         sent = {str(k): str(v) for k, v in (headers or {}).items()}
         limit = 1_000_000
         try:
             with (
-                _client(cfg, cfg.timeout_s) as client,
+                web._client(cfg, cfg.timeout_s) as client,
                 client.stream(method, url, content=body, headers=sent) as resp,
             ):
                 chunks: list[bytes] = []
                 size = 0
-                for chunk in resp.iter_bytes():
+                # decoded in bounded steps: iter_bytes inflates a whole
+                # network chunk at once (a nested gzip reaches gigabytes)
+                for chunk in web.iter_body(resp):
                     size += len(chunk)
                     if size > 4 * limit:  # past any text the engine can hold
                         raise HostError(
@@ -194,6 +196,8 @@ class _Host:
                 raw = b"".join(chunks)
         except BlockedRequest as exc:
             raise HostError(f"[denied] {exc}") from None
+        except web.BadEncoding as exc:
+            raise HostError(f"unreadable body from {url}: {exc}") from None
         except httpx.TimeoutException:
             raise HostError(f"the request to {url} timed out") from None
         except httpx.InvalidURL as exc:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 
+from charter.runtime.errors import CharterError
 from charter.runtime.results import ToolResult, refusal
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ _ACCEPT_ENCODING = "gzip, deflate"
 _INFLATE_STEP = 65_536  # most bytes one decompression step may produce
 
 
-class BadEncoding(Exception):  # noqa: N818 - named for what the caller reports
+class BadEncoding(CharterError):  # noqa: N818 - named for what the caller reports
     """The response's Content-Encoding is unknown or its body does not decode."""
 
 

@@ -5,9 +5,11 @@ lets them reach."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import shutil
 import subprocess
+import tracemalloc
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -37,6 +39,9 @@ PAGE = (
 )
 
 
+_BOMB = gzip.compress(gzip.compress(b"a" * 64_000_000, 9), 9)
+
+
 class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
@@ -47,7 +52,13 @@ class _Handler(BaseHTTPRequestHandler):
             body, ctype, status = b"nope", "text/plain", 404
         elif self.path == "/image":
             body, ctype = b"\x89PNG....", "image/png"
+        coding = None
+        if self.path == "/bomb":
+            # 64 MB of text inside about 1 kB, gzipped twice
+            body, ctype, coding = _BOMB, "text/plain", "gzip, gzip"
         self.send_response(status)
+        if coding:
+            self.send_header("Content-Encoding", coding)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -122,6 +133,22 @@ def test_web_fetch_reports_what_went_wrong(
     session, ws = _session(tmp_path, "[security]\nallow_local_network = true\n")
     result = _run(session, ws, "web_fetch", {"url": f"{server}{path}"})
     assert words in result.content
+
+
+def test_a_compressed_bomb_is_refused_past_the_limit_without_inflating_it_whole(
+    server: str, tmp_path: Path
+) -> None:
+    # resp.iter_bytes() inflated each network chunk in one go: gigabytes for
+    # a nested gzip; the script's http() now decodes in bounded steps
+    session, ws = _session(tmp_path, "[security]\nallow_local_network = true\n")
+    tracemalloc.start()
+    try:
+        result = _run(session, ws, "web_fetch", {"url": f"{server}/bomb"})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert "larger than the engine's 1MB string limit" in result.content
+    assert peak < 48_000_000, f"decoding took {peak} bytes"
 
 
 def test_web_search_without_a_key_treats_the_topic_as_unresearched(
