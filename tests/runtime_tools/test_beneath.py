@@ -110,6 +110,21 @@ def test_the_anchor_may_itself_be_reached_through_a_link(tree: Path, mode: str) 
     assert _read(Opener(alias), "d/e/f.txt") == b"inside\n"
 
 
+def _after_confinement(monkeypatch: pytest.MonkeyPatch, act: Any) -> None:
+    """Run ``act()`` between the file tools' confinement check and their
+    open, as a racing process would."""
+    from charter.runtime.tools import files
+
+    real_confined = files._confined
+
+    def confined_then(rt_: ToolRuntime, path: str, op: Any, approved: bool) -> Any:
+        got = real_confined(rt_, path, op, approved)
+        act()
+        return got
+
+    monkeypatch.setattr(files, "_confined", confined_then)
+
+
 def test_file_tools_report_a_swap_as_a_changed_path(
     tree: Path, mode: str, make_rt: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -117,17 +132,12 @@ def test_file_tools_report_a_swap_as_a_changed_path(
     # directory becomes a link to an outside folder (done here by swapping
     # the path confinement returns, as a racing process would).
     rt: ToolRuntime = make_rt(tree)
-    from charter.runtime.tools import files
 
-    real_confined = files._confined
-
-    def confined_then_swapped(rt_: ToolRuntime, path: str, op: Any, approved: bool) -> Any:
-        got = real_confined(rt_, path, op, approved)
+    def swap() -> None:
         (tree / "d").rename(tree / "d.real")
         (tree / "d").symlink_to(tree.parent / "out")
-        return got
 
-    monkeypatch.setattr(files, "_confined", confined_then_swapped)
+    _after_confinement(monkeypatch, swap)
     res = dispatch("read_file", {"path": "d/e/f.txt"}, rt)
     assert not res.ok and res.rule == "path-changed", res
     assert "OUTSIDE" not in res.content
@@ -228,16 +238,9 @@ def test_a_hard_link_made_after_the_check_is_not_read(
     # Confinement asks about a file with two names; a racing process links
     # an outside file in after that check: the open itself must refuse.
     rt: ToolRuntime = make_rt(tree)
-    from charter.runtime.tools import files
-
-    real_confined = files._confined
-
-    def confined_then_linked(rt_: ToolRuntime, path: str, op: Any, approved: bool) -> Any:
-        got = real_confined(rt_, path, op, approved)
-        os.link(tree.parent / "out" / "f.txt", tree / "d" / "e" / "g.txt")
-        return got
-
-    monkeypatch.setattr(files, "_confined", confined_then_linked)
+    _after_confinement(
+        monkeypatch, lambda: os.link(tree.parent / "out" / "f.txt", tree / "d" / "e" / "g.txt")
+    )
     res = dispatch("read_file", {"path": "d/e/g.txt"}, rt)
     assert (res.status, res.rule) == ("denied", "path-hardlink"), res
     assert "OUTSIDE" not in res.content
